@@ -1,0 +1,1 @@
+//! In-memory Cloudflare API simulator: a real HTTP server speaking the v4 envelope.

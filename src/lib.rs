@@ -1,0 +1,8 @@
+//! cftunnel exposes Kubernetes Services to the internet through Cloudflare Tunnels.
+//!
+//! One binary: an admission webhook plus a lightweight reconciler. The library holds every
+//! piece so that tests, the demo and the binary share one implementation.
+pub mod cli;
+pub mod cloudflare;
+pub mod telemetry;
+pub mod testenv;
