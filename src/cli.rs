@@ -1,12 +1,18 @@
-//! Command-line interface.
+//! Command-line interface: one binary, one subcommand per role.
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::api::crds::{self, ConversionService};
 use crate::telemetry::{self, LogFormat};
 
 #[derive(Debug, Parser)]
-#[command(name = "cftunnel", version, about = "Expose Kubernetes Services through Cloudflare Tunnels")]
+#[command(
+    name = "cftunnel",
+    version,
+    about = "Expose Kubernetes Services through Cloudflare Tunnels"
+)]
 pub struct Cli {
     /// Log format (logs go to stderr).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "CFTUNNEL_LOG_FORMAT")]
@@ -16,11 +22,44 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Print the CustomResourceDefinitions as multi-document YAML (as checked in under manifests/).
+    Crds(CrdsArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CrdsArgs {
+    /// Namespace of the webhook Service that serves CRD conversion.
+    #[arg(long, default_value = "cftunnel-system")]
+    pub webhook_namespace: String,
+    /// Name of the webhook Service that serves CRD conversion.
+    #[arg(long, default_value = "cftunnel-webhook")]
+    pub webhook_service: String,
+}
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     telemetry::init(cli.log_format);
     telemetry::install_crypto_provider();
-    match cli.command {}
+    let result = match cli.command {
+        Command::Crds(args) => print_crds(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_crds(args: &CrdsArgs) -> anyhow::Result<()> {
+    let service = ConversionService {
+        namespace: args.webhook_namespace.clone(),
+        name: args.webhook_service.clone(),
+        ..ConversionService::default()
+    };
+    let yaml = crds::to_yaml(&crds::all(&service))?;
+    std::io::stdout().lock().write_all(yaml.as_bytes())?;
+    Ok(())
 }

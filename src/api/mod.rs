@@ -1,0 +1,15 @@
+//! The `networking.cfargotunnel.com` API: CRD types per kind and version. No I/O.
+pub mod binding;
+pub mod cel;
+pub mod crds;
+pub mod defaults;
+pub mod names;
+pub mod tunnel;
+mod tunnel_common;
+
+pub use binding::{TunnelBinding, TunnelBindingStatus};
+pub use tunnel::v1alpha2::{ClusterTunnel, ClusterTunnelSpec, Tunnel, TunnelSpec};
+pub use tunnel_common::{
+    AllowedRoutes, CloudflareDetails, ExistingTunnel, NewTunnel, RouteNamespaces, RouteStatus,
+    TunnelStatus,
+};

@@ -1,0 +1,152 @@
+//! Pieces of the Tunnel / ClusterTunnel API shared by both kinds and both versions (SPEC §1.1).
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Create a new tunnel on Cloudflare, owned (and deleted) by this object.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct NewTunnel {
+    /// Name of the tunnel to create on Cloudflare. May be corrected until the tunnel exists
+    /// (`status.tunnelId` set); immutable afterwards.
+    #[schemars(length(max = 255))]
+    pub name: String,
+}
+
+/// Run a tunnel that already exists on Cloudflare; it is never deleted by cftunnel.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct ExistingTunnel {
+    /// Tunnel UUID. Wins over `name` when both are given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub id: Option<String>,
+    /// Tunnel name, resolved to its id among the account's live tunnels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 255))]
+    pub name: Option<String>,
+}
+
+impl ExistingTunnel {
+    /// "Set" (SPEC §1.1): a non-empty id or name.
+    pub fn is_set(&self) -> bool {
+        self.id.as_deref().is_some_and(|s| !s.is_empty())
+            || self.name.as_deref().is_some_and(|s| !s.is_empty())
+    }
+}
+
+fn key_api_token() -> String {
+    "CLOUDFLARE_API_TOKEN".into()
+}
+fn key_api_key() -> String {
+    "CLOUDFLARE_API_KEY".into()
+}
+fn key_credential_file() -> String {
+    "CLOUDFLARE_TUNNEL_CREDENTIAL_FILE".into()
+}
+fn key_credential_secret() -> String {
+    "CLOUDFLARE_TUNNEL_CREDENTIAL_SECRET".into()
+}
+
+/// Cloudflare account, zone and the Secret holding API credentials.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CloudflareDetails {
+    /// Zone name (e.g. `example.com`); also the default FQDN suffix for routes.
+    #[schemars(length(max = 253))]
+    pub domain: String,
+    /// Name of the Secret holding the API credentials: read in the Tunnel's namespace, or in the
+    /// cluster-resource namespace for a ClusterTunnel.
+    #[schemars(length(max = 253))]
+    pub secret: String,
+    /// Account id (32 hex characters). Wins over `accountName`. Immutable once set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub account_id: Option<String>,
+    /// Account name, looked up when `accountId` is not given (account-owned API tokens cannot
+    /// list accounts: give `accountId` with those). Immutable once set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 255))]
+    pub account_name: Option<String>,
+    /// Email of the account, used with a global API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// Key in the Secret holding an API token.
+    #[serde(rename = "CLOUDFLARE_API_TOKEN", default = "key_api_token")]
+    pub api_token_key: String,
+    /// Key in the Secret holding a global API key (used with `email`).
+    #[serde(rename = "CLOUDFLARE_API_KEY", default = "key_api_key")]
+    pub api_key_key: String,
+    /// Key in the Secret holding a whole credentials.json of an existing tunnel.
+    #[serde(
+        rename = "CLOUDFLARE_TUNNEL_CREDENTIAL_FILE",
+        default = "key_credential_file"
+    )]
+    pub credential_file_key: String,
+    /// Key in the Secret holding only the base64 TunnelSecret of an existing tunnel.
+    #[serde(
+        rename = "CLOUDFLARE_TUNNEL_CREDENTIAL_SECRET",
+        default = "key_credential_secret"
+    )]
+    pub credential_secret_key: String,
+}
+
+/// Which namespaces may bind routes to a tunnel (like Gateway API listeners).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct AllowedRoutes {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<RouteNamespaces>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct RouteNamespaces {
+    /// `All`, `Same` or `Selector`. Default: `All` for a ClusterTunnel, `Same` for a Tunnel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Namespaces whose labels match may bind, with `from: Selector`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+}
+
+/// One route served by the tunnel, as last rendered.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct RouteStatus {
+    pub hostname: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    pub target: String,
+    /// The object the route comes from, e.g. `TunnelBinding shop/web` or `Service shop/api`.
+    pub source: String,
+    /// `Active`, `Conflict`, `Pending` or `Error`.
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Observed state of a Tunnel or ClusterTunnel. Every field is optional.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TunnelStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub tunnel_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tunnel_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_id: Option<String>,
+    /// The domain `zoneId` was resolved for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_domain: Option<String>,
+    /// Ids this object used before its tunnel was recreated (newest last, bounded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 10))]
+    pub previous_tunnel_ids: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Ready` with a typed reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Option<Vec<Condition>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routes: Option<Vec<RouteStatus>>,
+}
