@@ -17,17 +17,9 @@ use serde::{Deserialize, Serialize};
     status = "TunnelBindingStatus",
     derive = "PartialEq",
     doc = "Routes Services of its namespace through a Tunnel or ClusterTunnel.",
-    printcolumn(name = "FQDNs", type_ = "string", json_path = ".status.hostnames"),
-    printcolumn(
-        name = "Ready",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
-    ),
-    printcolumn(
-        name = "Age",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    )
+    printcolumn = r#"{"name":"FQDNs","type":"string","jsonPath":".status.hostnames"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct TunnelBindingFields {

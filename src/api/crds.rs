@@ -45,7 +45,7 @@ pub fn tunnel(conversion: &ConversionService) -> CustomResourceDefinition {
         "v1alpha2",
     );
     finish_tunnel_kind(
-        merged.unwrap_or_else(|e| unreachable_merge(e)),
+        merged.unwrap_or_else(unreachable_merge),
         "Tunnel",
         conversion,
     )
@@ -60,7 +60,7 @@ pub fn cluster_tunnel(conversion: &ConversionService) -> CustomResourceDefinitio
         "v1alpha2",
     );
     finish_tunnel_kind(
-        merged.unwrap_or_else(|e| unreachable_merge(e)),
+        merged.unwrap_or_else(unreachable_merge),
         "ClusterTunnel",
         conversion,
     )

@@ -27,9 +27,9 @@ macro_rules! tunnel_kinds {
             status = "TunnelStatus",
             derive = "PartialEq",
             doc = $doc,
-            printcolumn(name = "TunnelID", type_ = "string", json_path = ".status.tunnelId"),
-            printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
-            printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+            printcolumn = r#"{"name":"TunnelID","type":"string","jsonPath":".status.tunnelId"}"#,
+            printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+            printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
         )]
         #[serde(rename_all = "camelCase")]
         pub struct $spec {
