@@ -11,7 +11,7 @@ use super::operation::Operation;
 pub(crate) const REQUEST_LOG_CAPACITY: usize = 10_000;
 
 /// A request as the simulator saw it, without any credential header.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct LoggedRequest {
     /// `None` when no route matched.
     pub operation: Option<Operation>,
@@ -22,6 +22,23 @@ pub struct LoggedRequest {
     pub request_body: Option<serde_json::Value>,
     pub status: u16,
     pub response_body: serde_json::Value,
+}
+
+/// Bodies can hold tunnel secrets and tokens, so Debug shows only their presence.
+impl fmt::Debug for LoggedRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoggedRequest")
+            .field("operation", &self.operation)
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("query", &self.query)
+            .field(
+                "request_body",
+                &self.request_body.as_ref().map(|_| "<json>"),
+            )
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Clone)]
