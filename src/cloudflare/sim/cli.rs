@@ -11,7 +11,7 @@ use serde_json::json;
 use super::{SimConfig, Simulator};
 
 /// Options of the `cloudflare-sim` command.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Clone, clap::Args)]
 pub struct SimArgs {
     /// Loopback address to listen on; port 0 picks a free port.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
@@ -25,6 +25,18 @@ pub struct SimArgs {
     /// Name of the simulated account.
     #[arg(long, value_name = "NAME", default_value = "cftunnel-sim")]
     pub account_name: String,
+}
+
+/// Tokens are credentials, so Debug shows only how many there are.
+impl std::fmt::Debug for SimArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimArgs")
+            .field("listen", &self.listen)
+            .field("zones", &self.zones)
+            .field("tokens", &format_args!("<{} redacted>", self.tokens.len()))
+            .field("account_name", &self.account_name)
+            .finish()
+    }
 }
 
 impl SimArgs {

@@ -107,6 +107,10 @@ fn cli_defaults_give_one_zone_and_a_random_token() {
         (vec!["example.com".to_string()], 1)
     );
     assert_ne!(parsed.config().tokens, config.tokens);
+    let with_token = Wrapper::try_parse_from(["sim", "--token", "very-secret"])
+        .expect("parse")
+        .args;
+    assert!(!format!("{with_token:?}").contains("very-secret"));
     let custom = Wrapper::try_parse_from([
         "sim", "--zone", "a.test", "--zone", "b.test", "--token", "t1",
     ])
