@@ -1,0 +1,124 @@
+//! The API operations the simulator serves, named after the client's needs.
+use std::fmt;
+
+/// One Cloudflare v4 operation; faults, counters and log entries are keyed by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Operation {
+    VerifyToken,
+    VerifyAccountToken,
+    ListAccounts,
+    ListZones,
+    GetZone,
+    CreateTunnel,
+    ListTunnels,
+    GetTunnel,
+    DeleteTunnel,
+    GetTunnelToken,
+    ListConnections,
+    CleanupConnections,
+    GetConfiguration,
+    PutConfiguration,
+    ListDnsRecords,
+    CreateDnsRecord,
+    GetDnsRecord,
+    UpdateDnsRecord,
+    PatchDnsRecord,
+    DeleteDnsRecord,
+}
+
+impl Operation {
+    /// Every operation, in a stable order (useful to iterate counters or inject faults broadly).
+    pub const ALL: [Operation; 20] = [
+        Operation::VerifyToken,
+        Operation::VerifyAccountToken,
+        Operation::ListAccounts,
+        Operation::ListZones,
+        Operation::GetZone,
+        Operation::CreateTunnel,
+        Operation::ListTunnels,
+        Operation::GetTunnel,
+        Operation::DeleteTunnel,
+        Operation::GetTunnelToken,
+        Operation::ListConnections,
+        Operation::CleanupConnections,
+        Operation::GetConfiguration,
+        Operation::PutConfiguration,
+        Operation::ListDnsRecords,
+        Operation::CreateDnsRecord,
+        Operation::GetDnsRecord,
+        Operation::UpdateDnsRecord,
+        Operation::PatchDnsRecord,
+        Operation::DeleteDnsRecord,
+    ];
+
+    /// The OpenAPI `operationId`; `None` for the account token verify, absent from the subset.
+    pub fn operation_id(&self) -> Option<&'static str> {
+        Some(match self {
+            Operation::VerifyToken => "user-api-tokens-verify-token",
+            Operation::VerifyAccountToken => return None,
+            Operation::ListAccounts => "accounts-list-accounts",
+            Operation::ListZones => "zones-get",
+            Operation::GetZone => "zones-0-get",
+            Operation::CreateTunnel => "cloudflare-tunnel-create-a-cloudflare-tunnel",
+            Operation::ListTunnels => "cloudflare-tunnel-list-cloudflare-tunnels",
+            Operation::GetTunnel => "cloudflare-tunnel-get-a-cloudflare-tunnel",
+            Operation::DeleteTunnel => "cloudflare-tunnel-delete-a-cloudflare-tunnel",
+            Operation::GetTunnelToken => "cloudflare-tunnel-get-a-cloudflare-tunnel-token",
+            Operation::ListConnections => "cloudflare-tunnel-list-cloudflare-tunnel-connections",
+            Operation::CleanupConnections => {
+                "cloudflare-tunnel-clean-up-cloudflare-tunnel-connections"
+            }
+            Operation::GetConfiguration => "cloudflare-tunnel-configuration-get-configuration",
+            Operation::PutConfiguration => "cloudflare-tunnel-configuration-put-configuration",
+            Operation::ListDnsRecords => "dns-records-for-a-zone-list-dns-records",
+            Operation::CreateDnsRecord => "dns-records-for-a-zone-create-dns-record",
+            Operation::GetDnsRecord => "dns-records-for-a-zone-dns-record-details",
+            Operation::UpdateDnsRecord => "dns-records-for-a-zone-update-dns-record",
+            Operation::PatchDnsRecord => "dns-records-for-a-zone-patch-dns-record",
+            Operation::DeleteDnsRecord => "dns-records-for-a-zone-delete-dns-record",
+        })
+    }
+
+    /// HTTP method of the operation.
+    pub fn method(&self) -> http::Method {
+        use Operation::*;
+        match self {
+            CreateTunnel | CreateDnsRecord => http::Method::POST,
+            DeleteTunnel | CleanupConnections | DeleteDnsRecord => http::Method::DELETE,
+            PutConfiguration | UpdateDnsRecord => http::Method::PUT,
+            PatchDnsRecord => http::Method::PATCH,
+            _ => http::Method::GET,
+        }
+    }
+
+    /// Path template relative to the API base, in OpenAPI `{param}` syntax (also axum's).
+    pub fn path_template(&self) -> &'static str {
+        use Operation::*;
+        match self {
+            VerifyToken => "/user/tokens/verify",
+            VerifyAccountToken => "/accounts/{account_id}/tokens/verify",
+            ListAccounts => "/accounts",
+            ListZones => "/zones",
+            GetZone => "/zones/{zone_id}",
+            CreateTunnel | ListTunnels => "/accounts/{account_id}/cfd_tunnel",
+            GetTunnel | DeleteTunnel => "/accounts/{account_id}/cfd_tunnel/{tunnel_id}",
+            GetTunnelToken => "/accounts/{account_id}/cfd_tunnel/{tunnel_id}/token",
+            ListConnections | CleanupConnections => {
+                "/accounts/{account_id}/cfd_tunnel/{tunnel_id}/connections"
+            }
+            GetConfiguration | PutConfiguration => {
+                "/accounts/{account_id}/cfd_tunnel/{tunnel_id}/configurations"
+            }
+            ListDnsRecords | CreateDnsRecord => "/zones/{zone_id}/dns_records",
+            GetDnsRecord | UpdateDnsRecord | PatchDnsRecord | DeleteDnsRecord => {
+                "/zones/{zone_id}/dns_records/{dns_record_id}"
+            }
+        }
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}

@@ -1,0 +1,265 @@
+//! The simulator's in-memory world: one account, its zones, tunnels and DNS records.
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+
+use rand::{SeedableRng, rngs::StdRng};
+
+use super::faults::FaultSet;
+use super::operation::Operation;
+
+/// Most requests kept in the log; older entries are dropped first.
+pub(crate) const REQUEST_LOG_CAPACITY: usize = 10_000;
+
+/// A request as the simulator saw it, without any credential header.
+#[derive(Clone, PartialEq)]
+pub struct LoggedRequest {
+    /// `None` when no route matched.
+    pub operation: Option<Operation>,
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    /// `None` when the body was empty or not JSON.
+    pub request_body: Option<serde_json::Value>,
+    pub status: u16,
+    pub response_body: serde_json::Value,
+}
+
+/// Bodies can hold tunnel secrets and tokens, so Debug shows only their presence.
+impl fmt::Debug for LoggedRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoggedRequest")
+            .field("operation", &self.operation)
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("query", &self.query)
+            .field(
+                "request_body",
+                &self.request_body.as_ref().map(|_| "<json>"),
+            )
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Zone {
+    pub id: String,
+    pub name: String,
+    pub created_on: String,
+}
+
+/// A fake cloudflared connector attached to a tunnel.
+#[derive(Debug, Clone)]
+pub(crate) struct Connector {
+    pub id: String,
+    pub connection_id: String,
+    pub run_at: String,
+}
+
+/// A tunnel as stored, deleted ones included.
+#[derive(Clone, PartialEq)]
+pub struct SimTunnel {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+    pub deleted_at: Option<String>,
+    /// `local` or `cloudflare`.
+    pub config_src: String,
+    /// Exactly the base64 text sent at creation (or generated); redacted from Debug.
+    pub tunnel_secret: String,
+    pub connector_ids: Vec<String>,
+    pub conns_active_at: Option<String>,
+    pub conns_inactive_at: Option<String>,
+    /// Remote configuration and its version (0 until the first PUT).
+    pub config: Option<serde_json::Value>,
+    pub config_version: u64,
+    pub config_updated_at: String,
+}
+
+impl fmt::Debug for SimTunnel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimTunnel")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("created_at", &self.created_at)
+            .field("deleted_at", &self.deleted_at)
+            .field("config_src", &self.config_src)
+            .field("tunnel_secret", &"<redacted>")
+            .field("connector_ids", &self.connector_ids)
+            .field("config_version", &self.config_version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A DNS record as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimDnsRecord {
+    pub id: String,
+    pub zone_id: String,
+    pub zone_name: String,
+    pub record_type: String,
+    pub name: String,
+    pub content: String,
+    pub ttl: u32,
+    pub proxied: bool,
+    pub priority: Option<u16>,
+    pub comment: Option<String>,
+    pub tags: Vec<String>,
+    pub created_on: String,
+    pub modified_on: String,
+}
+
+pub(crate) struct State {
+    pub account_id: String,
+    pub account_name: String,
+    pub account_created_on: String,
+    pub tokens: Vec<String>,
+    pub api_keys: Vec<(String, String)>,
+    pub zones: Vec<Zone>,
+    /// Creation order, which is also the list order.
+    pub tunnels: Vec<SimTunnel>,
+    pub connectors: HashMap<String, Vec<Connector>>,
+    /// Creation order per zone id.
+    pub records: HashMap<String, Vec<SimDnsRecord>>,
+    pub faults: HashMap<Operation, FaultSet>,
+    pub rng: StdRng,
+    pub calls: HashMap<Operation, u64>,
+    pub total_calls: u64,
+    pub log: VecDeque<LoggedRequest>,
+}
+
+impl State {
+    pub fn new(
+        account_id: String,
+        account_name: String,
+        zone_names: &[String],
+        tokens: Vec<String>,
+        api_keys: Vec<(String, String)>,
+    ) -> Self {
+        let now = now();
+        let mut zones: Vec<Zone> = Vec::new();
+        for name in zone_names {
+            let name = name.trim().trim_end_matches('.').to_ascii_lowercase();
+            if !name.is_empty() && !zones.iter().any(|z| z.name == name) {
+                zones.push(Zone {
+                    id: hex_id(),
+                    name,
+                    created_on: now.clone(),
+                });
+            }
+        }
+        let records = zones.iter().map(|z| (z.id.clone(), Vec::new())).collect();
+        State {
+            account_id,
+            account_name,
+            account_created_on: now,
+            tokens,
+            api_keys,
+            zones,
+            tunnels: Vec::new(),
+            connectors: HashMap::new(),
+            records,
+            faults: HashMap::new(),
+            rng: StdRng::seed_from_u64(0),
+            calls: HashMap::new(),
+            total_calls: 0,
+            log: VecDeque::new(),
+        }
+    }
+
+    pub fn zone_by_id(&self, id: &str) -> Option<&Zone> {
+        self.zones.iter().find(|z| z.id == id)
+    }
+
+    pub fn zone_by_name(&self, name: &str) -> Option<&Zone> {
+        self.zones
+            .iter()
+            .find(|z| z.name.eq_ignore_ascii_case(name.trim_end_matches('.')))
+    }
+
+    pub fn tunnel_mut(&mut self, id: &str) -> Option<&mut SimTunnel> {
+        self.tunnels
+            .iter_mut()
+            .find(|t| t.id.eq_ignore_ascii_case(id))
+    }
+
+    pub fn tunnel(&self, id: &str) -> Option<&SimTunnel> {
+        self.tunnels.iter().find(|t| t.id.eq_ignore_ascii_case(id))
+    }
+
+    pub fn push_log(&mut self, entry: LoggedRequest) {
+        if self.log.len() >= REQUEST_LOG_CAPACITY {
+            self.log.pop_front();
+        }
+        self.log.push_back(entry);
+    }
+
+    /// Attaches a fake connector; false when the tunnel is unknown or deleted.
+    pub fn connect(&mut self, tunnel_id: &str) -> bool {
+        let at = now();
+        let Some(tunnel) = self.tunnel_mut(tunnel_id) else {
+            return false;
+        };
+        if tunnel.deleted_at.is_some() {
+            return false;
+        }
+        let connector = Connector {
+            id: uuid_id(),
+            connection_id: uuid_id(),
+            run_at: at.clone(),
+        };
+        tunnel.connector_ids.push(connector.id.clone());
+        tunnel.conns_active_at = Some(at);
+        let key = tunnel.id.clone();
+        self.connectors.entry(key).or_default().push(connector);
+        true
+    }
+
+    /// Drops connectors (one by id, or all); records when the tunnel went inactive.
+    pub fn disconnect(&mut self, tunnel_id: &str, client_id: Option<&str>) {
+        let Some(tunnel) = self.tunnel_mut(tunnel_id) else {
+            return;
+        };
+        let key = tunnel.id.clone();
+        tunnel
+            .connector_ids
+            .retain(|id| client_id.is_some_and(|c| !c.eq_ignore_ascii_case(id)));
+        let now_empty = tunnel.connector_ids.is_empty();
+        if now_empty && tunnel.conns_active_at.is_some() {
+            tunnel.conns_inactive_at = Some(now());
+        }
+        if let Some(list) = self.connectors.get_mut(&key) {
+            list.retain(|c| client_id.is_some_and(|id| !id.eq_ignore_ascii_case(&c.id)));
+        }
+    }
+
+    /// Soft-deletes a tunnel; false when unknown or already deleted.
+    pub fn soft_delete(&mut self, tunnel_id: &str) -> bool {
+        let live = self
+            .tunnel(tunnel_id)
+            .is_some_and(|t| t.deleted_at.is_none());
+        if !live {
+            return false;
+        }
+        self.disconnect(tunnel_id, None);
+        if let Some(tunnel) = self.tunnel_mut(tunnel_id) {
+            tunnel.deleted_at = Some(now());
+        }
+        true
+    }
+}
+
+/// Current time in RFC 3339 UTC.
+pub(crate) fn now() -> String {
+    jiff::Timestamp::now().to_string()
+}
+
+/// 32 lowercase hex characters, the shape of account, zone and record ids.
+pub(crate) fn hex_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// A random v4 UUID, the shape of tunnel and connector ids.
+pub(crate) fn uuid_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
