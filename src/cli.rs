@@ -25,6 +25,9 @@ pub struct Cli {
 pub enum Command {
     /// Print the CustomResourceDefinitions as multi-document YAML (as checked in under manifests/).
     Crds(CrdsArgs),
+    /// Run the Cloudflare API simulator on loopback. The first stdout line is a JSON object
+    /// with the API base URL (for --cloudflare-api-url), the account, the zones and the tokens.
+    CloudflareSim(crate::cloudflare::sim::cli::SimArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -43,6 +46,7 @@ pub fn main() -> ExitCode {
     telemetry::install_crypto_provider();
     let result = match cli.command {
         Command::Crds(args) => print_crds(&args),
+        Command::CloudflareSim(args) => block_on(crate::cloudflare::sim::cli::run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -51,6 +55,13 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(future: F) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(future)
 }
 
 fn print_crds(args: &CrdsArgs) -> anyhow::Result<()> {
