@@ -1,0 +1,1 @@
+//! Behaviour tests of the client against small in-process fake servers.
