@@ -166,9 +166,11 @@ impl CloudflareClientBuilder {
             .filter(|u| u.query().is_none() && u.fragment().is_none())
             .filter(|u| u.username().is_empty() && u.password().is_none())
             .ok_or_else(|| {
-                CloudflareError::InvalidInput(format!(
-                    "Cloudflare API base URL {base_text:?} is not an http(s) URL without query or credentials"
-                ))
+                // The URL is not echoed: it could carry user:password.
+                CloudflareError::InvalidInput(
+                    "Cloudflare API base URL must be an http(s) URL without query or credentials"
+                        .into(),
+                )
             })?;
         let limiters = self.limiters.unwrap_or_default();
         let limiter = limiters.limiter(&self.credentials, self.rate_limit);
@@ -254,9 +256,10 @@ impl CloudflareClient {
             })?;
             segments.pop_if_empty();
             for segment in call.path {
-                if segment.is_empty() {
+                // `.`/`..` would be resolved away and silently address another resource.
+                if segment.is_empty() || *segment == "." || *segment == ".." {
                     return Err(CloudflareError::InvalidInput(format!(
-                        "{}: an identifier in the path is empty",
+                        "{}: path identifier {segment:?} is not usable",
                         call.operation
                     )));
                 }
