@@ -3,6 +3,7 @@
 //! Every operation goes through one request path ([`CloudflareClient`]): the credential's token
 //! bucket (shared through [`RateLimiters`]), a per-attempt timeout, bounded jittered retries on
 //! 5xx, 429, timeouts and connection errors, and envelope checks (`success` and HTTP status).
+mod builder;
 mod credentials;
 mod dns;
 mod engine;
@@ -19,12 +20,12 @@ mod zones;
 #[cfg(test)]
 mod tests;
 
+pub use builder::{
+    CloudflareClientBuilder, DEFAULT_BASE_URL, DEFAULT_TIMEOUT, IN_PROCESS_BASE_URL,
+};
 pub use credentials::Credentials;
 pub use dns::MAX_DNS_PER_PAGE;
-pub use engine::{
-    CloudflareClient, CloudflareClientBuilder, DEFAULT_BASE_URL, DEFAULT_TIMEOUT,
-    IN_PROCESS_BASE_URL,
-};
+pub use engine::CloudflareClient;
 pub use error::{
     ApiErrorItem, CODE_ACTIVE_CONNECTIONS, CODE_INVALID_TOKEN, CODE_TUNNEL_NAME_EXISTS,
     CODES_RECORD_EXISTS, CloudflareError, TransportError,

@@ -17,7 +17,7 @@ const CONNECTOR_TOKEN: &str = "eyJhIjoiY29ubmVjdG9yLXRva2VuLXNlY3JldCJ9";
 
 /// A writer that appends every log line to a shared buffer.
 #[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
+pub(super) struct Buffer(Arc<Mutex<Vec<u8>>>);
 
 impl Write for Buffer {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -39,17 +39,36 @@ impl<'a> MakeWriter<'a> for Buffer {
 }
 
 impl Buffer {
-    fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
     }
 }
 
-fn trace_subscriber(buffer: &Buffer) -> impl tracing::Subscriber + Send + Sync {
-    tracing_subscriber::fmt()
+/// A TRACE-level capture into a buffer, on this thread, for as long as it lives.
+pub(super) struct Capture {
+    pub buffer: Buffer,
+    _guard: tracing::subscriber::DefaultGuard,
+    _anchor: tracing::Dispatch,
+}
+
+/// Starts a capture. tracing caches each callsite's interest process-wide, computed from the
+/// thread that first reaches it; a second live dispatcher makes that computation consult every
+/// dispatcher, so a parallel test without a subscriber cannot switch our events off.
+pub(super) fn capture() -> Capture {
+    let anchor = tracing::Dispatch::new(tracing_subscriber::registry());
+    let buffer = Buffer::default();
+    let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
         .with_writer(buffer.clone())
         .with_ansi(false)
-        .finish()
+        .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+    tracing::callsite::rebuild_interest_cache();
+    Capture {
+        buffer,
+        _guard: guard,
+        _anchor: anchor,
+    }
 }
 
 /// Answers every operation, including failures, retries and a 429.
@@ -103,8 +122,7 @@ fn assert_clean(text: &str, forbidden: &[&str]) {
 
 #[tokio::test(start_paused = true)]
 async fn trace_logs_never_contain_credentials_or_secrets() {
-    let buffer = Buffer::default();
-    let _guard = tracing::subscriber::set_default(trace_subscriber(&buffer));
+    let capture = capture();
     let secret_b64 = STANDARD.encode(SECRET);
     let forbidden = [TOKEN, API_KEY, secret_b64.as_str(), CONNECTOR_TOKEN];
 
@@ -122,7 +140,7 @@ async fn trace_logs_never_contain_credentials_or_secrets() {
     .unwrap();
     rendered.extend(exercise(&key_client).await);
 
-    let logs = buffer.text();
+    let logs = capture.buffer.text();
     // The logs are real: operations, statuses, the 429 pause and retries are all there.
     for expected in [
         "tunnel.create",

@@ -15,6 +15,7 @@ use super::{
 };
 
 mod envelope;
+mod http;
 mod logging;
 mod operations;
 mod ratelimit;
