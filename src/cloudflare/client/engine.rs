@@ -63,7 +63,7 @@ impl CloudflareClient {
 }
 
 /// One API call before it is sent. DELETE calls are built without a body by construction.
-#[derive(Debug)]
+/// No Debug: the body may hold a tunnel secret.
 pub(crate) struct Call<'a> {
     pub operation: &'static str,
     pub method: Method,

@@ -263,6 +263,7 @@ pub struct TunnelConnection {
 /// A connector (cloudflared instance) and its connections.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct ConnectionClient {
+    #[serde(default)]
     pub id: String,
     #[serde(default)]
     pub arch: Option<String>,

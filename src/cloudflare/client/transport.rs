@@ -28,8 +28,7 @@ impl fmt::Debug for Transport {
     }
 }
 
-/// A response read in full.
-#[derive(Debug)]
+/// A response read in full. No Debug: the body may hold a token.
 pub(crate) struct RawResponse {
     pub status: StatusCode,
     pub headers: HeaderMap,

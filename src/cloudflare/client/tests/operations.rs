@@ -392,3 +392,31 @@ async fn invalid_inputs_are_refused_before_sending() {
         assert!(matches!(err, CloudflareError::InvalidInput(_)), "{bad}");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn connections_list_parses_clients_without_result_info() {
+    let (router, log) = fake(|_, _| {
+        ok(json!([{
+            "id": "1bedc50d-42b3-473c-b108-ff3d10c0d925", "arch": "linux_amd64",
+            "version": "2025.1.0", "run_at": "2025-01-25T18:22:34Z", "config_version": 0,
+            "features": ["ha-origin"],
+            "conns": [{"id": "c1", "uuid": "c1", "colo_name": "AMS", "is_pending_reconnect": false,
+                       "origin_ip": "192.0.2.7", "opened_at": "2025-01-25T18:22:34Z",
+                       "client_id": "1bedc50d-42b3-473c-b108-ff3d10c0d925", "client_version": "2025.1.0"}]
+        }]))
+    });
+    let clients = client(router)
+        .list_tunnel_connections(ACCOUNT, TUNNEL)
+        .await
+        .unwrap();
+    assert_eq!(clients.len(), 1);
+    assert_eq!(clients[0].features, ["ha-origin"]);
+    assert_eq!(clients[0].conns[0].colo_name.as_deref(), Some("AMS"));
+    let seen = log.all();
+    assert_eq!(seen[0].method, Method::GET);
+    assert_eq!(
+        seen[0].path,
+        format!("/accounts/{ACCOUNT}/cfd_tunnel/{TUNNEL}/connections")
+    );
+    assert_eq!(seen[0].query, None);
+}
