@@ -2,7 +2,6 @@
 mod auth;
 mod dns;
 mod faults;
-mod schema;
 mod server;
 mod tunnels;
 
