@@ -1,0 +1,547 @@
+//! The local control plane is a real Kubernetes: CRUD, RBAC, controllers, GC, webhooks, cleanup.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, poll_until};
+use k8s_openapi::api::admissionregistration::v1::{
+    RuleWithOperations, ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
+};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, ReplicaSet};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+use support::webhook_server::{Call, DenyingWebhook};
+use support::{GC_WAIT, POLL, WAIT, plane};
+
+fn config_map(name: &str, labels: &[(&str, &str)], data: &[(&str, &str)]) -> ConfigMap {
+    let to_map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: (!labels.is_empty()).then(|| to_map(labels)),
+            ..Default::default()
+        },
+        data: Some(to_map(data)),
+        ..Default::default()
+    }
+}
+
+fn api_error_code(result: &Result<impl std::fmt::Debug, kube::Error>) -> Option<u16> {
+    match result {
+        Err(kube::Error::Api(status)) => Some(status.code),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn config_map_crud_through_admin_client_and_kubectl() {
+    let plane = plane().await;
+    let ns = plane.create_namespace("crud").await.expect("namespace");
+    let api: Api<ConfigMap> = Api::namespaced(plane.admin_client().expect("client"), &ns);
+
+    api.create(
+        &PostParams::default(),
+        &config_map("settings", &[], &[("mode", "a")]),
+    )
+    .await
+    .expect("create");
+    let mut read = api.get("settings").await.expect("read");
+    assert_eq!(
+        read.data
+            .as_ref()
+            .and_then(|d| d.get("mode"))
+            .map(String::as_str),
+        Some("a")
+    );
+
+    read.data = Some(BTreeMap::from([("mode".to_string(), "b".to_string())]));
+    api.replace("settings", &PostParams::default(), &read)
+        .await
+        .expect("update");
+    let updated = api.get("settings").await.expect("read after update");
+    assert_eq!(
+        updated.data,
+        Some(BTreeMap::from([("mode".to_string(), "b".to_string())]))
+    );
+
+    api.delete("settings", &DeleteParams::default())
+        .await
+        .expect("delete");
+    assert!(
+        api.get_opt("settings")
+            .await
+            .expect("read after delete")
+            .is_none()
+    );
+
+    // The real kubectl works with the admin kubeconfig.
+    let output = plane
+        .kubectl()
+        .args([
+            "create",
+            "configmap",
+            "from-kubectl",
+            "-n",
+            &ns,
+            "--from-literal=k=v",
+        ])
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        output.status.success(),
+        "kubectl failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let created = api.get("from-kubectl").await.expect("kubectl's configmap");
+    assert_eq!(
+        created.data,
+        Some(BTreeMap::from([("k".to_string(), "v".to_string())]))
+    );
+}
+
+#[tokio::test]
+async fn rbac_denies_a_user_until_a_role_binding_grants_its_group() {
+    let plane = plane().await;
+    let ns = plane.create_namespace("rbac").await.expect("namespace");
+    let admin = plane.admin_client().expect("admin");
+    let group = format!("readers-{ns}");
+    let user = plane.user("rbac-reader", &[&group]).expect("user");
+    let as_user: Api<ConfigMap> = Api::namespaced(user.client().expect("user client"), &ns);
+
+    let denied = as_user.list(&ListParams::default()).await;
+    match &denied {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 403);
+            assert_eq!(
+                status.message,
+                format!(
+                    "configmaps is forbidden: User \"rbac-reader\" cannot list resource \
+                     \"configmaps\" in API group \"\" in the namespace \"{ns}\""
+                )
+            );
+        }
+        other => panic!("expected 403, got {other:?}"),
+    }
+
+    let admin_cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &ns);
+    admin_cms
+        .create(
+            &PostParams::default(),
+            &config_map("visible", &[], &[("x", "1")]),
+        )
+        .await
+        .expect("admin creates");
+    let role = Role {
+        metadata: ObjectMeta {
+            name: Some("configmap-reader".to_string()),
+            ..Default::default()
+        },
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec![String::new()]),
+            resources: Some(vec!["configmaps".to_string()]),
+            verbs: vec!["get".to_string(), "list".to_string()],
+            ..Default::default()
+        }]),
+    };
+    Api::<Role>::namespaced(admin.clone(), &ns)
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("role");
+    let binding = RoleBinding {
+        metadata: ObjectMeta {
+            name: Some("readers".to_string()),
+            ..Default::default()
+        },
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".to_string()),
+            kind: "Role".to_string(),
+            name: "configmap-reader".to_string(),
+        },
+        subjects: Some(vec![Subject {
+            api_group: Some("rbac.authorization.k8s.io".to_string()),
+            kind: "Group".to_string(),
+            name: group.clone(),
+            ..Default::default()
+        }]),
+    };
+    Api::<RoleBinding>::namespaced(admin, &ns)
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("role binding");
+
+    // The authorizer reads RBAC objects from an informer, so the grant lands shortly after.
+    let names = poll_until("the binding to take effect", WAIT, POLL, || async {
+        let list = as_user.list(&ListParams::default()).await.ok()?;
+        Some(
+            list.items
+                .into_iter()
+                .filter_map(|cm| cm.metadata.name)
+                .collect::<Vec<_>>(),
+        )
+    })
+    .await
+    .expect("user can list");
+    assert_eq!(names, vec!["visible".to_string()]);
+
+    let create = as_user
+        .create(&PostParams::default(), &config_map("not-allowed", &[], &[]))
+        .await;
+    assert_eq!(api_error_code(&create), Some(403), "{create:?}");
+}
+
+fn deployment(name: &str, replicas: i32) -> Deployment {
+    let labels = BTreeMap::from([("app".to_string(), name.to_string())]);
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        spec: DeploymentSpec {
+            replicas: Some(replicas),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..Default::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "app".to_string(),
+                        // Never pulled: there are no nodes, the Pods stay Pending.
+                        image: Some("registry.invalid/app:1".to_string()),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn controller_manager_rolls_out_deployments_and_gc_removes_dependents() {
+    let plane = plane().await;
+    let ns = plane.create_namespace("kcm").await.expect("namespace");
+    let client = plane.admin_client().expect("client");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let replica_sets: Api<ReplicaSet> = Api::namespaced(client.clone(), &ns);
+    let pods: Api<Pod> = Api::namespaced(client, &ns);
+
+    let created = deployments
+        .create(&PostParams::default(), &deployment("web", 2))
+        .await
+        .expect("deployment");
+    let deployment_uid = created.metadata.uid.expect("uid");
+
+    let rs = poll_until(
+        "a ReplicaSet owned by the Deployment",
+        WAIT,
+        POLL,
+        || async {
+            let list = replica_sets.list(&ListParams::default()).await.ok()?;
+            list.items.into_iter().find(|rs| {
+                rs.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.uid == deployment_uid && o.controller == Some(true))
+            })
+        },
+    )
+    .await
+    .expect("replica set");
+    let rs_uid = rs.metadata.uid.clone().expect("rs uid");
+
+    let phases = poll_until("two Pods owned by the ReplicaSet", WAIT, POLL, || async {
+        let list = pods.list(&ListParams::default()).await.ok()?;
+        let owned: Vec<_> = list
+            .items
+            .into_iter()
+            .filter(|p| {
+                p.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.uid == rs_uid)
+            })
+            .collect();
+        (owned.len() == 2).then(|| {
+            owned
+                .into_iter()
+                .map(|p| p.status.and_then(|s| s.phase).unwrap_or_default())
+                .collect::<Vec<_>>()
+        })
+    })
+    .await
+    .expect("pods");
+    assert_eq!(phases, vec!["Pending".to_string(), "Pending".to_string()]);
+
+    deployments
+        .delete("web", &DeleteParams::background())
+        .await
+        .expect("delete deployment");
+    let remaining = poll_until(
+        "GC to remove the ReplicaSet and Pods",
+        GC_WAIT,
+        POLL,
+        || async {
+            let rs_left = replica_sets
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .len();
+            let pods_left = pods.list(&ListParams::default()).await.ok()?.items.len();
+            (rs_left == 0 && pods_left == 0).then_some((rs_left, pods_left))
+        },
+    )
+    .await
+    .expect("garbage collected");
+    assert_eq!(remaining, (0, 0));
+}
+
+const DENY_LABEL: &str = "cftunnel.test/deny";
+const DENY_MESSAGE: &str = "configmaps labelled cftunnel.test/deny are refused";
+
+fn deny_configuration(name: &str, ns: &str) -> ValidatingWebhookConfiguration {
+    ValidatingWebhookConfiguration {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        webhooks: Some(vec![ValidatingWebhook {
+            name: "deny.cftunnel.test".to_string(),
+            admission_review_versions: vec!["v1".to_string()],
+            client_config: WebhookClientConfig {
+                service: Some(
+                    k8s_openapi::api::admissionregistration::v1::ServiceReference {
+                        name: "cftunnel-webhook".to_string(),
+                        namespace: "cftunnel-system".to_string(),
+                        path: Some("/validate".to_string()),
+                        port: Some(443),
+                    },
+                ),
+                ..Default::default()
+            },
+            failure_policy: Some("Fail".to_string()),
+            side_effects: "None".to_string(),
+            namespace_selector: Some(LabelSelector {
+                match_labels: Some(BTreeMap::from([(
+                    "kubernetes.io/metadata.name".to_string(),
+                    ns.to_string(),
+                )])),
+                ..Default::default()
+            }),
+            rules: Some(vec![RuleWithOperations {
+                api_groups: Some(vec![String::new()]),
+                api_versions: Some(vec!["v1".to_string()]),
+                operations: Some(vec!["CREATE".to_string()]),
+                resources: Some(vec!["configmaps".to_string()]),
+                ..Default::default()
+            }]),
+            timeout_seconds: Some(10),
+            ..Default::default()
+        }]),
+    }
+}
+
+#[tokio::test]
+async fn api_server_calls_a_registered_webhook_over_tls() {
+    let plane = plane().await;
+    let ns = plane.create_namespace("webhook").await.expect("namespace");
+    let server = DenyingWebhook::start(plane.ca(), DENY_LABEL, DENY_MESSAGE).await;
+    plane
+        .register_webhooks(
+            Some(deny_configuration(&format!("deny-{ns}"), &ns)),
+            None,
+            &server.url_base,
+            plane.ca().cert_pem(),
+        )
+        .await
+        .expect("register");
+
+    let api: Api<ConfigMap> = Api::namespaced(plane.admin_client().expect("client"), &ns);
+    let labelled = |name: &str| config_map(name, &[(DENY_LABEL, "yes")], &[]);
+    // The API server learns of new configurations through an informer: probe with dry runs.
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    poll_until("the webhook to become active", WAIT, POLL, || async {
+        api.create(&dry_run, &labelled("probe")).await.err()
+    })
+    .await
+    .expect("webhook active");
+    let probes = server.calls().len();
+    assert!(probes >= 1);
+
+    let denied = api
+        .create(&PostParams::default(), &labelled("refused"))
+        .await;
+    match &denied {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 403, "{status:?}");
+            assert_eq!(
+                status.message,
+                format!(
+                    "admission webhook \"deny.cftunnel.test\" denied the request: {DENY_MESSAGE}"
+                )
+            );
+        }
+        other => panic!("expected a denial, got {other:?}"),
+    }
+    api.create(&PostParams::default(), &config_map("accepted", &[], &[]))
+        .await
+        .expect("unlabelled configmap is allowed");
+
+    let real_calls: Vec<Call> = server.calls().into_iter().skip(probes).collect();
+    assert_eq!(
+        real_calls,
+        vec![
+            Call {
+                name: "refused".to_string(),
+                dry_run: false,
+                allowed: false
+            },
+            Call {
+                name: "accepted".to_string(),
+                dry_run: false,
+                allowed: true
+            },
+        ]
+    );
+    assert!(api.get_opt("refused").await.expect("get").is_none());
+}
+
+const CHILD_MODE_ENV: &str = "CFTUNNEL_TESTENV_CHILD_MODE";
+const CHILD_REPORT_ENV: &str = "CFTUNNEL_TESTENV_CHILD_REPORT";
+
+/// Run only as a child of the cleanup tests: starts its own plane, reports it, then dies.
+#[tokio::test]
+#[ignore = "run in a child process by the cleanup tests"]
+async fn cleanup_child_helper() {
+    let (Ok(mode), Ok(report)) = (
+        std::env::var(CHILD_MODE_ENV),
+        std::env::var(CHILD_REPORT_ENV),
+    ) else {
+        return;
+    };
+    let plane = ControlPlane::start(ControlPlaneOptions {
+        controller_manager: true,
+        ..Default::default()
+    })
+    .await
+    .expect("own control plane starts");
+    let pids: Vec<String> = plane.pids().iter().map(u32::to_string).collect();
+    std::fs::write(
+        &report,
+        format!("{}\n{}\n", pids.join(" "), plane.dir().display()),
+    )
+    .expect("write report");
+    if mode == "sigkill" {
+        let _ = Command::new("kill")
+            .args(["-KILL", &std::process::id().to_string()])
+            .status();
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    }
+    panic!("deliberate panic while a control plane runs");
+}
+
+/// A pid counts as gone once it has no /proc entry or is a zombie nobody reaped yet.
+fn alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rsplit_once(") ")
+        .and_then(|(_, rest)| rest.chars().next());
+    !matches!(state, Some('Z') | Some('X') | None)
+}
+
+/// Runs the helper in a child test process and returns its exit status, pids and directory.
+fn run_child(mode: &str) -> (std::process::ExitStatus, Vec<u32>, PathBuf) {
+    let report = tempfile::NamedTempFile::new().expect("report file");
+    let output = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "cleanup_child_helper",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(CHILD_MODE_ENV, mode)
+        .env(CHILD_REPORT_ENV, report.path())
+        .output()
+        .expect("child runs");
+    let text = std::fs::read_to_string(report.path()).unwrap_or_default();
+    let mut lines = text.lines();
+    let pids: Vec<u32> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let dir = PathBuf::from(lines.next().unwrap_or_default());
+    assert_eq!(
+        pids.len(),
+        3,
+        "child did not report etcd, kube-apiserver and kube-controller-manager; stderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status, pids, dir)
+}
+
+fn assert_cleaned_up(pids: &[u32], dir: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if !pids.iter().any(|p| alive(*p)) && !dir.exists() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let living: Vec<u32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+    panic!(
+        "left behind: live pids {living:?}, directory exists: {}",
+        dir.exists()
+    );
+}
+
+/// Child control planes are heavy on 2 cores: one at a time.
+static CHILD_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn harness_leaves_nothing_behind_after_a_panicking_test() {
+    let _guard = CHILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let (status, pids, dir) = run_child("panic");
+    assert_eq!(
+        status.code(),
+        Some(101),
+        "test harness exit code for a failed test"
+    );
+    assert_cleaned_up(&pids, &dir);
+}
+
+#[test]
+fn harness_leaves_nothing_behind_after_sigkill() {
+    let _guard = CHILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let (status, pids, dir) = run_child("sigkill");
+    assert_eq!(status.signal(), Some(9));
+    assert_cleaned_up(&pids, &dir);
+}
