@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use crate::telemetry::{self, LogFormat};
 
 #[derive(Debug, Parser)]
-#[command(name = "cftunnel", version, about = "Expose Kubernetes Services through Cloudflare Tunnels")]
+#[command(
+    name = "cftunnel",
+    version,
+    about = "Expose Kubernetes Services through Cloudflare Tunnels"
+)]
 pub struct Cli {
     /// Log format (logs go to stderr).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "CFTUNNEL_LOG_FORMAT")]

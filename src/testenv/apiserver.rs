@@ -19,6 +19,7 @@ pub struct ApiServerFiles {
     pub serving_cert: PathBuf,
     pub serving_key: PathBuf,
     pub service_account_key: PathBuf,
+    pub service_account_public_key: PathBuf,
     pub cert_dir: PathBuf,
 }
 
@@ -37,7 +38,7 @@ pub fn args(files: &ApiServerFiles, etcd_url: &str, port: u16, extra: &[String])
         format!("--service-account-issuer=https://127.0.0.1:{port}/"),
         format!(
             "--service-account-key-file={}",
-            files.service_account_key.display()
+            files.service_account_public_key.display()
         ),
         format!(
             "--service-account-signing-key-file={}",

@@ -108,9 +108,12 @@ impl TestCa {
     }
 }
 
-/// Generates a private key in PEM (PKCS#8), used as the service-account signing key.
-pub fn generate_key_pem() -> Result<String, TestEnvError> {
-    Ok(KeyPair::generate()?.serialize_pem())
+/// Generates a key pair as (private key PKCS#8 PEM, public key SPKI PEM) for service-account tokens.
+///
+/// kube-apiserver's `--service-account-key-file` does not read a PKCS#8 private key, hence both.
+pub fn generate_key_pair_pem() -> Result<(String, String), TestEnvError> {
+    let key = KeyPair::generate()?;
+    Ok((key.serialize_pem(), key.public_key_pem()))
 }
 
 fn server_params(hosts: &[&str]) -> Result<CertificateParams, TestEnvError> {

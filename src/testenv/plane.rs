@@ -14,7 +14,7 @@ use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 
 use super::binaries::Binaries;
-use super::certs::{TestCa, generate_key_pem};
+use super::certs::{TestCa, generate_key_pair_pem};
 use super::process::{ManagedProcess, free_port};
 use super::supervisor::Watchdog;
 use super::users::{Credentials, TestUser, write, write_user_files};
@@ -105,12 +105,15 @@ impl ControlPlane {
             serving_cert: dir.join("apiserver.crt"),
             serving_key: dir.join("apiserver.key"),
             service_account_key: dir.join("sa.key"),
+            service_account_public_key: dir.join("sa.pub"),
             cert_dir: dir.join("apiserver-certs"),
         };
         let serving = plane.ca.issue_server_cert(&["127.0.0.1", "localhost"])?;
         write(&files.serving_cert, serving.cert_pem.as_bytes())?;
         write(&files.serving_key, serving.key_pem.as_bytes())?;
-        write(&files.service_account_key, generate_key_pem()?.as_bytes())?;
+        let (sa_private, sa_public) = generate_key_pair_pem()?;
+        write(&files.service_account_key, sa_private.as_bytes())?;
+        write(&files.service_account_public_key, sa_public.as_bytes())?;
 
         let etcd = etcd::start(&plane.binaries.etcd, &dir).await?;
         let etcd_url = etcd.client_url.clone();
