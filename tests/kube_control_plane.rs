@@ -4,47 +4,21 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, poll_until};
-use k8s_openapi::api::admissionregistration::v1::{
-    RuleWithOperations, ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
-};
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, ReplicaSet};
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+use support::child::{CHILD_LOCK, CHILD_MODE_ENV, CHILD_REPORT_ENV, assert_cleaned_up, run_child};
+use support::fixtures::{
+    DENY_LABEL, DENY_MESSAGE, api_error_code, config_map, deny_configuration, deployment,
+};
 use support::webhook_server::{Call, DenyingWebhook};
 use support::{GC_WAIT, POLL, WAIT, plane};
-
-fn config_map(name: &str, labels: &[(&str, &str)], data: &[(&str, &str)]) -> ConfigMap {
-    let to_map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    };
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            labels: (!labels.is_empty()).then(|| to_map(labels)),
-            ..Default::default()
-        },
-        data: Some(to_map(data)),
-        ..Default::default()
-    }
-}
-
-fn api_error_code(result: &Result<impl std::fmt::Debug, kube::Error>) -> Option<u16> {
-    match result {
-        Err(kube::Error::Api(status)) => Some(status.code),
-        _ => None,
-    }
-}
 
 #[tokio::test]
 async fn config_map_crud_through_admin_client_and_kubectl() {
@@ -118,7 +92,10 @@ async fn rbac_denies_a_user_until_a_role_binding_grants_its_group() {
     let ns = plane.create_namespace("rbac").await.expect("namespace");
     let admin = plane.admin_client().expect("admin");
     let group = format!("readers-{ns}");
-    let user = plane.user("rbac-reader", &[&group]).expect("user");
+    // The binding names the second O attribute, so both groups of the certificate must count.
+    let user = plane
+        .user("rbac-reader", &["unrelated-group", &group])
+        .expect("user");
     let as_user: Api<ConfigMap> = Api::namespaced(user.client().expect("user client"), &ns);
 
     let denied = as_user.list(&ListParams::default()).await;
@@ -200,40 +177,6 @@ async fn rbac_denies_a_user_until_a_role_binding_grants_its_group() {
         .create(&PostParams::default(), &config_map("not-allowed", &[], &[]))
         .await;
     assert_eq!(api_error_code(&create), Some(403), "{create:?}");
-}
-
-fn deployment(name: &str, replicas: i32) -> Deployment {
-    let labels = BTreeMap::from([("app".to_string(), name.to_string())]);
-    Deployment {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            ..Default::default()
-        },
-        spec: DeploymentSpec {
-            replicas: Some(replicas),
-            selector: LabelSelector {
-                match_labels: Some(labels.clone()),
-                ..Default::default()
-            },
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..Default::default()
-                }),
-                spec: Some(PodSpec {
-                    containers: vec![Container {
-                        name: "app".to_string(),
-                        // Never pulled: there are no nodes, the Pods stay Pending.
-                        image: Some("registry.invalid/app:1".to_string()),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }),
-            },
-            ..Default::default()
-        },
-        ..Default::default()
-    }
 }
 
 #[tokio::test]
@@ -318,51 +261,6 @@ async fn controller_manager_rolls_out_deployments_and_gc_removes_dependents() {
     assert_eq!(remaining, (0, 0));
 }
 
-const DENY_LABEL: &str = "cftunnel.test/deny";
-const DENY_MESSAGE: &str = "configmaps labelled cftunnel.test/deny are refused";
-
-fn deny_configuration(name: &str, ns: &str) -> ValidatingWebhookConfiguration {
-    ValidatingWebhookConfiguration {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            ..Default::default()
-        },
-        webhooks: Some(vec![ValidatingWebhook {
-            name: "deny.cftunnel.test".to_string(),
-            admission_review_versions: vec!["v1".to_string()],
-            client_config: WebhookClientConfig {
-                service: Some(
-                    k8s_openapi::api::admissionregistration::v1::ServiceReference {
-                        name: "cftunnel-webhook".to_string(),
-                        namespace: "cftunnel-system".to_string(),
-                        path: Some("/validate".to_string()),
-                        port: Some(443),
-                    },
-                ),
-                ..Default::default()
-            },
-            failure_policy: Some("Fail".to_string()),
-            side_effects: "None".to_string(),
-            namespace_selector: Some(LabelSelector {
-                match_labels: Some(BTreeMap::from([(
-                    "kubernetes.io/metadata.name".to_string(),
-                    ns.to_string(),
-                )])),
-                ..Default::default()
-            }),
-            rules: Some(vec![RuleWithOperations {
-                api_groups: Some(vec![String::new()]),
-                api_versions: Some(vec!["v1".to_string()]),
-                operations: Some(vec!["CREATE".to_string()]),
-                resources: Some(vec!["configmaps".to_string()]),
-                ..Default::default()
-            }]),
-            timeout_seconds: Some(10),
-            ..Default::default()
-        }]),
-    }
-}
-
 #[tokio::test]
 async fn api_server_calls_a_registered_webhook_over_tls() {
     let plane = plane().await;
@@ -432,9 +330,6 @@ async fn api_server_calls_a_registered_webhook_over_tls() {
     assert!(api.get_opt("refused").await.expect("get").is_none());
 }
 
-const CHILD_MODE_ENV: &str = "CFTUNNEL_TESTENV_CHILD_MODE";
-const CHILD_REPORT_ENV: &str = "CFTUNNEL_TESTENV_CHILD_REPORT";
-
 /// Run only as a child of the cleanup tests: starts its own plane, reports it, then dies.
 #[tokio::test]
 #[ignore = "run in a child process by the cleanup tests"]
@@ -465,67 +360,6 @@ async fn cleanup_child_helper() {
     }
     panic!("deliberate panic while a control plane runs");
 }
-
-/// A pid counts as gone once it has no /proc entry or is a zombie nobody reaped yet.
-fn alive(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat
-        .rsplit_once(") ")
-        .and_then(|(_, rest)| rest.chars().next());
-    !matches!(state, Some('Z') | Some('X') | None)
-}
-
-/// Runs the helper in a child test process and returns its exit status, pids and directory.
-fn run_child(mode: &str) -> (std::process::ExitStatus, Vec<u32>, PathBuf) {
-    let report = tempfile::NamedTempFile::new().expect("report file");
-    let output = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--exact",
-            "cleanup_child_helper",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(CHILD_MODE_ENV, mode)
-        .env(CHILD_REPORT_ENV, report.path())
-        .output()
-        .expect("child runs");
-    let text = std::fs::read_to_string(report.path()).unwrap_or_default();
-    let mut lines = text.lines();
-    let pids: Vec<u32> = lines
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect();
-    let dir = PathBuf::from(lines.next().unwrap_or_default());
-    assert_eq!(
-        pids.len(),
-        3,
-        "child did not report etcd, kube-apiserver and kube-controller-manager; stderr:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status, pids, dir)
-}
-
-fn assert_cleaned_up(pids: &[u32], dir: &std::path::Path) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if !pids.iter().any(|p| alive(*p)) && !dir.exists() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let living: Vec<u32> = pids.iter().copied().filter(|p| alive(*p)).collect();
-    panic!(
-        "left behind: live pids {living:?}, directory exists: {}",
-        dir.exists()
-    );
-}
-
-/// Child control planes are heavy on 2 cores: one at a time.
-static CHILD_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
 fn harness_leaves_nothing_behind_after_a_panicking_test() {

@@ -1,5 +1,7 @@
 //! Shared setup for the control-plane integration tests.
 
+pub mod child;
+pub mod fixtures;
 pub mod webhook_server;
 
 use std::sync::Once;
