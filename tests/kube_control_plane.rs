@@ -10,12 +10,16 @@ use std::time::Duration;
 use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, poll_until};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
+};
 use support::child::{CHILD_LOCK, CHILD_MODE_ENV, CHILD_REPORT_ENV, assert_cleaned_up, run_child};
 use support::fixtures::{
-    DENY_LABEL, DENY_MESSAGE, api_error_code, config_map, deny_configuration, deployment,
+    DENY_LABEL, DENY_MESSAGE, WIDGET_GROUP, api_error_code, config_map, config_map_role,
+    deny_configuration, deployment, group_binding,
 };
 use support::webhook_server::{Call, DenyingWebhook};
 use support::{GC_WAIT, POLL, WAIT, plane};
@@ -121,41 +125,18 @@ async fn rbac_denies_a_user_until_a_role_binding_grants_its_group() {
         )
         .await
         .expect("admin creates");
-    let role = Role {
-        metadata: ObjectMeta {
-            name: Some("configmap-reader".to_string()),
-            ..Default::default()
-        },
-        rules: Some(vec![PolicyRule {
-            api_groups: Some(vec![String::new()]),
-            resources: Some(vec!["configmaps".to_string()]),
-            verbs: vec!["get".to_string(), "list".to_string()],
-            ..Default::default()
-        }]),
-    };
     Api::<Role>::namespaced(admin.clone(), &ns)
-        .create(&PostParams::default(), &role)
+        .create(
+            &PostParams::default(),
+            &config_map_role("configmap-reader", &["get", "list"]),
+        )
         .await
         .expect("role");
-    let binding = RoleBinding {
-        metadata: ObjectMeta {
-            name: Some("readers".to_string()),
-            ..Default::default()
-        },
-        role_ref: RoleRef {
-            api_group: Some("rbac.authorization.k8s.io".to_string()),
-            kind: "Role".to_string(),
-            name: "configmap-reader".to_string(),
-        },
-        subjects: Some(vec![Subject {
-            api_group: Some("rbac.authorization.k8s.io".to_string()),
-            kind: "Group".to_string(),
-            name: group.clone(),
-            ..Default::default()
-        }]),
-    };
     Api::<RoleBinding>::namespaced(admin, &ns)
-        .create(&PostParams::default(), &binding)
+        .create(
+            &PostParams::default(),
+            &group_binding("readers", "configmap-reader", &group),
+        )
         .await
         .expect("role binding");
 
@@ -328,6 +309,90 @@ async fn api_server_calls_a_registered_webhook_over_tls() {
         ]
     );
     assert!(api.get_opt("refused").await.expect("get").is_none());
+}
+
+#[tokio::test]
+async fn crds_from_the_options_are_served_when_start_returns() {
+    let plane = plane().await;
+    let ns = plane.create_namespace("crd").await.expect("namespace");
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(WIDGET_GROUP, "v1", "Widget"));
+    let widgets: Api<DynamicObject> =
+        Api::namespaced_with(plane.admin_client().expect("client"), &ns, &resource);
+    let mut widget = DynamicObject::new("small", &resource);
+    widget.data = serde_json::json!({ "spec": { "size": 3 } });
+    widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .expect("create a custom object without waiting");
+    let read = widgets.get("small").await.expect("read it back");
+    assert_eq!(read.data["spec"]["size"], serde_json::json!(3));
+}
+
+#[tokio::test]
+async fn extra_apiserver_args_enable_owner_references_permission_enforcement() {
+    let plane = plane().await;
+    let ns = plane.create_namespace("ownerref").await.expect("namespace");
+    let admin = plane.admin_client().expect("admin");
+    let group = format!("writers-{ns}");
+    Api::<Role>::namespaced(admin.clone(), &ns)
+        .create(
+            &PostParams::default(),
+            &config_map_role("configmap-writer", &["get", "list", "create"]),
+        )
+        .await
+        .expect("role");
+    Api::<RoleBinding>::namespaced(admin.clone(), &ns)
+        .create(
+            &PostParams::default(),
+            &group_binding("writers", "configmap-writer", &group),
+        )
+        .await
+        .expect("binding");
+    let owner = Api::<ConfigMap>::namespaced(admin, &ns)
+        .create(&PostParams::default(), &config_map("owner", &[], &[]))
+        .await
+        .expect("owner");
+    let user = plane.user("ownerref-writer", &[&group]).expect("user");
+    let as_user: Api<ConfigMap> = Api::namespaced(user.client().expect("client"), &ns);
+    let owned = |name: &str, block: bool| {
+        let mut cm = config_map(name, &[], &[]);
+        cm.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "v1".to_string(),
+            kind: "ConfigMap".to_string(),
+            name: "owner".to_string(),
+            uid: owner.metadata.uid.clone().unwrap_or_default(),
+            block_owner_deletion: Some(block),
+            controller: None,
+        }]);
+        cm
+    };
+    // Wait for the grant with an object the plugin does not care about.
+    poll_until("the binding to take effect", WAIT, POLL, || async {
+        as_user
+            .create(&PostParams::default(), &owned("unblocked", false))
+            .await
+            .ok()
+    })
+    .await
+    .expect("user can create configmaps");
+
+    let blocked = as_user
+        .create(&PostParams::default(), &owned("blocked", true))
+        .await;
+    match &blocked {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 403, "{status:?}");
+            assert!(
+                status.message.contains(
+                    "cannot set blockOwnerDeletion if an ownerReference refers to a resource \
+                     you can't set finalizers on"
+                ),
+                "{}",
+                status.message
+            );
+        }
+        other => panic!("expected the plugin to refuse, got {other:?}"),
+    }
 }
 
 /// Run only as a child of the cleanup tests: starts its own plane, reports it, then dies.

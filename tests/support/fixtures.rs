@@ -8,6 +8,8 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::ObjectMeta;
 
@@ -108,6 +110,73 @@ pub fn deny_configuration(name: &str, ns: &str) -> ValidatingWebhookConfiguratio
                 ..Default::default()
             }]),
             timeout_seconds: Some(10),
+            ..Default::default()
+        }]),
+    }
+}
+
+/// Group and kind of the CRD the shared control plane installs at start.
+pub const WIDGET_GROUP: &str = "testenv.cftunnel.dev";
+
+/// A minimal namespaced CRD, installed through `ControlPlaneOptions::crds`.
+pub fn widget_crd() -> CustomResourceDefinition {
+    let crd = serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": { "name": format!("widgets.{WIDGET_GROUP}") },
+        "spec": {
+            "group": WIDGET_GROUP,
+            "scope": "Namespaced",
+            "names": { "plural": "widgets", "singular": "widget", "kind": "Widget" },
+            "versions": [{
+                "name": "v1",
+                "served": true,
+                "storage": true,
+                "schema": { "openAPIV3Schema": {
+                    "type": "object",
+                    "properties": { "spec": {
+                        "type": "object",
+                        "properties": { "size": { "type": "integer" } }
+                    } }
+                } }
+            }]
+        }
+    });
+    serde_json::from_value(crd).expect("valid CRD literal")
+}
+
+/// A role in the test namespace granting `verbs` on ConfigMaps.
+pub fn config_map_role(name: &str, verbs: &[&str]) -> Role {
+    Role {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec![String::new()]),
+            resources: Some(vec!["configmaps".to_string()]),
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+            ..Default::default()
+        }]),
+    }
+}
+
+/// Binds `role` to the group `group`.
+pub fn group_binding(name: &str, role: &str, group: &str) -> RoleBinding {
+    RoleBinding {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".to_string()),
+            kind: "Role".to_string(),
+            name: role.to_string(),
+        },
+        subjects: Some(vec![Subject {
+            api_group: Some("rbac.authorization.k8s.io".to_string()),
+            kind: "Group".to_string(),
+            name: group.to_string(),
             ..Default::default()
         }]),
     }

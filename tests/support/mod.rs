@@ -19,7 +19,10 @@ pub const POLL: Duration = Duration::from_millis(250);
 pub async fn plane() -> &'static ControlPlane {
     let plane = match shared(|| ControlPlaneOptions {
         controller_manager: true,
-        ..Default::default()
+        crds: vec![fixtures::widget_crd()],
+        extra_apiserver_args: vec![
+            "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".to_string(),
+        ],
     })
     .await
     {
