@@ -1,0 +1,64 @@
+//! kube-controller-manager running only the controllers tests need: Deployments, ReplicaSets, GC, namespaces.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::TestEnvError;
+use super::process::{ManagedProcess, free_port, wait_ready};
+
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Canonical controller names (the short names are kept only as aliases since 1.27).
+pub const CONTROLLERS: &str =
+    "garbage-collector-controller,deployment-controller,replicaset-controller,namespace-controller";
+
+/// The command-line flags; its own kubeconfig also serves delegated authn/authz of `/healthz`.
+pub fn args(dir: &Path, kubeconfig: &Path, port: u16) -> Vec<String> {
+    let kubeconfig = kubeconfig.display();
+    vec![
+        format!("--kubeconfig={kubeconfig}"),
+        format!("--authentication-kubeconfig={kubeconfig}"),
+        format!("--authorization-kubeconfig={kubeconfig}"),
+        "--leader-elect=false".to_string(),
+        format!("--controllers={CONTROLLERS}"),
+        "--use-service-account-credentials=false".to_string(),
+        "--bind-address=127.0.0.1".to_string(),
+        format!("--secure-port={port}"),
+        // Self-signed serving certificate goes here instead of /var/run/kubernetes.
+        format!("--cert-dir={}", dir.join("kcm-certs").display()),
+    ]
+}
+
+/// Starts kube-controller-manager and waits until its `/healthz` answers `ok`.
+pub async fn start(
+    binary: &Path,
+    dir: &Path,
+    kubeconfig: &Path,
+) -> Result<ManagedProcess, TestEnvError> {
+    let port = free_port()?;
+    let mut process = ManagedProcess::spawn(
+        "kube-controller-manager",
+        binary,
+        &args(dir, kubeconfig, port),
+        dir,
+    )?;
+    // Its serving certificate is self-signed and the probe sends nothing secret.
+    let http = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .timeout(Duration::from_secs(2))
+        .build()
+        .map_err(|e| TestEnvError::io("building an HTTP client", std::io::Error::other(e)))?;
+    let url = format!("https://127.0.0.1:{port}/healthz");
+    wait_ready(&mut process, READY_TIMEOUT, || async {
+        let response = http.get(&url).send().await.map_err(|e| e.to_string())?;
+        let status = response.status();
+        let body = response.text().await.map_err(|e| e.to_string())?;
+        if status.is_success() && body.trim() == "ok" {
+            Ok(())
+        } else {
+            Err(format!("healthz {status}: {body}"))
+        }
+    })
+    .await?;
+    Ok(process)
+}

@@ -1,0 +1,173 @@
+//! Child processes with their output captured to log files and their pids recorded for the watchdog.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::TestEnvError;
+
+/// File (inside the control-plane directory) listing every started pid, one per line.
+pub const PIDS_FILE: &str = "pids";
+
+/// How long a process gets between SIGTERM and SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// A started component of the control plane.
+#[derive(Debug)]
+pub struct ManagedProcess {
+    pub name: &'static str,
+    pub log: PathBuf,
+    child: Child,
+}
+
+impl ManagedProcess {
+    /// Starts `program args`, sending stdout and stderr to `<dir>/<name>.log`.
+    pub fn spawn(
+        name: &'static str,
+        program: &Path,
+        args: &[String],
+        dir: &Path,
+    ) -> Result<ManagedProcess, TestEnvError> {
+        let log = dir.join(format!("{name}.log"));
+        let out = File::create(&log)
+            .map_err(|e| TestEnvError::io(format!("creating {}", log.display()), e))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| TestEnvError::io("duplicating a log handle", e))?;
+        let child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| TestEnvError::io(format!("starting {}", program.display()), e))?;
+        record_pid(dir, child.id())?;
+        Ok(ManagedProcess { name, log, child })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The exit status if the process has ended (a dead process is never ready).
+    pub fn exit_status(&mut self) -> Option<String> {
+        match self.child.try_wait() {
+            Ok(Some(status)) => Some(status.to_string()),
+            Ok(None) => None,
+            Err(e) => Some(format!("unknown ({e})")),
+        }
+    }
+
+    /// The last lines of this process's log, for error messages.
+    pub fn log_tail(&self) -> String {
+        log_tail(&self.log, 40)
+    }
+
+    /// SIGTERM, a grace period, then SIGKILL; always reaps the child.
+    pub fn stop(&mut self) {
+        if self.exit_status().is_some() {
+            return;
+        }
+        // `kill` the command: sending SIGTERM from Rust would need libc and unsafe.
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid().to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + STOP_GRACE;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `probe` until it succeeds, failing early (with the log tail) if the process dies.
+pub async fn wait_ready<F, Fut>(
+    process: &mut ManagedProcess,
+    timeout: Duration,
+    mut probe: F,
+) -> Result<(), TestEnvError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let started = Instant::now();
+    loop {
+        if let Some(status) = process.exit_status() {
+            return Err(TestEnvError::ProcessExited {
+                process: process.name,
+                status,
+                log_tail: process.log_tail(),
+            });
+        }
+        let last_error = match probe().await {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        if started.elapsed() >= timeout {
+            return Err(TestEnvError::NotReady {
+                process: process.name,
+                secs: timeout.as_secs(),
+                last_error,
+                log_tail: process.log_tail(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn record_pid(dir: &Path, pid: u32) -> Result<(), TestEnvError> {
+    let path = dir.join(PIDS_FILE);
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| TestEnvError::io("recording a pid", e))?;
+    writeln!(file, "{pid}").map_err(|e| TestEnvError::io("recording a pid", e))
+}
+
+/// The last `lines` lines of a log file, or a note saying why it could not be read.
+pub fn log_tail(path: &Path, lines: usize) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let all: Vec<&str> = text.lines().collect();
+            all[all.len().saturating_sub(lines)..].join("\n")
+        }
+        Err(e) => format!("(cannot read {}: {e})", path.display()),
+    }
+}
+
+/// A loopback port that was free a moment ago (bound to port 0, then released).
+pub fn free_port() -> Result<u16, TestEnvError> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| TestEnvError::io("reserving a loopback port", e))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| TestEnvError::io("reading a reserved port", e))?
+        .port();
+    Ok(port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_tail_keeps_only_the_last_lines() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("x.log");
+        std::fs::write(&path, "one\ntwo\nthree\nfour\n").expect("write");
+        assert_eq!(log_tail(&path, 2), "three\nfour");
+        assert_eq!(log_tail(&path, 10), "one\ntwo\nthree\nfour");
+    }
+}
