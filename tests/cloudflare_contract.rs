@@ -4,12 +4,12 @@
 mod openapi;
 
 use axum::body::Body;
+use cftunnel::cloudflare::client::Transport;
 use cftunnel::cloudflare::client::{
-    CloudflareClient, CommentFilter, ConfigSrc, Credentials, DnsRecordFilter, DnsRecordType, NewDnsRecord,
-    RateLimit, TunnelFilter, TunnelToken, ZoneFilter,
+    CloudflareClient, CommentFilter, ConfigSrc, Credentials, DnsRecordFilter, DnsRecordType,
+    NewDnsRecord, RateLimit, TunnelFilter, TunnelToken, ZoneFilter,
 };
 use cftunnel::cloudflare::sim::{Fault, LoggedRequest, Operation, SimConfig, Simulator};
-use cftunnel::cloudflare::client::Transport;
 use http::{Method, Request};
 use openapi::OpenApi;
 use serde_json::json;
@@ -30,7 +30,10 @@ fn simulator() -> Simulator {
 fn client(sim: &Simulator, credentials: Credentials) -> CloudflareClient {
     CloudflareClient::builder(credentials)
         .transport(Transport::InProcess(sim.router()))
-        .rate_limit(RateLimit { per_second: 1000, burst: 1000 })
+        .rate_limit(RateLimit {
+            per_second: 1000,
+            burst: 1000,
+        })
         .build()
         .expect("client")
 }
@@ -41,18 +44,24 @@ fn check_response(api: &OpenApi, op_id: &str, entry: &LoggedRequest) {
     match api.validate_response(op_id, entry.status, &entry.response_body) {
         Ok(()) => {}
         Err(e) if entry.status == 429 && e.contains("971") && !e.contains("; ") => {}
-        Err(e) => panic!("{} {} -> {}: {e}\n{}", entry.method, entry.path, entry.status, entry.response_body),
+        Err(e) => panic!(
+            "{} {} -> {}: {e}\n{}",
+            entry.method, entry.path, entry.status, entry.response_body
+        ),
     }
 }
 
 fn check_log(api: &OpenApi, log: &[LoggedRequest]) {
     for entry in log {
-        let op = entry.operation.unwrap_or_else(|| panic!("no route for {} {}", entry.method, entry.path));
+        let op = entry
+            .operation
+            .unwrap_or_else(|| panic!("no route for {} {}", entry.method, entry.path));
         // The account-scoped token verify is newer than the subset; it shares the user verify's shape.
         let op_id = op.operation_id().unwrap_or("user-api-tokens-verify-token");
         api.validate_request(op_id, entry.request_body.as_ref())
             .unwrap_or_else(|e| panic!("{} {}: {e}", entry.method, entry.path));
-        api.validate_query(op_id, &entry.query).unwrap_or_else(|e| panic!("{} {}: {e}", entry.method, entry.path));
+        api.validate_query(op_id, &entry.query)
+            .unwrap_or_else(|e| panic!("{} {}: {e}", entry.method, entry.path));
         check_response(api, op_id, entry);
     }
 }
@@ -78,81 +87,202 @@ async fn every_client_operation_round_trips_and_validates() {
     let verified = cf.verify_token(Some(&account)).await.expect("verify");
     assert_eq!(format!("{:?}", verified.status), "Active");
     let accounts = cf.list_accounts(Some("Contract")).await.expect("accounts");
-    assert_eq!(accounts.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(), vec![account.as_str()]);
+    assert_eq!(
+        accounts.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(),
+        vec![account.as_str()]
+    );
     let zones = cf
-        .list_zones(&ZoneFilter { name: Some("example.com".into()), account_id: Some(account.clone()), status: None })
+        .list_zones(&ZoneFilter {
+            name: Some("example.com".into()),
+            account_id: Some(account.clone()),
+            status: None,
+        })
         .await
         .expect("zones");
     assert_eq!(zones.len(), 1);
     assert_eq!(cf.get_zone(&zone).await.expect("zone").name, "example.com");
 
     let secret = [7u8; 32];
-    let tunnel = cf.create_tunnel(&account, "contract", &secret, ConfigSrc::Local).await.expect("create");
-    let duplicate = cf.create_tunnel(&account, "contract", &secret, ConfigSrc::Local).await.expect_err("1013");
+    let tunnel = cf
+        .create_tunnel(&account, "contract", &secret, ConfigSrc::Local)
+        .await
+        .expect("create");
+    let duplicate = cf
+        .create_tunnel(&account, "contract", &secret, ConfigSrc::Local)
+        .await
+        .expect_err("1013");
     assert!(duplicate.is_conflict_tunnel_name(), "{duplicate}");
-    let found = cf.find_live_tunnel(&account, "contract").await.expect("find").expect("live tunnel");
+    let found = cf
+        .find_live_tunnel(&account, "contract")
+        .await
+        .expect("find")
+        .expect("live tunnel");
     assert_eq!(found.id, tunnel.id);
-    let listed = cf.list_tunnels(&account, &TunnelFilter::live_named("contract")).await.expect("list");
+    let listed = cf
+        .list_tunnels(&account, &TunnelFilter::live_named("contract"))
+        .await
+        .expect("list");
     assert_eq!(listed.len(), 1);
-    assert_eq!(cf.get_tunnel(&account, &tunnel.id).await.expect("get").name, "contract");
+    assert_eq!(
+        cf.get_tunnel(&account, &tunnel.id).await.expect("get").name,
+        "contract"
+    );
     let token = cf.tunnel_token(&account, &tunnel.id).await.expect("token");
     let decoded = TunnelToken::decode(token.expose()).expect("token decodes");
-    assert!(decoded.secret_matches(&secret), "the token carries the secret that was sent");
+    assert!(
+        decoded.secret_matches(&secret),
+        "the token carries the secret that was sent"
+    );
 
     assert!(sim.connect_tunnel(&tunnel.id));
-    assert_eq!(cf.list_tunnel_connections(&account, &tunnel.id).await.expect("connections").len(), 1);
-    let busy = cf.delete_tunnel(&account, &tunnel.id, false).await.expect_err("1022");
+    assert_eq!(
+        cf.list_tunnel_connections(&account, &tunnel.id)
+            .await
+            .expect("connections")
+            .len(),
+        1
+    );
+    let busy = cf
+        .delete_tunnel(&account, &tunnel.id, false)
+        .await
+        .expect_err("1022");
     assert!(busy.is_active_connections(), "{busy}");
-    cf.clean_up_tunnel_connections(&account, &tunnel.id, None).await.expect("clean up");
-    let deleted = cf.delete_tunnel(&account, &tunnel.id, false).await.expect("delete");
+    cf.clean_up_tunnel_connections(&account, &tunnel.id, None)
+        .await
+        .expect("clean up");
+    let deleted = cf
+        .delete_tunnel(&account, &tunnel.id, false)
+        .await
+        .expect("delete");
     assert!(deleted.is_deleted());
-    let gone = cf.get_tunnel(&account, &tunnel.id).await.expect("a deleted tunnel still answers");
+    let gone = cf
+        .get_tunnel(&account, &tunnel.id)
+        .await
+        .expect("a deleted tunnel still answers");
     assert!(gone.deleted_at.is_some());
 
-    let cname = NewDnsRecord::tunnel_cname("app.example.com", &tunnel.id, Some("cftunnel Tunnel ns/t".into()));
-    let record = cf.create_dns_record(&zone, &cname).await.expect("create CNAME");
-    let exists = cf.create_dns_record(&zone, &cname).await.expect_err("81053");
+    let cname = NewDnsRecord::tunnel_cname(
+        "app.example.com",
+        &tunnel.id,
+        Some("cftunnel Tunnel ns/t".into()),
+    );
+    let record = cf
+        .create_dns_record(&zone, &cname)
+        .await
+        .expect("create CNAME");
+    let exists = cf
+        .create_dns_record(&zone, &cname)
+        .await
+        .expect_err("81053");
     assert!(exists.is_record_exists(), "{exists}");
-    let txt = NewDnsRecord::txt("_managed.app.example.com", "\"{\\\"DnsId\\\":\\\"x\\\"}\"", None);
+    let txt = NewDnsRecord::txt(
+        "_managed.app.example.com",
+        "\"{\\\"DnsId\\\":\\\"x\\\"}\"",
+        None,
+    );
     cf.create_dns_record(&zone, &txt).await.expect("create TXT");
     let by_name = DnsRecordFilter {
         record_type: Some(DnsRecordType::Cname),
         name: Some("app.example.com".into()),
         ..Default::default()
     };
-    assert_eq!(cf.list_dns_records(&zone, &by_name).await.expect("list").len(), 1);
+    assert_eq!(
+        cf.list_dns_records(&zone, &by_name)
+            .await
+            .expect("list")
+            .len(),
+        1
+    );
     let candidates = DnsRecordFilter {
         record_type: Some(DnsRecordType::Txt),
         name_startswith: Some("_managed.".into()),
         ..Default::default()
     };
-    assert_eq!(cf.list_dns_records(&zone, &candidates).await.expect("list TXT").len(), 1);
+    assert_eq!(
+        cf.list_dns_records(&zone, &candidates)
+            .await
+            .expect("list TXT")
+            .len(),
+        1
+    );
     let by_comment = DnsRecordFilter {
         comment: Some(CommentFilter::StartsWith("cftunnel ".into())),
         content: Some(format!("{}.cfargotunnel.com", tunnel.id)),
         ..Default::default()
     };
-    assert_eq!(cf.list_dns_records(&zone, &by_comment).await.expect("list by comment").len(), 1);
-    assert_eq!(cf.get_dns_record(&zone, &record.id).await.expect("get").content, cname.content);
-    let repointed = NewDnsRecord::tunnel_cname("app.example.com", "11111111-2222-4333-8444-555555555555", None);
-    assert!(cf.update_dns_record(&zone, &record.id, &repointed).await.expect("put").content.starts_with("11111111-"));
-    let commented = NewDnsRecord::tunnel_cname("app.example.com", &tunnel.id, Some("patched".into()));
-    assert_eq!(cf.patch_dns_record(&zone, &record.id, &commented).await.expect("patch").comment.as_deref(), Some("patched"));
-    cf.delete_dns_record(&zone, &record.id).await.expect("delete record");
-    let missing = cf.delete_dns_record(&zone, &record.id).await.expect_err("404");
+    assert_eq!(
+        cf.list_dns_records(&zone, &by_comment)
+            .await
+            .expect("list by comment")
+            .len(),
+        1
+    );
+    assert_eq!(
+        cf.get_dns_record(&zone, &record.id)
+            .await
+            .expect("get")
+            .content,
+        cname.content
+    );
+    let repointed = NewDnsRecord::tunnel_cname(
+        "app.example.com",
+        "11111111-2222-4333-8444-555555555555",
+        None,
+    );
+    assert!(
+        cf.update_dns_record(&zone, &record.id, &repointed)
+            .await
+            .expect("put")
+            .content
+            .starts_with("11111111-")
+    );
+    let commented =
+        NewDnsRecord::tunnel_cname("app.example.com", &tunnel.id, Some("patched".into()));
+    assert_eq!(
+        cf.patch_dns_record(&zone, &record.id, &commented)
+            .await
+            .expect("patch")
+            .comment
+            .as_deref(),
+        Some("patched")
+    );
+    cf.delete_dns_record(&zone, &record.id)
+        .await
+        .expect("delete record");
+    let missing = cf
+        .delete_dns_record(&zone, &record.id)
+        .await
+        .expect_err("404");
     assert!(missing.is_not_found());
 
     // The global API key scheme is accepted everywhere too.
-    let keyed = client(&sim, Credentials::ApiKey { email: "ops@example.com".into(), key: "global-key".into() });
+    let keyed = client(
+        &sim,
+        Credentials::ApiKey {
+            email: "ops@example.com".into(),
+            key: "global-key".into(),
+        },
+    );
     assert_eq!(keyed.get_zone(&zone).await.expect("zone by key").id, zone);
 
     let log = sim.request_log();
-    let used: std::collections::BTreeSet<Operation> = log.iter().filter_map(|l| l.operation).collect();
+    let used: std::collections::BTreeSet<Operation> =
+        log.iter().filter_map(|l| l.operation).collect();
     let expected: std::collections::BTreeSet<Operation> = Operation::ALL
         .into_iter()
-        .filter(|op| !matches!(op, Operation::GetConfiguration | Operation::PutConfiguration | Operation::VerifyAccountToken))
+        .filter(|op| {
+            !matches!(
+                op,
+                Operation::GetConfiguration
+                    | Operation::PutConfiguration
+                    | Operation::VerifyAccountToken
+            )
+        })
         .collect();
-    assert_eq!(used, expected, "the client exercises every operation it needs");
+    assert_eq!(
+        used, expected,
+        "the client exercises every operation it needs"
+    );
     check_log(&OpenApi::load(), &log);
 }
 
@@ -164,7 +294,12 @@ async fn raw(sim: &Simulator, method: Method, path: &str, token: Option<&str>, b
     if body.is_some() {
         request = request.header("content-type", "application/json");
     }
-    let request = request.body(body.map(|b| Body::from(b.to_string())).unwrap_or_else(Body::empty)).expect("request");
+    let request = request
+        .body(
+            body.map(|b| Body::from(b.to_string()))
+                .unwrap_or_else(Body::empty),
+        )
+        .expect("request");
     sim.router().oneshot(request).await.expect("router answers");
 }
 
@@ -178,12 +313,33 @@ async fn error_answers_validate_against_the_subset() {
     raw(&sim, Method::GET, "/zones", Some("wrong"), None).await; // 403
     raw(&sim, Method::POST, &tunnels, Some(TOKEN), Some("{")).await; // 400 malformed JSON
     raw(&sim, Method::POST, &tunnels, Some(TOKEN), Some("{}")).await; // 400 missing name
-    raw(&sim, Method::GET, &format!("{tunnels}/6ff42ae2-765d-4adf-8112-31c55c1551ef"), Some(TOKEN), None).await; // 404
-    raw(&sim, Method::GET, &format!("/zones/{zone}/dns_records/{}", "0".repeat(32)), Some(TOKEN), None).await; // 404
+    raw(
+        &sim,
+        Method::GET,
+        &format!("{tunnels}/6ff42ae2-765d-4adf-8112-31c55c1551ef"),
+        Some(TOKEN),
+        None,
+    )
+    .await; // 404
+    raw(
+        &sim,
+        Method::GET,
+        &format!("/zones/{zone}/dns_records/{}", "0".repeat(32)),
+        Some(TOKEN),
+        None,
+    )
+    .await; // 404
     sim.inject(Operation::ListZones, Fault::rate_limit_next(1, 5));
     raw(&sim, Method::GET, "/zones", Some(TOKEN), None).await; // 429
     sim.inject(Operation::GetZone, Fault::fail_next(1, 503));
-    raw(&sim, Method::GET, &format!("/zones/{zone}"), Some(TOKEN), None).await; // 503
+    raw(
+        &sim,
+        Method::GET,
+        &format!("/zones/{zone}"),
+        Some(TOKEN),
+        None,
+    )
+    .await; // 503
     let log = sim.request_log();
     let statuses: Vec<u16> = log.iter().map(|l| l.status).collect();
     assert_eq!(statuses, vec![401, 403, 400, 400, 404, 404, 429, 503]);
@@ -199,7 +355,16 @@ fn the_validator_catches_a_body_the_schema_forbids() {
     // Guards the guard: the checks above would pass vacuously if validation accepted anything.
     let api = OpenApi::load();
     let zone_missing_fields = json!({"success": true, "errors": [], "messages": [], "result": {"id": "x", "name": "example.com"}});
-    assert!(api.validate_response("zones-0-get", 200, &zone_missing_fields).is_err());
+    assert!(
+        api.validate_response("zones-0-get", 200, &zone_missing_fields)
+            .is_err()
+    );
     let tunnel_without_name = json!({"config_src": "local"});
-    assert!(api.validate_request("cloudflare-tunnel-create-a-cloudflare-tunnel", Some(&tunnel_without_name)).is_err());
+    assert!(
+        api.validate_request(
+            "cloudflare-tunnel-create-a-cloudflare-tunnel",
+            Some(&tunnel_without_name)
+        )
+        .is_err()
+    );
 }

@@ -12,7 +12,12 @@ const SPEC: &str = include_str!("../data/cloudflare-openapi-subset.json");
 
 /// Query parameters the client sends that the 2024 subset does not declare yet but the current
 /// API documents (see the drift notes): DNS name filters with operators.
-const DOCUMENTED_DRIFT_PARAMS: &[&str] = &["name.exact", "name.startswith", "name.endswith", "name.contains"];
+const DOCUMENTED_DRIFT_PARAMS: &[&str] = &[
+    "name.exact",
+    "name.startswith",
+    "name.endswith",
+    "name.contains",
+];
 
 pub struct OpenApi {
     components: Value,
@@ -21,7 +26,8 @@ pub struct OpenApi {
 
 impl OpenApi {
     pub fn load() -> Self {
-        let spec: Value = serde_json::from_str(SPEC).expect("the vendored OpenAPI subset is valid JSON");
+        let spec: Value =
+            serde_json::from_str(SPEC).expect("the vendored OpenAPI subset is valid JSON");
         let mut operations = BTreeMap::new();
         for (_path, item) in spec["paths"].as_object().expect("paths") {
             for (method, op) in item.as_object().expect("path item") {
@@ -34,7 +40,10 @@ impl OpenApi {
         }
         let mut components = spec["components"].clone();
         rewrite_nullable(&mut components);
-        OpenApi { components, operations }
+        OpenApi {
+            components,
+            operations,
+        }
     }
 
     pub fn has_operation(&self, operation_id: &str) -> bool {
@@ -49,7 +58,9 @@ impl OpenApi {
         if method == "DELETE" || method == "GET" {
             return match body {
                 None => Ok(()),
-                Some(b) => Err(format!("{operation_id}: a {method} must carry no body, got {b}")),
+                Some(b) => Err(format!(
+                    "{operation_id}: a {method} must carry no body, got {b}"
+                )),
             };
         }
         let schema = &op["requestBody"]["content"]["application/json"]["schema"];
@@ -58,15 +69,24 @@ impl OpenApi {
                 Err(format!("{operation_id}: request body required"))
             }
             None => Ok(()),
-            Some(b) if schema.is_null() => Err(format!("{operation_id}: no body declared, got {b}")),
-            Some(b) => self.check(schema, b).map_err(|e| format!("{operation_id} request: {e}")),
+            Some(b) if schema.is_null() => {
+                Err(format!("{operation_id}: no body declared, got {b}"))
+            }
+            Some(b) => self
+                .check(schema, b)
+                .map_err(|e| format!("{operation_id} request: {e}")),
         }
     }
 
     /// Validates a response body against the schema declared for its status (`200`, `4XX`, …).
     /// The subset declares no 5XX; Cloudflare sends the same failure envelope there, so a 5xx
     /// is checked against the `4XX` schema.
-    pub fn validate_response(&self, operation_id: &str, status: u16, body: &Value) -> Result<(), String> {
+    pub fn validate_response(
+        &self,
+        operation_id: &str,
+        status: u16,
+        body: &Value,
+    ) -> Result<(), String> {
         let op = self.operation(operation_id)?;
         let responses = &op["responses"];
         let class = format!("{}XX", if status >= 500 { 4 } else { status / 100 });
@@ -77,7 +97,9 @@ impl OpenApi {
             .ok_or_else(|| format!("{operation_id}: status {status} is not declared"))?;
         let schema = &response["content"]["application/json"]["schema"];
         if schema.is_null() {
-            return Err(format!("{operation_id}: status {status} declares no JSON body"));
+            return Err(format!(
+                "{operation_id}: status {status} declares no JSON body"
+            ));
         }
         self.check(schema, body)
             .map_err(|e| format!("{operation_id} response {status}: {e}"))
@@ -97,12 +119,16 @@ impl OpenApi {
             .unwrap_or_default();
         let unknown: Vec<String> = url::form_urlencoded::parse(query.as_bytes())
             .map(|(k, _)| k.into_owned())
-            .filter(|k| !declared.contains(&k.as_str()) && !DOCUMENTED_DRIFT_PARAMS.contains(&k.as_str()))
+            .filter(|k| {
+                !declared.contains(&k.as_str()) && !DOCUMENTED_DRIFT_PARAMS.contains(&k.as_str())
+            })
             .collect();
         if unknown.is_empty() {
             Ok(())
         } else {
-            Err(format!("{operation_id}: undeclared query parameters {unknown:?}"))
+            Err(format!(
+                "{operation_id}: undeclared query parameters {unknown:?}"
+            ))
         }
     }
 
@@ -118,12 +144,17 @@ impl OpenApi {
         let mut root = Map::new();
         root.insert("components".into(), self.components.clone());
         root.insert("allOf".into(), json!([schema]));
-        let validator = jsonschema::draft4::new(&Value::Object(root)).map_err(|e| format!("schema: {e}"))?;
+        let validator =
+            jsonschema::draft4::new(&Value::Object(root)).map_err(|e| format!("schema: {e}"))?;
         let errors: Vec<String> = validator
             .iter_errors(instance)
             .map(|e| format!("{} at {}", e, e.instance_path()))
             .collect();
-        if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("; "))
+        }
     }
 }
 
@@ -158,14 +189,46 @@ mod self_tests {
         assert!(api.validate_request(op, Some(&bad_ttl)).is_err());
         let no_type = json!({"name": "a.example.com", "content": "x"});
         assert!(api.validate_request(op, Some(&no_type)).is_err());
-        assert!(api.validate_request("cloudflare-tunnel-delete-a-cloudflare-tunnel", Some(&json!({}))).is_err());
-        assert_eq!(api.validate_request("cloudflare-tunnel-delete-a-cloudflare-tunnel", None), Ok(()));
+        assert!(
+            api.validate_request(
+                "cloudflare-tunnel-delete-a-cloudflare-tunnel",
+                Some(&json!({}))
+            )
+            .is_err()
+        );
+        assert_eq!(
+            api.validate_request("cloudflare-tunnel-delete-a-cloudflare-tunnel", None),
+            Ok(())
+        );
         let failure = json!({"success": false, "errors": [{"code": 1013, "message": "dup"}], "messages": [], "result": null});
-        assert_eq!(api.validate_response("cloudflare-tunnel-create-a-cloudflare-tunnel", 409, &failure), Ok(()));
+        assert_eq!(
+            api.validate_response(
+                "cloudflare-tunnel-create-a-cloudflare-tunnel",
+                409,
+                &failure
+            ),
+            Ok(())
+        );
         let not_envelope = json!({"result": 1});
-        assert!(api.validate_response("cloudflare-tunnel-create-a-cloudflare-tunnel", 409, &not_envelope).is_err());
-        assert!(api.validate_query("cloudflare-tunnel-list-cloudflare-tunnels", "name=a&is_deleted=false").is_ok());
-        assert!(api.validate_query("cloudflare-tunnel-list-cloudflare-tunnels", "bogus=1").is_err());
+        assert!(
+            api.validate_response(
+                "cloudflare-tunnel-create-a-cloudflare-tunnel",
+                409,
+                &not_envelope
+            )
+            .is_err()
+        );
+        assert!(
+            api.validate_query(
+                "cloudflare-tunnel-list-cloudflare-tunnels",
+                "name=a&is_deleted=false"
+            )
+            .is_ok()
+        );
+        assert!(
+            api.validate_query("cloudflare-tunnel-list-cloudflare-tunnels", "bogus=1")
+                .is_err()
+        );
     }
 
     #[test]
