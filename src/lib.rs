@@ -2,6 +2,7 @@
 //!
 //! One binary: an admission webhook plus a lightweight reconciler. The library holds every
 //! piece so that tests, the demo and the binary share one implementation.
+pub mod admission;
 pub mod api;
 pub mod cli;
 pub mod cloudflare;

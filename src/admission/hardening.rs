@@ -19,7 +19,11 @@ pub fn pod_weakening(pod: &Value, path: &str) -> Vec<Violation> {
             ));
         }
     }
-    if pod.pointer("/securityContext/runAsUser").and_then(Value::as_i64) == Some(0) {
+    if pod
+        .pointer("/securityContext/runAsUser")
+        .and_then(Value::as_i64)
+        == Some(0)
+    {
         out.push(Violation::new(
             format!("{path}.securityContext.runAsUser"),
             "0 (root) is refused; remove it, the cloudflared image runs as the non-root user 65532",
@@ -39,7 +43,10 @@ pub fn pod_weakening(pod: &Value, path: &str) -> Vec<Violation> {
     if let Some(containers) = pod.get("containers").and_then(Value::as_array) {
         for (i, container) in containers.iter().enumerate() {
             if container.get("name").and_then(Value::as_str) == Some(CLOUDFLARED_CONTAINER) {
-                out.extend(container_weakening(container, &format!("{path}.containers[{i}]")));
+                out.extend(container_weakening(
+                    container,
+                    &format!("{path}.containers[{i}]"),
+                ));
             }
         }
     }
@@ -64,7 +71,11 @@ fn container_weakening(container: &Value, path: &str) -> Vec<Violation> {
             "true is refused; remove the field (cftunnel sets it to false)",
         ));
     }
-    if let Some(added) = sc.pointer("/capabilities/add").and_then(Value::as_array).filter(|a| !a.is_empty()) {
+    if let Some(added) = sc
+        .pointer("/capabilities/add")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+    {
         let names: Vec<&str> = added.iter().filter_map(Value::as_str).collect();
         out.push(Violation::new(
             format!("{sc_path}.capabilities.add"),
@@ -96,8 +107,10 @@ mod tests {
                 {"name": "cloudflared", "securityContext": {"privileged": true, "capabilities": {"add": ["NET_ADMIN"]}, "runAsUser": 0}}
             ]
         });
-        let messages: Vec<String> =
-            pod_weakening(&pod, "spec.template.spec").iter().map(|v| v.message().to_string()).collect();
+        let messages: Vec<String> = pod_weakening(&pod, "spec.template.spec")
+            .iter()
+            .map(|v| v.message().to_string())
+            .collect();
         assert_eq!(
             messages,
             vec![

@@ -9,15 +9,24 @@ pub fn service_problem(service: &str) -> Option<String> {
     if let Some(code) = service.strip_prefix("http_status:") {
         return match code.parse::<u16>() {
             Ok(c) if (100..=999).contains(&c) => None,
-            _ => Some(format!("{service:?} has an invalid status code; use http_status:NNN with NNN from 100 to 999")),
+            _ => Some(format!(
+                "{service:?} has an invalid status code; use http_status:NNN with NNN from 100 to 999"
+            )),
         };
     }
-    if matches!(service, "hello_world" | "hello-world" | "bastion" | "socks-proxy") {
+    if matches!(
+        service,
+        "hello_world" | "hello-world" | "bastion" | "socks-proxy"
+    ) {
         return None;
     }
-    if let Some(path) = service.strip_prefix("unix:").or_else(|| service.strip_prefix("unix+tls:")) {
-        return (path.is_empty() || !path.starts_with('/'))
-            .then(|| format!("{service:?} needs an absolute socket path, e.g. unix:/run/app.sock"));
+    if let Some(path) = service
+        .strip_prefix("unix:")
+        .or_else(|| service.strip_prefix("unix+tls:"))
+    {
+        return (path.is_empty() || !path.starts_with('/')).then(|| {
+            format!("{service:?} needs an absolute socket path, e.g. unix:/run/app.sock")
+        });
     }
     let Ok(url) = url::Url::parse(service) else {
         return Some(format!(
@@ -25,7 +34,9 @@ pub fn service_problem(service: &str) -> Option<String> {
         ));
     };
     if url.host_str().is_none_or(str::is_empty) {
-        return Some(format!("{service:?} has no host; use <scheme>://<host>:<port>"));
+        return Some(format!(
+            "{service:?} has no host; use <scheme>://<host>:<port>"
+        ));
     }
     match url.scheme() {
         "http" | "https" | "ws" | "wss" => {
@@ -68,8 +79,12 @@ mod tests {
     #[test]
     fn refuses_paths_bad_codes_and_unknown_schemes() {
         assert!(service_problem("http://web/api").is_some_and(|m| m.contains("has a path")));
-        assert!(service_problem("http_status:42").is_some_and(|m| m.contains("invalid status code")));
-        assert!(service_problem("ftp://x").is_some_and(|m| m.contains("unsupported scheme \"ftp\"")));
+        assert!(
+            service_problem("http_status:42").is_some_and(|m| m.contains("invalid status code"))
+        );
+        assert!(
+            service_problem("ftp://x").is_some_and(|m| m.contains("unsupported scheme \"ftp\""))
+        );
         assert!(service_problem("web:80").is_some());
         assert!(service_problem("").is_some());
     }

@@ -4,7 +4,8 @@
 pub fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -28,7 +29,9 @@ pub fn is_domain_name(s: &str) -> bool {
 fn is_host_label(label: &str) -> bool {
     !label.is_empty()
         && label.len() <= 63
-        && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
         && !label.starts_with('-')
         && !label.ends_with('-')
 }
@@ -83,9 +86,18 @@ mod tests {
     fn hostnames() {
         assert_eq!(hostname_problem("app.example.com"), None);
         assert_eq!(hostname_problem("*.example.com"), None);
-        assert_eq!(hostname_problem("a.*.example.com"), Some("may contain `*` only as the whole first label"));
-        assert_eq!(hostname_problem("*a.example.com"), Some("may contain `*` only as the whole first label"));
-        assert_eq!(hostname_problem("app.example.com:443"), Some("must not contain a port"));
+        assert_eq!(
+            hostname_problem("a.*.example.com"),
+            Some("may contain `*` only as the whole first label")
+        );
+        assert_eq!(
+            hostname_problem("*a.example.com"),
+            Some("may contain `*` only as the whole first label")
+        );
+        assert_eq!(
+            hostname_problem("app.example.com:443"),
+            Some("must not contain a port")
+        );
     }
 
     #[test]

@@ -41,13 +41,20 @@ pub fn validate_update(new: TunnelView<'_>, old: TunnelView<'_>) -> Verdict {
 /// Rule 1 and 2: exactly one of newTunnel / existingTunnel, each well-formed.
 fn tunnel_source(spec: &TunnelSpec, v: &mut Verdict) {
     match spec.tunnel_sources() {
-        (true, true) => v.violations.push(Violation::from_message(cel::BOTH_TUNNEL_SOURCES)),
-        (false, false) => v.violations.push(Violation::from_message(cel::NO_TUNNEL_SOURCE)),
+        (true, true) => v
+            .violations
+            .push(Violation::from_message(cel::BOTH_TUNNEL_SOURCES)),
+        (false, false) => v
+            .violations
+            .push(Violation::from_message(cel::NO_TUNNEL_SOURCE)),
         _ => {}
     }
     if let Some(new) = &spec.new_tunnel {
         if new.name.trim().is_empty() {
-            v.deny("spec.newTunnel.name", "must not be empty; give the name of the tunnel to create");
+            v.deny(
+                "spec.newTunnel.name",
+                "must not be empty; give the name of the tunnel to create",
+            );
         } else if is_uuid(&new.name) {
             v.deny(
                 "spec.newTunnel.name",
@@ -55,7 +62,11 @@ fn tunnel_source(spec: &TunnelSpec, v: &mut Verdict) {
             );
         }
     }
-    if let Some(id) = spec.existing_tunnel.as_ref().and_then(|e| e.id.as_deref()).filter(|id| !id.is_empty())
+    if let Some(id) = spec
+        .existing_tunnel
+        .as_ref()
+        .and_then(|e| e.id.as_deref())
+        .filter(|id| !id.is_empty())
         && !is_uuid(id)
     {
         v.deny(
@@ -68,7 +79,8 @@ fn tunnel_source(spec: &TunnelSpec, v: &mut Verdict) {
 /// Rule 3 (also CEL): the name becomes label values and managed object names.
 fn name_length(name: &str, v: &mut Verdict) {
     if name.len() > 63 {
-        v.violations.push(Violation::from_message(cel::NAME_TOO_LONG));
+        v.violations
+            .push(Violation::from_message(cel::NAME_TOO_LONG));
     }
 }
 
@@ -84,7 +96,10 @@ fn cloudflare_details(spec: &TunnelSpec, v: &mut Verdict) {
     if !is_dns_subdomain(&cf.secret) {
         v.deny(
             "spec.cloudflare.secret",
-            format!("{:?} is not a valid Secret name; use lowercase letters, digits, '-' and '.'", cf.secret),
+            format!(
+                "{:?} is not a valid Secret name; use lowercase letters, digits, '-' and '.'",
+                cf.secret
+            ),
         );
     }
     let id = cf.account_id.as_deref().filter(|s| !s.is_empty());
@@ -105,15 +120,28 @@ fn cloudflare_details(spec: &TunnelSpec, v: &mut Verdict) {
 /// Rule 5: cloudflared's protocol flag and the catch-all service.
 fn protocol_and_fallback(spec: &TunnelSpec, v: &mut Verdict) {
     if !PROTOCOLS.contains(&spec.protocol.as_str()) {
-        v.deny("spec.protocol", format!("{:?} is not supported; use auto, quic or http2", spec.protocol));
+        v.deny(
+            "spec.protocol",
+            format!(
+                "{:?} is not supported; use auto, quic or http2",
+                spec.protocol
+            ),
+        );
     }
     if let Some(problem) = service_problem(&spec.fallback_target) {
-        v.deny("spec.fallbackTarget", format!("{problem}; the default is http_status:404"));
+        v.deny(
+            "spec.fallbackTarget",
+            format!("{problem}; the default is http_status:404"),
+        );
     }
 }
 
 fn allowed_routes(spec: &TunnelSpec, v: &mut Verdict) {
-    let Some(ns) = spec.allowed_routes.as_ref().and_then(|a| a.namespaces.as_ref()) else {
+    let Some(ns) = spec
+        .allowed_routes
+        .as_ref()
+        .and_then(|a| a.namespaces.as_ref())
+    else {
         return;
     };
     match ns.from.as_deref() {
@@ -137,7 +165,10 @@ fn deploy_patch(patch: &str, v: &mut Verdict) {
     let patch = match parsed {
         Ok(value @ Value::Object(_)) => value,
         Ok(_) => {
-            v.deny("spec.deployPatch", "must be a YAML or JSON object, e.g. {\"spec\": {\"replicas\": 3}}");
+            v.deny(
+                "spec.deployPatch",
+                "must be a YAML or JSON object, e.g. {\"spec\": {\"replicas\": 3}}",
+            );
             return;
         }
         Err(e) => {
@@ -174,8 +205,12 @@ fn deploy_patch(patch: &str, v: &mut Verdict) {
             c.get("name").and_then(Value::as_str) == Some(CLOUDFLARED_CONTAINER)
                 && c.get("$patch").and_then(Value::as_str) == Some("delete")
         });
-        let replaces_without_it = containers.iter().any(|c| c.get("$patch").and_then(Value::as_str) == Some("replace"))
-            && !containers.iter().any(|c| c.get("name").and_then(Value::as_str) == Some(CLOUDFLARED_CONTAINER));
+        let replaces_without_it = containers
+            .iter()
+            .any(|c| c.get("$patch").and_then(Value::as_str) == Some("replace"))
+            && !containers
+                .iter()
+                .any(|c| c.get("name").and_then(Value::as_str) == Some(CLOUDFLARED_CONTAINER));
         if removes_cloudflared || replaces_without_it {
             v.deny(
                 "spec.deployPatch",
@@ -190,24 +225,33 @@ fn deploy_patch(patch: &str, v: &mut Verdict) {
 
 /// Rule 7 (also CEL transition rules).
 fn immutability(new: TunnelView<'_>, old: TunnelView<'_>, v: &mut Verdict) {
-    let created = old.status.and_then(|s| s.tunnel_id.as_deref()).is_some_and(|id| !id.is_empty());
+    let created = old
+        .status
+        .and_then(|s| s.tunnel_id.as_deref())
+        .is_some_and(|id| !id.is_empty());
     if let (Some(n), Some(o)) = (&new.spec.new_tunnel, &old.spec.new_tunnel)
         && created
         && n.name != o.name
     {
-        v.violations.push(Violation::from_message(cel::NEW_TUNNEL_NAME_IMMUTABLE));
+        v.violations
+            .push(Violation::from_message(cel::NEW_TUNNEL_NAME_IMMUTABLE));
     }
     if let (Some(n), Some(o)) = (&new.spec.existing_tunnel, &old.spec.existing_tunnel)
         && (changed_once_set(&n.id, &o.id) || changed_once_set(&n.name, &o.name))
     {
-        v.violations.push(Violation::from_message(cel::EXISTING_TUNNEL_IMMUTABLE));
+        v.violations
+            .push(Violation::from_message(cel::EXISTING_TUNNEL_IMMUTABLE));
     }
     if new.spec.new_tunnel.is_some() != old.spec.new_tunnel.is_some() {
-        v.violations.push(Violation::from_message(cel::TUNNEL_SOURCE_SWITCH));
+        v.violations
+            .push(Violation::from_message(cel::TUNNEL_SOURCE_SWITCH));
     }
     let (n, o) = (&new.spec.cloudflare, &old.spec.cloudflare);
-    if changed_once_set(&n.account_id, &o.account_id) || changed_once_set(&n.account_name, &o.account_name) {
-        v.violations.push(Violation::from_message(cel::ACCOUNT_IMMUTABLE));
+    if changed_once_set(&n.account_id, &o.account_id)
+        || changed_once_set(&n.account_name, &o.account_name)
+    {
+        v.violations
+            .push(Violation::from_message(cel::ACCOUNT_IMMUTABLE));
     }
 }
 

@@ -51,7 +51,13 @@ impl Verdict {
         if self.violations.is_empty() {
             return None;
         }
-        Some(self.violations.iter().map(Violation::message).collect::<Vec<_>>().join("; "))
+        Some(
+            self.violations
+                .iter()
+                .map(Violation::message)
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
     }
 
     /// UPDATE ratcheting: keep only violations the old object did not already have.
