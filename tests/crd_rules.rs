@@ -1,0 +1,267 @@
+//! The CRDs on a real kube-apiserver: they install, serve the Go operator's manifests, and their
+//! CEL rules refuse bad objects with the admission webhook's own messages — so the refusal holds
+//! even while the webhook is down.
+use std::io::Write;
+use std::process::{Output, Stdio};
+
+use cftunnel::api::cel;
+use cftunnel::api::crds::{self, ConversionService};
+use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, shared};
+
+async fn plane() -> &'static ControlPlane {
+    match shared(|| ControlPlaneOptions {
+        crds: crds::all(&ConversionService::default()),
+        ..Default::default()
+    })
+    .await
+    {
+        Ok(plane) => plane,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn kubectl(plane: &ControlPlane, args: &[&str], stdin: &str) -> Output {
+    let mut child = plane
+        .kubectl()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn kubectl");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write manifest");
+    child.wait_with_output().expect("kubectl output")
+}
+
+/// `kubectl apply` as a user runs it; returns (success, everything kubectl printed).
+fn apply(plane: &ControlPlane, ns: &str, manifest: &str) -> (bool, String) {
+    let out = kubectl(plane, &["apply", "--namespace", ns, "-f", "-"], manifest);
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), printed)
+}
+
+fn get_json(plane: &ControlPlane, ns: &str, what: &str) -> serde_json::Value {
+    let out: Output = plane
+        .kubectl()
+        .args(["get", "--namespace", ns, what, "-o", "json"])
+        .output()
+        .expect("kubectl get");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn tunnel(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha2\nkind: Tunnel\nmetadata:\n  name: {name}\nspec:\n{spec}"
+    )
+}
+
+const CLOUDFLARE: &str = "  cloudflare:\n    domain: example.com\n    secret: cloudflare-secrets\n    accountId: 0123456789abcdef0123456789abcdef\n";
+
+#[tokio::test]
+async fn refuses_both_new_and_existing_tunnel_with_the_webhook_message() {
+    let plane = plane().await;
+    let ns = plane.create_namespace("crd-both").await.expect("namespace");
+    let manifest = tunnel(
+        "both",
+        &format!("  newTunnel: {{name: a}}\n  existingTunnel: {{name: b}}\n{CLOUDFLARE}"),
+    );
+    let (ok, printed) = apply(plane, &ns, &manifest);
+    assert!(!ok, "{printed}");
+    assert!(printed.contains(cel::BOTH_TUNNEL_SOURCES), "{printed}");
+}
+
+#[tokio::test]
+async fn refuses_neither_tunnel_source_and_long_names() {
+    let plane = plane().await;
+    let ns = plane
+        .create_namespace("crd-neither")
+        .await
+        .expect("namespace");
+    let (ok, printed) = apply(
+        plane,
+        &ns,
+        &tunnel(
+            "neither",
+            &format!("  existingTunnel: {{id: \"\"}}\n{CLOUDFLARE}"),
+        ),
+    );
+    assert!(!ok && printed.contains(cel::NO_TUNNEL_SOURCE), "{printed}");
+    let long = "a".repeat(64);
+    let (ok, printed) = apply(
+        plane,
+        &ns,
+        &tunnel(&long, &format!("  newTunnel: {{name: a}}\n{CLOUDFLARE}")),
+    );
+    assert!(!ok && printed.contains(cel::NAME_TOO_LONG), "{printed}");
+}
+
+#[tokio::test]
+async fn cluster_tunnels_carry_the_same_rules() {
+    let plane = plane().await;
+    let manifest = format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha2\nkind: ClusterTunnel\nmetadata:\n  name: crd-cluster-both\nspec:\n  newTunnel: {{name: a}}\n  existingTunnel: {{id: 6ff42ae2-765d-4adf-8112-31c55c1551ef}}\n{CLOUDFLARE}"
+    );
+    let (ok, printed) = apply(plane, "default", &manifest);
+    assert!(
+        !ok && printed.contains(cel::BOTH_TUNNEL_SOURCES),
+        "{printed}"
+    );
+}
+
+#[tokio::test]
+async fn accepts_the_go_operator_shapes_and_applies_defaults() {
+    let plane = plane().await;
+    let ns = plane
+        .create_namespace("crd-go-shapes")
+        .await
+        .expect("namespace");
+    let go_tunnel = "apiVersion: networking.cfargotunnel.com/v1alpha2\nkind: Tunnel\nmetadata:\n  name: k8s-tunnel\nspec:\n  newTunnel:\n    name: k8s-tunnel\n  cloudflare:\n    email: email@domain.com\n    domain: example.com\n    secret: cloudflare-secrets\n    accountName: Example Account\n    CLOUDFLARE_API_TOKEN: api-token\n";
+    let (ok, printed) = apply(plane, &ns, go_tunnel);
+    assert!(ok, "{printed}");
+    let stored = get_json(plane, &ns, "tunnel/k8s-tunnel");
+    assert_eq!(stored["spec"]["protocol"], "auto");
+    assert_eq!(stored["spec"]["fallbackTarget"], "http_status:404");
+    assert_eq!(stored["spec"]["deployPatch"], "{}");
+    assert_eq!(
+        stored["spec"]["cloudflare"]["CLOUDFLARE_API_TOKEN"],
+        "api-token"
+    );
+    assert_eq!(
+        stored["spec"]["cloudflare"]["CLOUDFLARE_API_KEY"],
+        "CLOUDFLARE_API_KEY"
+    );
+
+    let go_binding = "apiVersion: networking.cfargotunnel.com/v1alpha1\nkind: TunnelBinding\nmetadata:\n  name: svc-binding\nsubjects:\n  - name: svc01\n  - name: svc02\n    spec:\n      fqdn: mysvc.example.com\n      protocol: https\n      noTlsVerify: true\ntunnelRef:\n  kind: Tunnel\n  name: k8s-tunnel\n";
+    let (ok, printed) = apply(plane, &ns, go_binding);
+    assert!(ok, "{printed}");
+    let binding = get_json(plane, &ns, "tunnelbinding/svc-binding");
+    assert_eq!(binding["subjects"][0]["kind"], "Service");
+    assert_eq!(binding["subjects"][1]["spec"]["fqdn"], "mysvc.example.com");
+    assert_eq!(binding["tunnelRef"]["name"], "k8s-tunnel");
+}
+
+#[tokio::test]
+async fn immutable_fields_are_refused_on_update_by_cel() {
+    let plane = plane().await;
+    let ns = plane
+        .create_namespace("crd-immutable")
+        .await
+        .expect("namespace");
+    let (ok, printed) = apply(
+        plane,
+        &ns,
+        &tunnel(
+            "imm",
+            &format!("  newTunnel: {{name: first}}\n{CLOUDFLARE}"),
+        ),
+    );
+    assert!(ok, "{printed}");
+    let (ok, printed) = apply(
+        plane,
+        &ns,
+        &tunnel(
+            "imm",
+            &format!("  newTunnel: {{name: fixed-typo}}\n{CLOUDFLARE}"),
+        ),
+    );
+    assert!(ok, "the name may change until the tunnel exists: {printed}");
+
+    let out = plane
+        .kubectl()
+        .args([
+            "patch",
+            "--namespace",
+            &ns,
+            "tunnel/imm",
+            "--subresource=status",
+            "--type=merge",
+        ])
+        .args([
+            "-p",
+            r#"{"status":{"tunnelId":"6ff42ae2-765d-4adf-8112-31c55c1551ef"}}"#,
+        ])
+        .output()
+        .expect("patch status");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (ok, printed) = apply(
+        plane,
+        &ns,
+        &tunnel(
+            "imm",
+            &format!("  newTunnel: {{name: renamed}}\n{CLOUDFLARE}"),
+        ),
+    );
+    assert!(
+        !ok && printed.contains(cel::NEW_TUNNEL_NAME_IMMUTABLE),
+        "{printed}"
+    );
+
+    let other_account = CLOUDFLARE.replace(
+        "0123456789abcdef0123456789abcdef",
+        "fedcba9876543210fedcba9876543210",
+    );
+    let (ok, printed) = apply(
+        plane,
+        &ns,
+        &tunnel(
+            "imm",
+            &format!("  newTunnel: {{name: fixed-typo}}\n{other_account}"),
+        ),
+    );
+    assert!(!ok && printed.contains(cel::ACCOUNT_IMMUTABLE), "{printed}");
+
+    let (ok, printed) = apply(
+        plane,
+        &ns,
+        &tunnel(
+            "imm",
+            &format!("  existingTunnel: {{name: other}}\n{CLOUDFLARE}"),
+        ),
+    );
+    assert!(
+        !ok && printed.contains(cel::TUNNEL_SOURCE_SWITCH),
+        "{printed}"
+    );
+}
+
+#[tokio::test]
+async fn kubectl_explain_documents_the_fields() {
+    let plane = plane().await;
+    let out = plane
+        .kubectl()
+        .args([
+            "explain",
+            "tunnels.spec.cloudflare.accountId",
+            "--api-version=networking.cfargotunnel.com/v1alpha2",
+        ])
+        .output()
+        .expect("explain");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        printed.contains("Account id (32 hex characters)"),
+        "{printed}"
+    );
+}
