@@ -1,11 +1,21 @@
 //! Admission decisions as plain functions of their inputs (SPEC §2): used by the webhook, the
 //! offline `cftunnel validate` command and the reconciler's own checks — one implementation.
+pub mod binding;
+pub mod duration;
 pub mod hardening;
+pub mod route;
+pub mod service;
 pub mod service_url;
 pub mod syntax;
 pub mod tunnel;
 mod verdict;
+pub mod view;
 
 pub use verdict::{Verdict, Violation};
+pub use view::{
+    AdmissionView, HostnameClaim, RouteNamespacePolicy, TunnelFacts, TunnelIdentity, TunnelKind,
+};
+#[cfg(test)]
+mod binding_tests;
 #[cfg(test)]
 mod tunnel_tests;

@@ -1,0 +1,285 @@
+//! TunnelBinding and labelled Service rules, exact messages.
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Service;
+use serde_json::json;
+
+use super::view::{
+    AdmissionView, HostnameClaim, RouteNamespacePolicy, TunnelFacts, TunnelIdentity, TunnelKind,
+};
+use super::{binding, service};
+use crate::api::TunnelBinding;
+
+fn view() -> AdmissionView {
+    AdmissionView {
+        tunnels: vec![
+            TunnelFacts {
+                identity: TunnelIdentity {
+                    kind: TunnelKind::Tunnel,
+                    namespace: "shop".into(),
+                    name: "web".into(),
+                },
+                domain: "example.com".into(),
+                allowed: RouteNamespacePolicy::Same,
+                has_origin_ca_pool: false,
+            },
+            TunnelFacts {
+                identity: TunnelIdentity {
+                    kind: TunnelKind::ClusterTunnel,
+                    namespace: String::new(),
+                    name: "edge".into(),
+                },
+                domain: "example.org".into(),
+                allowed: RouteNamespacePolicy::All,
+                has_origin_ca_pool: true,
+            },
+        ],
+        namespace_labels: BTreeMap::new(),
+        claims: vec![HostnameClaim {
+            fqdn: "taken.example.org".into(),
+            path: String::new(),
+            tunnel: TunnelIdentity {
+                kind: TunnelKind::ClusterTunnel,
+                namespace: String::new(),
+                name: "edge".into(),
+            },
+            owner: "TunnelBinding blog/front (subject front)".into(),
+            object: "TunnelBinding blog/front".into(),
+        }],
+    }
+}
+
+fn binding_messages(value: serde_json::Value, ns: &str) -> (Vec<String>, Vec<String>) {
+    let b: TunnelBinding = serde_json::from_value(value).expect("binding JSON");
+    let v = binding::validate(&b, ns, &view());
+    (
+        v.violations
+            .iter()
+            .map(|x| x.message().to_string())
+            .collect(),
+        v.warnings,
+    )
+}
+
+fn binding_json(subjects: serde_json::Value, kind: &str, name: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "networking.cfargotunnel.com/v1alpha1", "kind": "TunnelBinding",
+        "metadata": {"name": "b"}, "subjects": subjects, "tunnelRef": {"kind": kind, "name": name}
+    })
+}
+
+#[test]
+fn accepts_the_go_operator_documented_binding() {
+    let (errors, warnings) = binding_messages(
+        binding_json(
+            json!([{"name": "svc01"}, {"name": "svc02", "spec": {"fqdn": "mysvc.example.com", "protocol": "https", "noTlsVerify": true}}]),
+            "Tunnel",
+            "web",
+        ),
+        "shop",
+    );
+    assert_eq!(errors, Vec::<String>::new());
+    assert_eq!(warnings, Vec::<String>::new());
+}
+
+#[test]
+fn refuses_a_hostname_claimed_in_another_namespace_naming_the_owner() {
+    let (errors, _) = binding_messages(
+        binding_json(
+            json!([{"name": "web", "spec": {"fqdn": "taken.example.org"}}]),
+            "clustertunnel",
+            "edge",
+        ),
+        "shop",
+    );
+    assert_eq!(
+        errors,
+        vec![
+            "subjects[0].spec.fqdn: taken.example.org is already exposed by TunnelBinding blog/front (subject front); remove it there first"
+        ]
+    );
+}
+
+#[test]
+fn a_different_path_on_the_same_tunnel_is_not_a_conflict_but_another_tunnel_is() {
+    let (errors, _) = binding_messages(
+        binding_json(
+            json!([{"name": "web", "spec": {"fqdn": "taken.example.org", "path": "^/api"}}]),
+            "ClusterTunnel",
+            "edge",
+        ),
+        "shop",
+    );
+    assert_eq!(errors, Vec::<String>::new());
+    let mut other = view();
+    other.claims[0].tunnel = TunnelIdentity {
+        kind: TunnelKind::Tunnel,
+        namespace: "shop".into(),
+        name: "web".into(),
+    };
+    let b: TunnelBinding = serde_json::from_value(binding_json(
+        json!([{"name": "web", "spec": {"fqdn": "taken.example.org", "path": "^/api"}}]),
+        "ClusterTunnel",
+        "edge",
+    ))
+    .expect("binding");
+    let v = binding::validate(&b, "shop", &other);
+    assert_eq!(
+        v.violations[0].message(),
+        "subjects[0].spec.fqdn: taken.example.org is already routed through Tunnel shop/web by TunnelBinding blog/front (subject front); one hostname can use one tunnel, remove it there first"
+    );
+}
+
+#[test]
+fn lists_every_field_violation_of_a_subject() {
+    let (errors, warnings) = binding_messages(
+        binding_json(
+            json!([{"name": "Web_1", "kind": "Pod", "spec": {
+                "fqdn": "app.other.net", "protocol": "quic", "path": "(", "target": "http://x/y",
+                "proxyAddress": "localhost", "proxyPort": 70000, "proxyType": "http", "connectTimeout": "30"
+            }}]),
+            "Tunnel",
+            "web",
+        ),
+        "shop",
+    );
+    let expected_starts = [
+        "subjects[0].kind: \"Pod\" is not supported",
+        "subjects[0].name: \"Web_1\" is not a valid Service name",
+        "subjects[0].spec.fqdn: \"app.other.net\" is outside the domain \"example.com\" of Tunnel shop/web",
+        "subjects[0].spec.protocol: \"quic\" is not supported",
+        "subjects[0].spec.path: \"(\" is not a valid regular expression",
+        "subjects[0].spec.target: \"http://x/y\" has a path",
+        "subjects[0].spec.proxyAddress: \"localhost\" is not an IP address",
+        "subjects[0].spec.proxyPort: 70000 is out of range",
+        "subjects[0].spec.proxyType: \"http\" is not supported",
+        "subjects[0].spec.connectTimeout: \"30\" is not a duration",
+    ];
+    assert_eq!(errors.len(), expected_starts.len(), "{errors:#?}");
+    for (e, start) in errors.iter().zip(expected_starts) {
+        assert!(e.starts_with(start), "{e}\n  should start with\n{start}");
+    }
+    assert_eq!(warnings, Vec::<String>::new());
+}
+
+#[test]
+fn refuses_unknown_tunnel_kinds_duplicates_and_empty_subjects() {
+    let (errors, _) = binding_messages(binding_json(json!([]), "Gateway", "web"), "shop");
+    assert_eq!(
+        errors,
+        vec![
+            "tunnelRef.kind: \"Gateway\" is not a tunnel kind; use Tunnel (same namespace) or ClusterTunnel",
+            "subjects: must list at least one Service; add {name: <service>}",
+        ]
+    );
+    let (errors, _) = binding_messages(
+        binding_json(
+            json!([{"name": "a", "spec": {"fqdn": "x.example.com"}}, {"name": "b", "spec": {"fqdn": "X.example.com"}}]),
+            "Tunnel",
+            "web",
+        ),
+        "shop",
+    );
+    assert_eq!(
+        errors,
+        vec![
+            "subjects[1].spec.fqdn: X.example.com (path \"\") is listed twice in this binding; keep one subject per hostname and path"
+        ]
+    );
+}
+
+#[test]
+fn allowed_routes_keep_other_namespaces_out() {
+    let (errors, _) = binding_messages(
+        binding_json(json!([{"name": "a"}]), "Tunnel", "web"),
+        "blog",
+    );
+    assert_eq!(
+        errors,
+        Vec::<String>::new(),
+        "a Tunnel reference resolves in the binding's namespace: web is unknown in blog"
+    );
+    let mut v = view();
+    v.tunnels[1].allowed = RouteNamespacePolicy::Same;
+    let b: TunnelBinding = serde_json::from_value(binding_json(
+        json!([{"name": "a"}]),
+        "ClusterTunnel",
+        "edge",
+    ))
+    .expect("binding");
+    let verdict = binding::validate(&b, "blog", &v);
+    assert!(verdict.violations[0].message().starts_with(
+        "tunnelRef: ClusterTunnel edge does not admit routes from namespace \"blog\""
+    ));
+}
+
+#[test]
+fn warns_for_unknown_tunnels_udp_and_ca_pool_without_origin_pool() {
+    let (errors, warnings) = binding_messages(
+        binding_json(
+            json!([{"name": "a", "spec": {"fqdn": "a.example.com", "protocol": "udp", "caPool": "ca"}}]),
+            "Tunnel",
+            "missing",
+        ),
+        "shop",
+    );
+    assert_eq!(errors, Vec::<String>::new());
+    assert_eq!(warnings.len(), 2, "{warnings:#?}");
+    assert!(warnings[0].contains("the tunnel is not known yet"));
+    assert!(warnings[1].contains("udp is carried as a TCP stream"));
+    let (_, warnings) = binding_messages(
+        binding_json(
+            json!([{"name": "a", "spec": {"caPool": "ca"}}]),
+            "Tunnel",
+            "web",
+        ),
+        "shop",
+    );
+    assert_eq!(
+        warnings,
+        vec![
+            "subjects[0].spec.caPool: caPool \"ca\" has no effect: the tunnel sets no originCaPool Secret"
+        ]
+    );
+}
+
+fn service_json(labels: serde_json::Value, annotations: serde_json::Value) -> Service {
+    serde_json::from_value(json!({"metadata": {"name": "api", "labels": labels, "annotations": annotations}, "spec": {"ports": [{"port": 80}]}}))
+        .expect("service JSON")
+}
+
+#[test]
+fn labelled_services_get_the_binding_rules_on_their_annotations() {
+    let svc = service_json(
+        json!({"cfargotunnel.com/expose-cluster-tunnel": "edge"}),
+        json!({"cfargotunnel.com/hostname": "ok.example.org, taken.example.org", "cfargotunnel.com/protocol": "gopher", "cfargotunnel.com/no-tls-verify": "yes"}),
+    );
+    let v = service::validate(&svc, "shop", &view());
+    let messages: Vec<&str> = v.violations.iter().map(|x| x.message()).collect();
+    assert_eq!(
+        messages,
+        vec![
+            "metadata.annotations[cfargotunnel.com/no-tls-verify]: \"yes\" is not a boolean; use \"true\" or \"false\"",
+            "metadata.annotations[cfargotunnel.com/protocol]: \"gopher\" is not supported; use http, https, tcp, udp, ssh, rdp or smb",
+            "metadata.annotations[cfargotunnel.com/hostname]: taken.example.org is already exposed by TunnelBinding blog/front (subject front); remove it there first",
+        ]
+    );
+}
+
+#[test]
+fn both_expose_labels_are_refused_and_unlabelled_services_ignored() {
+    let both = service_json(
+        json!({"cfargotunnel.com/expose-tunnel": "web", "cfargotunnel.com/expose-cluster-tunnel": "edge"}),
+        json!({}),
+    );
+    let v = service::validate(&both, "shop", &view());
+    assert!(v.violations[0].message().starts_with("metadata.labels: cfargotunnel.com/expose-tunnel and cfargotunnel.com/expose-cluster-tunnel are both set"));
+    let plain = service_json(
+        json!({"cfargotunnel.com/tunnel": "web"}),
+        json!({"cfargotunnel.com/hostname": "not a host"}),
+    );
+    assert!(
+        service::validate(&plain, "shop", &view()).is_allowed(),
+        "the tunnel's own label never exposes a Service"
+    );
+}

@@ -1,0 +1,216 @@
+//! Rules for one route, whichever object declares it: a TunnelBinding subject or a labelled
+//! Service (SPEC §2.2). Each source names its own fields, so messages point at what the user wrote.
+use std::net::IpAddr;
+
+use super::duration::parse_go_duration;
+use super::service_url::service_problem;
+use super::syntax::hostname_problem;
+use super::verdict::Verdict;
+use super::view::{AdmissionView, TunnelFacts};
+
+pub const PROTOCOLS: &[&str] = &["http", "https", "tcp", "udp", "ssh", "rdp", "smb"];
+/// Leaves room for the `_managed.` prefix of the ownership TXT record within 253 characters.
+pub const MAX_FQDN_LEN: usize = 244;
+
+/// One route as declared, with the field path of each value.
+#[derive(Clone, Debug, Default)]
+pub struct RouteInput {
+    /// Namespace of the declaring object (and of the Service).
+    pub namespace: String,
+    pub service: String,
+    /// `(field path, fqdn)`; empty means the default `<service>.<tunnel domain>`.
+    pub fqdns: Vec<(String, String)>,
+    pub protocol: Option<(String, String)>,
+    pub path: Option<(String, String)>,
+    pub target: Option<(String, String)>,
+    pub ca_pool: Option<(String, String)>,
+    pub proxy_address: Option<(String, String)>,
+    pub proxy_port: Option<(String, i64)>,
+    pub proxy_type: Option<(String, String)>,
+    pub durations: Vec<(String, String)>,
+}
+
+impl RouteInput {
+    /// The hostnames this route claims: explicit ones, or the default when the tunnel is known.
+    pub fn effective_fqdns(&self, tunnel: Option<&TunnelFacts>) -> Vec<(String, String)> {
+        if !self.fqdns.is_empty() {
+            return self.fqdns.clone();
+        }
+        tunnel
+            .map(|t| vec![(String::new(), format!("{}.{}", self.service, t.domain))])
+            .unwrap_or_default()
+    }
+
+    pub fn path_value(&self) -> &str {
+        self.path.as_ref().map(|(_, p)| p.as_str()).unwrap_or("")
+    }
+}
+
+/// Field-level rules (SPEC §2.2 items 2 and 3).
+pub fn check_fields(route: &RouteInput, tunnel: Option<&TunnelFacts>, v: &mut Verdict) {
+    for (field, fqdn) in &route.fqdns {
+        check_fqdn(field, fqdn, tunnel, v);
+    }
+    if let Some((field, protocol)) = &route.protocol {
+        if !PROTOCOLS.contains(&protocol.as_str()) {
+            v.deny(
+                field,
+                format!(
+                    "{protocol:?} is not supported; use http, https, tcp, udp, ssh, rdp or smb"
+                ),
+            );
+        } else if protocol == "udp" {
+            v.warn(field, "udp is carried as a TCP stream over a public hostname; clients need cloudflared access or WARP");
+        }
+    }
+    if let Some((field, path)) = &route.path
+        && let Err(e) = regex::Regex::new(path)
+    {
+        v.deny(
+            field,
+            format!(
+                "{path:?} is not a valid regular expression ({}); fix or escape it",
+                last_line(&e.to_string())
+            ),
+        );
+    }
+    if let Some((field, target)) = &route.target {
+        if let Some(problem) = service_problem(target) {
+            v.deny(
+                field,
+                format!("{problem}; or leave target unset to route to the Service"),
+            );
+        } else if let Some(host) = url::Url::parse(target)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            && let Some(ns) = svc_namespace(&host)
+            && ns != route.namespace
+        {
+            v.warn(
+                field,
+                format!("{target:?} points into namespace {ns:?}, outside this object's namespace"),
+            );
+        }
+    }
+    if let Some((field, key)) = &route.ca_pool
+        && tunnel.is_some_and(|t| !t.has_origin_ca_pool)
+    {
+        v.warn(
+            field,
+            format!("caPool {key:?} has no effect: the tunnel sets no originCaPool Secret"),
+        );
+    }
+    if let Some((field, address)) = &route.proxy_address
+        && address.parse::<IpAddr>().is_err()
+    {
+        v.deny(
+            field,
+            format!("{address:?} is not an IP address; use e.g. 127.0.0.1"),
+        );
+    }
+    if let Some((field, port)) = &route.proxy_port
+        && !(0..=65535).contains(port)
+    {
+        v.deny(
+            field,
+            format!("{port} is out of range; use 0 to 65535 (0 picks a free port)"),
+        );
+    }
+    if let Some((field, kind)) = &route.proxy_type
+        && !matches!(kind.as_str(), "" | "socks")
+    {
+        v.deny(
+            field,
+            format!("{kind:?} is not supported; use \"\" or socks"),
+        );
+    }
+    for (field, duration) in &route.durations {
+        if parse_go_duration(duration).is_none() {
+            v.deny(
+                field,
+                format!("{duration:?} is not a duration; use e.g. 30s, 1m30s or 500ms"),
+            );
+        }
+    }
+}
+
+fn check_fqdn(field: &str, fqdn: &str, tunnel: Option<&TunnelFacts>, v: &mut Verdict) {
+    if let Some(problem) = hostname_problem(fqdn) {
+        v.deny(
+            field,
+            format!("{fqdn:?} {problem}; give a hostname such as app.example.com or *.example.com"),
+        );
+        return;
+    }
+    if fqdn.len() > MAX_FQDN_LEN {
+        v.deny(field, format!("{fqdn:?} is longer than {MAX_FQDN_LEN} characters (the _managed. TXT record must fit); use a shorter hostname"));
+        return;
+    }
+    match tunnel {
+        Some(t) if !in_domain(fqdn, &t.domain) => v.deny(
+            field,
+            format!("{fqdn:?} is outside the domain {:?} of {}; use a hostname ending in .{}", t.domain, t.identity, t.domain),
+        ),
+        None => v.warn(field, format!("{fqdn:?} cannot be checked against the tunnel's domain: the tunnel is not known yet")),
+        _ => {}
+    }
+}
+
+/// Item 5: one fqdn+path routes to one Service, one fqdn to one tunnel.
+pub fn check_ownership(
+    route: &RouteInput,
+    tunnel: &TunnelFacts,
+    object: &str,
+    view: &AdmissionView,
+    v: &mut Verdict,
+) {
+    for (field, fqdn) in route.effective_fqdns(Some(tunnel)) {
+        let field = if field.is_empty() {
+            format!("{object} (default hostname)")
+        } else {
+            field
+        };
+        for claim in view.claims_on(&fqdn, object) {
+            if claim.tunnel != tunnel.identity {
+                v.deny(
+                    &field,
+                    format!("{fqdn} is already routed through {} by {}; one hostname can use one tunnel, remove it there first", claim.tunnel, claim.owner),
+                );
+                break;
+            }
+            if claim.path == route.path_value() {
+                v.deny(
+                    &field,
+                    format!(
+                        "{fqdn} is already exposed by {}; remove it there first",
+                        claim.owner
+                    ),
+                );
+                break;
+            }
+        }
+    }
+}
+
+/// `*.example.com` and `a.example.com` are inside `example.com`; `example.com` itself is too.
+pub fn in_domain(fqdn: &str, domain: &str) -> bool {
+    let fqdn = fqdn.to_ascii_lowercase();
+    let domain = domain.to_ascii_lowercase();
+    fqdn == domain || fqdn.ends_with(&format!(".{domain}"))
+}
+
+/// `svc.ns.svc` or `svc.ns.svc.cluster.local` → `ns`.
+fn svc_namespace(host: &str) -> Option<&str> {
+    let labels: Vec<&str> = host.split('.').collect();
+    match labels.as_slice() {
+        [_, ns, "svc"] | [_, ns, "svc", "cluster", "local"] => Some(ns),
+        _ => None,
+    }
+}
+
+fn last_line(s: &str) -> &str {
+    s.lines()
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or(s)
+        .trim()
+}

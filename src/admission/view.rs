@@ -1,0 +1,144 @@
+//! The read-only snapshot the rules consult: tunnels, namespace labels and claimed hostnames.
+//! The webhook fills it from watch caches, `cftunnel validate` from the files it was given.
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+/// Which kind a route points at; a Tunnel is found in the route's namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TunnelKind {
+    Tunnel,
+    ClusterTunnel,
+}
+
+impl TunnelKind {
+    /// Case-insensitive, as the Go operator accepted it.
+    pub fn parse(kind: &str) -> Option<TunnelKind> {
+        if kind.eq_ignore_ascii_case("Tunnel") {
+            Some(TunnelKind::Tunnel)
+        } else if kind.eq_ignore_ascii_case("ClusterTunnel") {
+            Some(TunnelKind::ClusterTunnel)
+        } else {
+            None
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TunnelKind::Tunnel => "Tunnel",
+            TunnelKind::ClusterTunnel => "ClusterTunnel",
+        }
+    }
+}
+
+/// A tunnel's identity: same-named tunnels in different namespaces never share routes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TunnelIdentity {
+    pub kind: TunnelKind,
+    /// Empty for a ClusterTunnel.
+    pub namespace: String,
+    pub name: String,
+}
+
+impl std::fmt::Display for TunnelIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind {
+            TunnelKind::Tunnel => write!(f, "Tunnel {}/{}", self.namespace, self.name),
+            TunnelKind::ClusterTunnel => write!(f, "ClusterTunnel {}", self.name),
+        }
+    }
+}
+
+/// Which namespaces may bind routes to a tunnel.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RouteNamespacePolicy {
+    All,
+    Same,
+    Selector(LabelSelector),
+}
+
+/// What the rules need to know of a tunnel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TunnelFacts {
+    pub identity: TunnelIdentity,
+    pub domain: String,
+    pub allowed: RouteNamespacePolicy,
+    pub has_origin_ca_pool: bool,
+}
+
+/// A hostname (and path) already routed by some object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostnameClaim {
+    pub fqdn: String,
+    pub path: String,
+    pub tunnel: TunnelIdentity,
+    /// The claiming object, e.g. `TunnelBinding shop/web (subject web)` or `Service shop/api`.
+    pub owner: String,
+    /// `<Kind> <namespace>/<name>` of the claiming object, to skip an object's own claims.
+    pub object: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct AdmissionView {
+    pub tunnels: Vec<TunnelFacts>,
+    pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
+    pub claims: Vec<HostnameClaim>,
+}
+
+impl AdmissionView {
+    pub fn tunnel(&self, kind: TunnelKind, namespace: &str, name: &str) -> Option<&TunnelFacts> {
+        self.tunnels.iter().find(|t| {
+            t.identity.kind == kind
+                && t.identity.name == name
+                && (kind == TunnelKind::ClusterTunnel || t.identity.namespace == namespace)
+        })
+    }
+
+    /// Claims on `fqdn` by objects other than `object`.
+    pub fn claims_on<'a>(
+        &'a self,
+        fqdn: &'a str,
+        object: &'a str,
+    ) -> impl Iterator<Item = &'a HostnameClaim> + 'a {
+        self.claims
+            .iter()
+            .filter(move |c| c.object != object && c.fqdn.eq_ignore_ascii_case(fqdn))
+    }
+}
+
+/// Does `policy` admit routes from `namespace` into a tunnel living in `tunnel_namespace`?
+pub fn admits(
+    view: &AdmissionView,
+    policy: &RouteNamespacePolicy,
+    tunnel_namespace: &str,
+    namespace: &str,
+) -> bool {
+    match policy {
+        RouteNamespacePolicy::All => true,
+        RouteNamespacePolicy::Same => tunnel_namespace == namespace,
+        RouteNamespacePolicy::Selector(selector) => {
+            let empty = BTreeMap::new();
+            let labels = view.namespace_labels.get(namespace).unwrap_or(&empty);
+            selector_matches(selector, labels)
+        }
+    }
+}
+
+fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    let by_labels = selector
+        .match_labels
+        .iter()
+        .flatten()
+        .all(|(k, v)| labels.get(k) == Some(v));
+    let by_expressions = selector.match_expressions.iter().flatten().all(|e| {
+        let values = e.values.as_deref().unwrap_or_default();
+        match e.operator.as_str() {
+            "In" => labels.get(&e.key).is_some_and(|v| values.contains(v)),
+            "NotIn" => labels.get(&e.key).is_none_or(|v| !values.contains(v)),
+            "Exists" => labels.contains_key(&e.key),
+            "DoesNotExist" => !labels.contains_key(&e.key),
+            _ => false,
+        }
+    });
+    by_labels && by_expressions
+}
