@@ -1,6 +1,7 @@
 //! The `networking.cfargotunnel.com` API: CRD types per kind and version. No I/O.
 pub mod binding;
 pub mod cel;
+pub mod conversion;
 pub mod crds;
 pub mod defaults;
 pub mod names;
