@@ -7,3 +7,4 @@ pub mod cli;
 pub mod cloudflare;
 pub mod telemetry;
 pub mod testenv;
+pub mod webhook;
