@@ -1,4 +1,6 @@
 //! Decoding of AdmissionReview and ConversionReview bodies, with messages that say what was expected.
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use kube::core::admission::{self, AdmissionRequest, AdmissionResponse, AdmissionReview};
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
 use kube::core::{DynamicObject, TypeMeta};
@@ -136,20 +138,30 @@ pub fn decode_conversion(body: &[u8]) -> Result<ConversionRequest, BadRequest> {
 }
 
 /// Wraps a policy answer in a v1 AdmissionReview, forcing the request's uid.
+///
+/// The patch goes out base64-encoded, as the API documents for `[]byte`.
 pub(crate) fn admission_review(
     mut response: AdmissionResponse,
     uid: &str,
-) -> AdmissionReview<DynamicObject> {
+) -> Result<Value, serde_json::Error> {
     if response.uid != uid {
         tracing::warn!("policy answered with another uid; the request uid was restored");
         response.uid = uid.to_owned();
     }
     response.types = ADMISSION.type_meta();
-    AdmissionReview {
+    let patch = response.patch.take();
+    let mut review = serde_json::to_value(AdmissionReview::<DynamicObject> {
         types: ADMISSION.type_meta(),
         request: None,
         response: Some(response),
+    })?;
+    if let (Some(patch), Some(answer)) = (
+        patch,
+        review.get_mut("response").and_then(Value::as_object_mut),
+    ) {
+        answer.insert("patch".to_owned(), Value::String(STANDARD.encode(patch)));
     }
+    Ok(review)
 }
 
 /// Wraps a policy answer in a v1 ConversionReview, forcing the request's uid.
@@ -307,8 +319,8 @@ mod tests {
     fn review_restores_the_request_uid() {
         let mut response = AdmissionResponse::invalid("x");
         response.uid = "other".to_owned();
-        let review = admission_review(response, "right");
-        assert_eq!(review.response.map(|r| r.uid).as_deref(), Some("right"));
-        assert_eq!(review.types.api_version, "admission.k8s.io/v1");
+        let review = admission_review(response, "right").unwrap_or_default();
+        assert_eq!(review["response"]["uid"], "right");
+        assert_eq!(review["apiVersion"], "admission.k8s.io/v1");
     }
 }

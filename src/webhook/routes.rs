@@ -191,7 +191,10 @@ fn admit(policy: &dyn Policy, endpoint: Endpoint, body: &[u8], span: &Span) -> (
     } else {
         Outcome::Denied
     };
-    json_answer(outcome, &admission_review(response, &request.uid))
+    match admission_review(response, &request.uid) {
+        Ok(review) => json_answer(outcome, &review),
+        Err(err) => encode_failed(&err),
+    }
 }
 
 fn convert_objects(policy: &dyn Policy, body: &[u8], span: &Span) -> (Outcome, Response) {
@@ -251,12 +254,16 @@ fn json_answer(outcome: Outcome, review: &impl Serialize) -> (Outcome, Response)
             outcome,
             ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         ),
-        Err(err) => failure(
-            Outcome::InternalError,
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("cannot encode the answer: {err}"),
-        ),
+        Err(err) => encode_failed(&err),
     }
+}
+
+fn encode_failed(err: &serde_json::Error) -> (Outcome, Response) {
+    failure(
+        Outcome::InternalError,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        format!("cannot encode the answer: {err}"),
+    )
 }
 
 /// A Kubernetes-style `Status` body, so every answer is JSON and says what went wrong.
@@ -279,3 +286,7 @@ fn failure(outcome: Outcome, status: StatusCode, message: String) -> (Outcome, R
             .into_response(),
     )
 }
+
+#[cfg(test)]
+#[path = "routes_tests.rs"]
+mod tests;

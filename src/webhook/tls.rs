@@ -254,3 +254,110 @@ fn parse_pair(
         })?;
     Ok(certified)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::webhook::certgen::{CertificateAuthority, ServingCert, issue_serving_cert};
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    fn serving(ca: &CertificateAuthority) -> ServingCert {
+        issue_serving_cert(ca, &["localhost".to_owned()], HOUR).expect("certificate issued")
+    }
+
+    fn write(dir: &Path, pair: &ServingCert) -> (PathBuf, PathBuf) {
+        let (cert, key) = (dir.join("tls.crt"), dir.join("tls.key"));
+        std::fs::write(&cert, &pair.cert_pem).expect("cert written");
+        std::fs::write(&key, &pair.key_pem).expect("key written");
+        (cert, key)
+    }
+
+    fn leaf(resolver: &ReloadingResolver) -> Vec<u8> {
+        resolver.current().cert[0].to_vec()
+    }
+
+    fn der(pem: &str) -> Vec<u8> {
+        CertificateDer::from_pem_slice(pem.as_bytes())
+            .expect("pem parses")
+            .to_vec()
+    }
+
+    #[test]
+    fn reload_swaps_to_a_new_matching_pair_and_reports_unchanged_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ca = CertificateAuthority::generate(HOUR).expect("ca");
+        let first = serving(&ca);
+        let (cert, key) = write(dir.path(), &first);
+        let resolver = ReloadingResolver::load(&cert, &key).expect("first pair loads");
+        assert_eq!(leaf(&resolver), der(&first.cert_pem));
+        assert_eq!(resolver.reload_now().ok(), Some(ReloadOutcome::Unchanged));
+
+        let second = serving(&ca);
+        write(dir.path(), &second);
+        assert_eq!(resolver.reload_now().ok(), Some(ReloadOutcome::Swapped));
+        assert_eq!(leaf(&resolver), der(&second.cert_pem));
+    }
+
+    #[test]
+    fn a_key_that_does_not_match_keeps_the_old_pair() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ca = CertificateAuthority::generate(HOUR).expect("ca");
+        let first = serving(&ca);
+        let (cert, key) = write(dir.path(), &first);
+        let resolver = ReloadingResolver::load(&cert, &key).expect("first pair loads");
+
+        // A new certificate whose key has not been written yet.
+        std::fs::write(&cert, serving(&ca).cert_pem).expect("cert written");
+        let err = resolver
+            .reload_now()
+            .err()
+            .map(|e| (e.metric_label(), e.to_string()));
+        let message = format!(
+            "the key in {} does not match the certificate in {}",
+            key.display(),
+            cert.display()
+        );
+        assert_eq!(err, Some(("key_mismatch", message)));
+        assert_eq!(leaf(&resolver), der(&first.cert_pem));
+    }
+
+    #[test]
+    fn garbage_files_are_refused_without_quoting_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ca = CertificateAuthority::generate(HOUR).expect("ca");
+        let (cert, key) = write(dir.path(), &serving(&ca));
+        let resolver = ReloadingResolver::load(&cert, &key).expect("first pair loads");
+
+        std::fs::write(&cert, "not a certificate").expect("written");
+        let err = resolver.reload_now().err().map(|e| e.to_string());
+        assert_eq!(
+            err,
+            Some(format!("{} holds no PEM certificate", cert.display()))
+        );
+
+        write(dir.path(), &serving(&ca));
+        std::fs::write(
+            &key,
+            "-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n",
+        )
+        .expect("written");
+        let err = resolver.reload_now().err();
+        let shown = err
+            .as_ref()
+            .map(|e| format!("{e} {e:?}"))
+            .unwrap_or_default();
+        assert_eq!(err.map(|e| e.metric_label()), Some("unsupported_key"));
+        assert!(!shown.contains("c2VjcmV0"), "{shown}");
+    }
+
+    #[test]
+    fn load_fails_when_files_are_missing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = dir.path().join("absent.crt");
+        let err = ReloadingResolver::load(&missing, dir.path().join("absent.key"))
+            .err()
+            .map(|e| e.metric_label());
+        assert_eq!(err, Some("read"));
+    }
+}
