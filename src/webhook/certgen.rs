@@ -19,7 +19,7 @@ const CA_COMMON_NAME: &str = "cftunnel webhook CA";
 const DEV_CA_VALIDITY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 /// Serving certificate lifetime for development certificates.
 const DEV_SERVING_VALIDITY: Duration = Duration::from_secs(365 * 24 * 3600);
-/// Backdating absorbs clock skew between this machine and the API server.
+/// Fallback backdating if the clock cannot be read as a date.
 const BACKDATE: Duration = Duration::from_secs(24 * 3600);
 
 /// Why certificates could not be made or written.
@@ -253,19 +253,23 @@ fn ca_params() -> CertificateParams {
     params
 }
 
-/// Validity from yesterday for `validity`, and a random serial so rotated certificates differ.
+/// Validity from midnight UTC yesterday until `validity` from now, and a random serial so rotated certificates differ.
 fn set_validity(params: &mut CertificateParams, validity: Duration) {
-    let start = jiff::Zoned::now()
-        .date()
-        .yesterday()
-        .unwrap_or(jiff::civil::date(2026, 1, 1));
+    let now = jiff::Timestamp::now();
+    let today = now.to_zoned(jiff::tz::TimeZone::UTC).date();
+    let start = today.yesterday().unwrap_or(today);
+    let start_at = start
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .map(|zoned| zoned.timestamp())
+        .unwrap_or(now);
+    let since_start = Duration::try_from(now.duration_since(start_at)).unwrap_or(BACKDATE);
     let not_before = rcgen::date_time_ymd(
         i32::from(start.year()),
         u8::try_from(start.month()).unwrap_or(1),
         u8::try_from(start.day()).unwrap_or(1),
     );
     params.not_before = not_before;
-    params.not_after = not_before + BACKDATE + validity;
+    params.not_after = not_before + since_start + validity;
     let mut serial: [u8; 16] = rand::random();
     serial[0] = (serial[0] & 0x7f) | 0x01;
     params.serial_number = Some(SerialNumber::from_slice(&serial));
@@ -274,6 +278,69 @@ fn set_validity(params: &mut CertificateParams, validity: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use rustls::client::WebPkiServerVerifier;
+    use rustls::client::danger::ServerCertVerifier;
+    use rustls::pki_types::{ServerName, UnixTime};
+    use std::sync::Arc;
+
+    /// Verifies `leaf` for `host` against `ca` as a TLS client would, at `at`.
+    fn verify(ca: &str, leaf: &str, host: &str, at: UnixTime) -> Result<(), rustls::Error> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(CertificateDer::from_pem_slice(ca.as_bytes()).expect("ca pem"))?;
+        let verifier = WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .build()
+        .expect("verifier");
+        let leaf = CertificateDer::from_pem_slice(leaf.as_bytes()).expect("leaf pem");
+        let name = ServerName::try_from(host.to_owned()).expect("server name");
+        verifier
+            .verify_server_cert(&leaf, &[], &name, &[], at)
+            .map(|_| ())
+    }
+
+    #[test]
+    fn serving_cert_chains_to_the_ca_for_each_default_host_and_expires() {
+        let ca = CertificateAuthority::generate(Duration::from_secs(3600)).expect("ca");
+        let leaf = issue_serving_cert(&ca, &[], Duration::from_secs(3600)).expect("leaf");
+        for host in default_hosts() {
+            assert_eq!(
+                verify(ca.cert_pem(), &leaf.cert_pem, &host, UnixTime::now()),
+                Ok(()),
+                "{host}"
+            );
+        }
+        assert!(
+            verify(
+                ca.cert_pem(),
+                &leaf.cert_pem,
+                "elsewhere.example",
+                UnixTime::now()
+            )
+            .is_err()
+        );
+        let in_two_hours =
+            UnixTime::since_unix_epoch(Duration::from_secs(UnixTime::now().as_secs() + 2 * 3600));
+        assert!(verify(ca.cert_pem(), &leaf.cert_pem, "localhost", in_two_hours).is_err());
+    }
+
+    #[test]
+    fn a_reopened_ca_issues_certificates_the_original_ca_vouches_for() {
+        let ca = CertificateAuthority::generate(Duration::from_secs(3600)).expect("ca");
+        let reopened = CertificateAuthority::from_pem(ca.cert_pem(), ca.key_pem()).expect("reopen");
+        let leaf = issue_serving_cert(
+            &reopened,
+            &["10.0.0.7".to_owned()],
+            Duration::from_secs(600),
+        )
+        .expect("leaf");
+        assert_eq!(
+            verify(ca.cert_pem(), &leaf.cert_pem, "10.0.0.7", UnixTime::now()),
+            Ok(())
+        );
+    }
 
     #[test]
     fn ca_debug_hides_the_key() {
