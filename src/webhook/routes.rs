@@ -290,3 +290,7 @@ fn failure(outcome: Outcome, status: StatusCode, message: String) -> (Outcome, R
 #[cfg(test)]
 #[path = "routes_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "routes_props.rs"]
+mod props;

@@ -15,7 +15,7 @@ use crate::webhook::metrics::{Endpoint, Outcome, WebhookMetrics};
 use crate::webhook::{Policy, Readiness};
 
 /// Denies objects named `deny-me`; mutation adds a label; conversion rewrites apiVersion.
-struct FakePolicy;
+pub(super) struct FakePolicy;
 
 impl Policy for FakePolicy {
     fn validate(&self, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
@@ -43,7 +43,9 @@ impl Policy for FakePolicy {
             .iter()
             .cloned()
             .map(|mut object| {
-                object["apiVersion"] = json!(request.desired_api_version);
+                if let Some(fields) = object.as_object_mut() {
+                    fields.insert("apiVersion".to_owned(), json!(request.desired_api_version));
+                }
                 object
             })
             .collect();
@@ -72,11 +74,15 @@ fn ready_router() -> Router {
 }
 
 fn admission(name: &str) -> Value {
+    admission_with_uid("3f2a-uid", name)
+}
+
+pub(super) fn admission_with_uid(uid: &str, name: &str) -> Value {
     json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "request": {
-            "uid": "3f2a-uid",
+            "uid": uid,
             "kind": {"group": "networking.cfargotunnel.com", "version": "v1alpha2", "kind": "Tunnel"},
             "resource": {"group": "networking.cfargotunnel.com", "version": "v1alpha2", "resource": "tunnels"},
             "name": name,
@@ -90,11 +96,15 @@ fn admission(name: &str) -> Value {
 }
 
 fn conversion() -> Value {
+    conversion_with_uid("conv-1")
+}
+
+pub(super) fn conversion_with_uid(uid: &str) -> Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "ConversionReview",
         "request": {
-            "uid": "conv-1",
+            "uid": uid,
             "desiredAPIVersion": "networking.cfargotunnel.com/v1alpha2",
             "objects": [
                 {"apiVersion": "networking.cfargotunnel.com/v1alpha1", "kind": "Tunnel", "metadata": {"name": "a"}},
