@@ -2,6 +2,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use cftunnel::webhook::{
@@ -452,5 +453,56 @@ async fn converts_over_http1_as_well() {
         answer["response"]["convertedObjects"][0]["apiVersion"],
         "networking.cfargotunnel.com/v1alpha2"
     );
+    handle.shutdown_and_join().await.expect("clean shutdown");
+}
+
+/// Counts how many decisions run at once; each one holds its thread briefly.
+#[derive(Default)]
+struct CountingPolicy {
+    in_flight: AtomicUsize,
+    most: AtomicUsize,
+}
+
+impl Policy for CountingPolicy {
+    fn validate(&self, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(20));
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        AdmissionResponse::from(request)
+    }
+
+    fn mutate(&self, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+        self.validate(request)
+    }
+
+    fn convert(&self, request: &ConversionRequest) -> ConversionResponse {
+        ConversionResponse::for_request(request.clone()).success(Vec::new())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_more_than_max_concurrency_decisions_run_at_once() {
+    let (ca, pair) = ca_and_pair();
+    let volume = SecretVolume::new(&pair);
+    cftunnel::telemetry::install_crypto_provider();
+    let readiness = Readiness::new();
+    readiness.set_ready(true);
+    let mut config = WebhookConfig::new(loopback(), loopback(), volume.cert(), volume.key());
+    config.max_concurrency = 2;
+    let policy = Arc::new(CountingPolicy::default());
+    let handle = serve(config, policy.clone(), readiness, std::future::pending())
+        .await
+        .expect("server starts");
+    let client = https_client(&ca);
+    let url = format!("https://localhost:{}/validate", handle.https_addr().port());
+    let requests = (0..16).map(|i| {
+        let request = client.post(&url).json(&admission(&format!("u{i}"), "edge"));
+        async move { request.send().await.map(|r| r.status().as_u16()).ok() }
+    });
+    let statuses = futures::future::join_all(requests).await;
+    assert_eq!(statuses, vec![Some(200); 16]);
+    let most = policy.most.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&most), "{most} decisions ran at once");
     handle.shutdown_and_join().await.expect("clean shutdown");
 }

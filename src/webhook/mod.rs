@@ -86,7 +86,7 @@ impl WebhookConfig {
     }
 }
 
-/// Whether the caches are synced; admission answers wait for it (an empty cache approves everything).
+/// Whether the caches are synced; admission answers wait for it (an empty cache approves everything), conversion does not.
 #[derive(Debug, Clone, Default)]
 pub struct Readiness(Arc<AtomicBool>);
 

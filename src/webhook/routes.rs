@@ -75,6 +75,8 @@ async fn convert(State(state): State<AppState>, request: Request) -> Response {
 }
 
 /// Runs one request inside its span, bounded in time, and records its outcome.
+///
+/// Admission waits for readiness: an empty cache would approve everything.
 async fn answer(state: AppState, endpoint: Endpoint, request: Request) -> Response {
     let span = tracing::info_span!(
         "admission",
@@ -87,7 +89,8 @@ async fn answer(state: AppState, endpoint: Endpoint, request: Request) -> Respon
         allowed = field::Empty,
     );
     let started = Instant::now();
-    let (outcome, response) = if state.readiness.is_ready() {
+    // Conversion needs no cache, and the caches cannot sync without it, so it never waits.
+    let (outcome, response) = if endpoint == Endpoint::Convert || state.readiness.is_ready() {
         let decided = decide(&state, endpoint, request, &span);
         match tokio::time::timeout(REQUEST_TIMEOUT, decided.instrument(span.clone())).await {
             Ok(answered) => answered,

@@ -257,6 +257,31 @@ async fn a_body_over_the_limit_gets_413() {
 }
 
 #[tokio::test]
+async fn conversion_is_served_before_ready() {
+    // Listing stored objects of an older version needs conversion, so readiness cannot wait on it.
+    let app = router(Arc::new(FakePolicy), Readiness::new(), 1 << 20);
+    let (status, _, body) = post(&app, "/convert", json_body(&conversion())).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["response"]["uid"], "conv-1");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_that_never_finishes_times_out_with_408() {
+    let metrics = Arc::new(WebhookMetrics::new());
+    let readiness = Readiness::new();
+    readiness.set_ready(true);
+    let app = router_with_metrics(Arc::new(FakePolicy), readiness, 1 << 20, metrics.clone());
+    let stalled = futures::stream::pending::<Result<bytes::Bytes, std::io::Error>>();
+    let (status, _, answer) = post(&app, "/mutate", Body::from_stream(stalled)).await;
+    assert_eq!(status, StatusCode::REQUEST_TIMEOUT);
+    assert_eq!(
+        answer["message"],
+        "the request took longer than 10 s; send the whole review promptly"
+    );
+    assert_eq!(metrics.requests(Endpoint::Mutate, Outcome::Timeout), 1);
+}
+
+#[tokio::test]
 async fn answers_503_until_ready() {
     let readiness = Readiness::new();
     let metrics = Arc::new(WebhookMetrics::new());
