@@ -8,3 +8,4 @@ pub mod cli;
 pub mod cloudflare;
 pub mod telemetry;
 pub mod testenv;
+pub mod webhook;

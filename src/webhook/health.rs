@@ -1,0 +1,125 @@
+//! Plain-HTTP health server routes: liveness, readiness and metrics.
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use super::Readiness;
+use super::metrics::WebhookMetrics;
+
+#[derive(Clone)]
+struct HealthState {
+    readiness: Readiness,
+    metrics: Arc<WebhookMetrics>,
+}
+
+/// `/healthz` (always 200), `/readyz` (200 once ready) and `/metrics` (Prometheus text).
+pub fn health_router(readiness: Readiness, metrics: Arc<WebhookMetrics>) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
+        .with_state(HealthState { readiness, metrics })
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(state): State<HealthState>) -> Response {
+    if state.readiness.is_ready() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: caches have not synced yet\n",
+        )
+            .into_response()
+    }
+}
+
+async fn metrics_text(State(state): State<HealthState>) -> Response {
+    let mut text = String::new();
+    state.metrics.encode(&mut text);
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::webhook::metrics::{Endpoint, Outcome};
+    use axum::body::Body;
+    use axum::http::Request;
+    use std::time::Duration;
+    use tower::ServiceExt;
+
+    async fn get_text(app: &Router, path: &str) -> (StatusCode, String) {
+        let request = Request::get(path).body(Body::empty());
+        let Ok(request) = request else {
+            return (StatusCode::IM_A_TEAPOT, String::new());
+        };
+        let Ok(response) = app.clone().oneshot(request).await;
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    #[tokio::test]
+    async fn readyz_follows_readiness_and_healthz_is_always_ok() {
+        let readiness = Readiness::new();
+        let app = health_router(readiness.clone(), Arc::new(WebhookMetrics::new()));
+        assert_eq!(
+            get_text(&app, "/readyz").await,
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not ready: caches have not synced yet\n".to_owned()
+            )
+        );
+        assert_eq!(
+            get_text(&app, "/healthz").await,
+            (StatusCode::OK, "ok\n".to_owned())
+        );
+        readiness.set_ready(true);
+        assert_eq!(
+            get_text(&app, "/readyz").await,
+            (StatusCode::OK, "ready\n".to_owned())
+        );
+        readiness.set_ready(false);
+        assert_eq!(
+            get_text(&app, "/readyz").await.0,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+    }
+
+    #[tokio::test]
+    async fn metrics_lists_recorded_requests() {
+        let metrics = Arc::new(WebhookMetrics::new());
+        metrics.observe(
+            Endpoint::Validate,
+            Outcome::Denied,
+            Duration::from_millis(1),
+        );
+        let app = health_router(Readiness::new(), metrics);
+        let (status, text) = get_text(&app, "/metrics").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            text.contains(
+                "cftunnel_admission_requests_total{endpoint=\"validate\",result=\"denied\"} 1\n"
+            ),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,165 @@
+//! Admission and conversion webhook: HTTPS transport, certificate reload, health and metrics.
+//!
+//! Decisions live behind [`Policy`]; this module only moves reviews in and out.
+mod certgen;
+mod health;
+mod metrics;
+mod review;
+mod routes;
+mod server;
+mod tls;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse};
+use kube::core::conversion::{ConversionRequest, ConversionResponse};
+
+pub use certgen::{
+    CertGenError, CertificateAuthority, DevCerts, ServingCert, default_hosts, generate_dev_certs,
+    issue_serving_cert,
+};
+pub use health::health_router;
+pub use metrics::{Endpoint, Outcome, WebhookMetrics};
+pub use review::{BadRequest, decode_admission, decode_conversion};
+pub use routes::{REQUEST_TIMEOUT, router, router_with_metrics};
+pub use server::{ServingHandle, serve};
+pub use tls::{ReloadOutcome, ReloadingResolver, TlsError, server_config};
+
+/// Default poll interval for the certificate files.
+pub const DEFAULT_RELOAD_INTERVAL: Duration = Duration::from_secs(10);
+/// Default request body limit; the API server caps objects at 3 MiB as well.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+/// Default number of admission requests handled at once.
+pub const DEFAULT_MAX_CONCURRENCY: usize = 256;
+
+/// Decides admission and conversion; implemented by the policy layer. Pure and fast; no I/O.
+pub trait Policy: Send + Sync + 'static {
+    /// Answers a validating admission request.
+    fn validate(&self, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse;
+    /// Answers a mutating admission request, possibly with a JSON patch.
+    fn mutate(&self, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse;
+    /// Converts custom resources between API versions.
+    fn convert(&self, request: &ConversionRequest) -> ConversionResponse;
+}
+
+/// Where and how the webhook listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookConfig {
+    /// HTTPS address for admission and conversion reviews.
+    pub listen: SocketAddr,
+    /// Plain-HTTP address for `/healthz`, `/readyz` and `/metrics`.
+    pub health_listen: SocketAddr,
+    /// PEM certificate chain, leaf first; re-read on every poll.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1); re-read on every poll.
+    pub key_file: PathBuf,
+    /// How often the certificate files are checked for a new pair.
+    pub reload_interval: Duration,
+    /// Largest accepted request body; larger bodies get 413.
+    pub max_body_bytes: usize,
+    /// Admission requests handled at once; more wait for a slot.
+    pub max_concurrency: usize,
+}
+
+impl WebhookConfig {
+    /// A configuration with default interval, body limit and concurrency.
+    pub fn new(
+        listen: SocketAddr,
+        health_listen: SocketAddr,
+        cert_file: PathBuf,
+        key_file: PathBuf,
+    ) -> Self {
+        Self {
+            listen,
+            health_listen,
+            cert_file,
+            key_file,
+            reload_interval: DEFAULT_RELOAD_INTERVAL,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_concurrency: DEFAULT_MAX_CONCURRENCY,
+        }
+    }
+}
+
+/// Whether the caches are synced; admission answers wait for it (an empty cache approves everything), conversion does not.
+#[derive(Debug, Clone, Default)]
+pub struct Readiness(Arc<AtomicBool>);
+
+impl Readiness {
+    /// Starts not ready.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Marks the webhook ready (caches synced) or not.
+    pub fn set_ready(&self, ready: bool) {
+        self.0.store(ready, Ordering::Release);
+    }
+
+    /// True once the caches have synced.
+    pub fn is_ready(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// Why the webhook could not start or stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error("cannot load the serving certificate: {0}")]
+    Tls(#[from] TlsError),
+    #[error("cannot build the TLS configuration: {0}")]
+    TlsConfig(#[source] rustls::Error),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the health server failed: {0}")]
+    Health(#[source] std::io::Error),
+    #[error("a webhook task ended unexpectedly: {0}")]
+    Task(#[source] tokio::task::JoinError),
+}
+
+impl WebhookError {
+    /// Short stable label for metrics and logs.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Self::Tls(_) => "tls",
+            Self::TlsConfig(_) => "tls_config",
+            Self::Bind { .. } => "bind",
+            Self::Health(_) => "health",
+            Self::Task(_) => "task",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readiness_is_shared_between_clones() {
+        let readiness = Readiness::new();
+        let clone = readiness.clone();
+        assert!(!clone.is_ready());
+        readiness.set_ready(true);
+        assert!(clone.is_ready());
+        clone.set_ready(false);
+        assert!(!readiness.is_ready());
+    }
+
+    #[test]
+    fn config_new_uses_documented_defaults() {
+        let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
+        let config = WebhookConfig::new(addr, addr, "c".into(), "k".into());
+        assert_eq!(config.reload_interval, Duration::from_secs(10));
+        assert_eq!(config.max_body_bytes, 3 * 1024 * 1024);
+        assert_eq!(config.max_concurrency, 256);
+    }
+}

@@ -1,0 +1,243 @@
+//! HTTPS accept loop (tokio-rustls + hyper auto HTTP/1.1 and HTTP/2) and the plain-HTTP health server.
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_rustls::TlsAcceptor;
+use tower::limit::GlobalConcurrencyLimitLayer;
+
+use super::metrics::WebhookMetrics;
+use super::tls::{ReloadOutcome, ReloadingResolver, TlsError, server_config};
+use super::{Policy, Readiness, WebhookConfig, WebhookError, health_router, router_with_metrics};
+
+/// A client that has not finished its TLS handshake by then is dropped.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A client that has not sent its request headers by then is dropped.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Open connections get this long to finish after shutdown starts.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Pause after a failed accept (e.g. out of file descriptors) so the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// A running webhook: its bound addresses, its certificate resolver and a way to stop it.
+#[derive(Debug)]
+pub struct ServingHandle {
+    https_addr: SocketAddr,
+    health_addr: SocketAddr,
+    resolver: Arc<ReloadingResolver>,
+    metrics: Arc<WebhookMetrics>,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<Result<(), WebhookError>>,
+}
+
+impl ServingHandle {
+    /// Where HTTPS is served (the real port when 0 was asked for).
+    pub fn https_addr(&self) -> SocketAddr {
+        self.https_addr
+    }
+
+    /// Where `/healthz`, `/readyz` and `/metrics` are served.
+    pub fn health_addr(&self) -> SocketAddr {
+        self.health_addr
+    }
+
+    /// The resolver serving the certificate.
+    pub fn resolver(&self) -> &Arc<ReloadingResolver> {
+        &self.resolver
+    }
+
+    /// The counters behind `/metrics`.
+    pub fn metrics(&self) -> &Arc<WebhookMetrics> {
+        &self.metrics
+    }
+
+    /// Re-reads the certificate files now instead of waiting for the next poll.
+    pub fn reload_now(&self) -> Result<ReloadOutcome, TlsError> {
+        self.resolver.reload_now()
+    }
+
+    /// Starts a graceful shutdown: stop accepting, let open requests finish.
+    pub fn shutdown(&self) {
+        self.stop.send_replace(true);
+    }
+
+    /// Waits until both servers have stopped.
+    pub async fn join(self) -> Result<(), WebhookError> {
+        self.task.await.map_err(WebhookError::Task)?
+    }
+
+    /// Shuts down and waits.
+    pub async fn shutdown_and_join(self) -> Result<(), WebhookError> {
+        self.shutdown();
+        self.join().await
+    }
+}
+
+/// Binds both ports and serves until `shutdown` completes or [`ServingHandle::shutdown`] is called.
+pub async fn serve(
+    config: WebhookConfig,
+    policy: Arc<dyn Policy>,
+    readiness: Readiness,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<ServingHandle, WebhookError> {
+    let resolver = ReloadingResolver::load(&config.cert_file, &config.key_file)?;
+    let tls = server_config(resolver.clone()).map_err(WebhookError::TlsConfig)?;
+    let acceptor = TlsAcceptor::from(Arc::new(tls));
+    let https = bind(config.listen).await?;
+    let health = bind(config.health_listen).await?;
+    let https_addr = local_addr(&https, config.listen)?;
+    let health_addr = local_addr(&health, config.health_listen)?;
+
+    let metrics = Arc::new(WebhookMetrics::new());
+    let app = router_with_metrics(
+        policy,
+        readiness.clone(),
+        config.max_body_bytes,
+        metrics.clone(),
+    )
+    .layer(GlobalConcurrencyLimitLayer::new(
+        config.max_concurrency.max(1),
+    ));
+    let (stop, stopped) = watch::channel(false);
+
+    let poller = tokio::spawn(
+        resolver
+            .clone()
+            .poll(config.reload_interval, stopped.clone()),
+    );
+    let https_task = tokio::spawn(accept_loop(https, acceptor, app, stopped.clone()));
+    let health_task = tokio::spawn({
+        let mut stopped = stopped.clone();
+        let app = health_router(readiness, metrics.clone());
+        async move {
+            axum::serve(health, app)
+                .with_graceful_shutdown(async move { until_stopped(&mut stopped).await })
+                .await
+        }
+    });
+    let trigger = stop.clone();
+    let task = tokio::spawn(async move {
+        let mut stopped = stopped;
+        tokio::select! {
+            () = shutdown => { trigger.send_replace(true); }
+            () = until_stopped(&mut stopped) => {}
+        }
+        tracing::info!("webhook shutting down");
+        let health_result = health_task.await;
+        let https_result = https_task.await;
+        let _ = poller.await;
+        https_result.map_err(WebhookError::Task)?;
+        health_result
+            .map_err(WebhookError::Task)?
+            .map_err(WebhookError::Health)
+    });
+    tracing::info!(%https_addr, %health_addr, "webhook listening");
+    Ok(ServingHandle {
+        https_addr,
+        health_addr,
+        resolver,
+        metrics,
+        stop,
+        task,
+    })
+}
+
+/// Resolves once shutdown has been asked for (or the sender is gone).
+pub(crate) async fn until_stopped(stopped: &mut watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|s| *s).await;
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener, WebhookError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| WebhookError::Bind { addr, source })
+}
+
+fn local_addr(listener: &TcpListener, asked: SocketAddr) -> Result<SocketAddr, WebhookError> {
+    listener.local_addr().map_err(|source| WebhookError::Bind {
+        addr: asked,
+        source,
+    })
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    app: Router,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            () = until_stopped(&mut stopped) => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    connections.spawn(serve_connection(stream, peer, acceptor.clone(), app.clone(), stopped.clone()));
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "accept failed");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            open = connections.len(),
+            "closing connections that did not finish in time"
+        );
+        connections.abort_all();
+    }
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    acceptor: TlsAcceptor,
+    app: Router,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(err)) => {
+            tracing::debug!(%peer, error = %err, "TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "TLS handshake timed out");
+            return;
+        }
+    };
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    builder.http2().timer(TokioTimer::new());
+    let connection = builder.serve_connection(TokioIo::new(tls), TowerToHyperService::new(app));
+    tokio::pin!(connection);
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
+        () = until_stopped(&mut stopped) => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(err) = result {
+        tracing::debug!(%peer, error = %err, "connection ended with an error");
+    }
+}
