@@ -28,6 +28,31 @@ pub enum Command {
     /// Run the Cloudflare API simulator on loopback. The first stdout line is a JSON object
     /// with the API base URL (for --cloudflare-api-url), the account, the zones and the tokens.
     CloudflareSim(crate::cloudflare::sim::cli::SimArgs),
+    /// Run cftunnel: the admission webhook (validating, mutating, conversion) with health and
+    /// metrics. Uses $KUBECONFIG or the in-cluster configuration.
+    Run(RunArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// HTTPS address of the webhook.
+    #[arg(long, default_value = "0.0.0.0:9443")]
+    pub webhook_listen: std::net::SocketAddr,
+    /// Plain-HTTP address of /healthz, /readyz and /metrics.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub health_listen: std::net::SocketAddr,
+    /// Serving certificate (PEM); re-read when it changes, e.g. a mounted Secret.
+    #[arg(long, default_value = "/etc/cftunnel/tls/tls.crt")]
+    pub tls_cert_file: std::path::PathBuf,
+    /// Serving key (PEM).
+    #[arg(long, default_value = "/etc/cftunnel/tls/tls.key")]
+    pub tls_key_file: std::path::PathBuf,
+    /// Watch namespaced objects only in this namespace (default: all namespaces).
+    #[arg(long)]
+    pub watch_namespace: Option<String>,
+    /// Watch only Tunnels, ClusterTunnels and TunnelBindings matching this label selector.
+    #[arg(long)]
+    pub watch_selector: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -47,6 +72,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Crds(args) => print_crds(&args),
         Command::CloudflareSim(args) => block_on(crate::cloudflare::sim::cli::run(args)),
+        Command::Run(args) => block_on(run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -62,6 +88,27 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(future: F) -> a
         .enable_all()
         .build()?
         .block_on(future)
+}
+
+async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let client = kube::Client::try_default().await?;
+    let scope = crate::view_cache::WatchScope {
+        namespace: args.watch_namespace,
+        label_selector: args.watch_selector,
+    };
+    let config = crate::webhook::WebhookConfig::new(
+        args.webhook_listen,
+        args.health_listen,
+        args.tls_cert_file,
+        args.tls_key_file,
+    );
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let handle = crate::run::start_webhook(client, &scope, config, shutdown).await?;
+    tracing::info!(https = %handle.https_addr(), health = %handle.health_addr(), "cftunnel is serving");
+    handle.join().await?;
+    Ok(())
 }
 
 fn print_crds(args: &CrdsArgs) -> anyhow::Result<()> {

@@ -6,6 +6,8 @@ pub mod admission;
 pub mod api;
 pub mod cli;
 pub mod cloudflare;
+pub mod run;
 pub mod telemetry;
 pub mod testenv;
+pub mod view_cache;
 pub mod webhook;

@@ -1,12 +1,12 @@
 //! The CRDs on a real kube-apiserver: they install, serve the Go operator's manifests, and their
 //! CEL rules refuse bad objects with the admission webhook's own messages — so the refusal holds
 //! even while the webhook is down.
-use std::io::Write;
-use std::process::{Output, Stdio};
+mod common;
 
 use cftunnel::api::cel;
 use cftunnel::api::crds::{self, ConversionService};
 use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, shared};
+use common::{apply, get_json};
 
 async fn plane() -> &'static ControlPlane {
     match shared(|| ControlPlaneOptions {
@@ -18,49 +18,6 @@ async fn plane() -> &'static ControlPlane {
         Ok(plane) => plane,
         Err(e) => panic!("{e}"),
     }
-}
-
-fn kubectl(plane: &ControlPlane, args: &[&str], stdin: &str) -> Output {
-    let mut child = plane
-        .kubectl()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn kubectl");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write manifest");
-    child.wait_with_output().expect("kubectl output")
-}
-
-/// `kubectl apply` as a user runs it; returns (success, everything kubectl printed).
-fn apply(plane: &ControlPlane, ns: &str, manifest: &str) -> (bool, String) {
-    let out = kubectl(plane, &["apply", "--namespace", ns, "-f", "-"], manifest);
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), printed)
-}
-
-fn get_json(plane: &ControlPlane, ns: &str, what: &str) -> serde_json::Value {
-    let out: Output = plane
-        .kubectl()
-        .args(["get", "--namespace", ns, what, "-o", "json"])
-        .output()
-        .expect("kubectl get");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
 fn tunnel(name: &str, spec: &str) -> String {

@@ -2,7 +2,9 @@
 //! offline `cftunnel validate` command and the reconciler's own checks — one implementation.
 pub mod binding;
 pub mod duration;
+pub mod facts;
 pub mod hardening;
+pub mod review;
 pub mod route;
 pub mod service;
 pub mod service_url;

@@ -87,11 +87,7 @@ pub struct AdmissionView {
 
 impl AdmissionView {
     pub fn tunnel(&self, kind: TunnelKind, namespace: &str, name: &str) -> Option<&TunnelFacts> {
-        self.tunnels.iter().find(|t| {
-            t.identity.kind == kind
-                && t.identity.name == name
-                && (kind == TunnelKind::ClusterTunnel || t.identity.namespace == namespace)
-        })
+        find_tunnel(&self.tunnels, kind, namespace, name)
     }
 
     /// Claims on `fqdn` by objects other than `object`.
@@ -104,6 +100,20 @@ impl AdmissionView {
             .iter()
             .filter(move |c| c.object != object && c.fqdn.eq_ignore_ascii_case(fqdn))
     }
+}
+
+/// The tunnel a route of `namespace` refers to: a Tunnel in that namespace, or a ClusterTunnel.
+pub fn find_tunnel<'a>(
+    tunnels: &'a [TunnelFacts],
+    kind: TunnelKind,
+    namespace: &str,
+    name: &str,
+) -> Option<&'a TunnelFacts> {
+    tunnels.iter().find(|t| {
+        t.identity.kind == kind
+            && t.identity.name == name
+            && (kind == TunnelKind::ClusterTunnel || t.identity.namespace == namespace)
+    })
 }
 
 /// Does `policy` admit routes from `namespace` into a tunnel living in `tunnel_namespace`?

@@ -251,6 +251,54 @@ impl ControlPlane {
         Ok(())
     }
 
+    /// Points the conversion webhook of each named CRD at `url_base` (its Service path kept),
+    /// trusting `ca_pem`, and waits until the change is stored.
+    pub async fn register_conversion(
+        &self,
+        crd_names: &[&str],
+        url_base: &str,
+        ca_pem: &str,
+    ) -> Result<(), TestEnvError> {
+        let client = self.admin_client()?;
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        for name in crd_names {
+            let mut crd = crds
+                .get(name)
+                .await
+                .map_err(|e| TestEnvError::kube(format!("reading CRD {name}"), e))?;
+            let config = crd
+                .spec
+                .conversion
+                .as_mut()
+                .and_then(|c| c.webhook.as_mut())
+                .and_then(|w| w.client_config.as_mut())
+                .ok_or_else(|| {
+                    TestEnvError::InvalidWebhook(format!("CRD {name} has no conversion webhook"))
+                })?;
+            let mut admission_config =
+                k8s_openapi::api::admissionregistration::v1::WebhookClientConfig {
+                    service: config.service.take().map(|s| {
+                        k8s_openapi::api::admissionregistration::v1::ServiceReference {
+                            name: s.name,
+                            namespace: s.namespace,
+                            path: s.path,
+                            port: s.port,
+                        }
+                    }),
+                    url: config.url.take(),
+                    ca_bundle: None,
+                };
+            webhook::point_at_local(&mut admission_config, url_base, ca_pem)?;
+            config.url = admission_config.url;
+            config.ca_bundle = admission_config.ca_bundle;
+            crd.metadata.managed_fields = None;
+            crds.replace(name, &PostParams::default(), &crd)
+                .await
+                .map_err(|e| TestEnvError::kube(format!("updating CRD {name}"), e))?;
+        }
+        Ok(())
+    }
+
     /// The CA behind every certificate here; it can sign serving certificates for local webhooks.
     pub fn ca(&self) -> &TestCa {
         &self.ca

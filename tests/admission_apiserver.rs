@@ -1,0 +1,440 @@
+//! The admission webhook registered on a real kube-apiserver with the shipped configurations:
+//! bad manifests are refused at `kubectl apply` with cftunnel's messages, conversion is
+//! lossless through the API server, and objects stored before the webhook never get stuck.
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use cftunnel::api::cel;
+use cftunnel::api::crds::{self, ConversionService};
+use cftunnel::run::start_webhook;
+use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, shared};
+use cftunnel::view_cache::WatchScope;
+use cftunnel::webhook::WebhookConfig;
+use common::{apply, get_json, kubectl};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+
+/// Test namespaces opt in with this label, so a test can store objects before "installing" cftunnel.
+const OPT_IN: &str = "cftunnel-test/admission";
+const WAIT: Duration = Duration::from_secs(60);
+
+struct Env {
+    plane: &'static ControlPlane,
+}
+
+static WEBHOOK: OnceLock<SocketAddr> = OnceLock::new();
+
+async fn env() -> Env {
+    let plane = match shared(|| ControlPlaneOptions {
+        crds: crds::all(&ConversionService::default()),
+        ..Default::default()
+    })
+    .await
+    {
+        Ok(plane) => plane,
+        Err(e) => panic!("{e}"),
+    };
+    if WEBHOOK.get().is_none() {
+        let addr = start_webhook_thread(plane);
+        if WEBHOOK.set(addr).is_ok() {
+            register(plane, addr).await;
+        }
+    }
+    Env { plane }
+}
+
+/// The webhook outlives every test's runtime: it runs on a thread of its own.
+fn start_webhook_thread(plane: &'static ControlPlane) -> SocketAddr {
+    let dir = plane.dir().join("cftunnel-webhook");
+    std::fs::create_dir_all(&dir).expect("webhook dir");
+    let cert = plane
+        .ca()
+        .issue_server_cert(&["127.0.0.1", "localhost"])
+        .expect("serving cert");
+    std::fs::write(dir.join("tls.crt"), &cert.cert_pem).expect("write cert");
+    std::fs::write(dir.join("tls.key"), &cert.key_pem).expect("write key");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().expect("webhook runtime");
+        rt.block_on(async move {
+            let client = plane.admin_client().expect("client");
+            let config = WebhookConfig::new(
+                "127.0.0.1:0".parse().expect("addr"),
+                "127.0.0.1:0".parse().expect("addr"),
+                dir.join("tls.crt"),
+                dir.join("tls.key"),
+            );
+            let handle = start_webhook(
+                client,
+                &WatchScope::default(),
+                config,
+                std::future::pending(),
+            )
+            .await
+            .expect("webhook");
+            tx.send(handle.https_addr()).expect("report address");
+            let _ = handle.join().await;
+        });
+    });
+    rx.recv_timeout(WAIT).expect("webhook started")
+}
+
+async fn register(plane: &ControlPlane, addr: SocketAddr) {
+    let url = format!("https://{addr}");
+    let ca = plane.ca().cert_pem().to_string();
+    let manifests = include_str!("../manifests/webhooks.yaml");
+    let mut validating = None;
+    let mut mutating = None;
+    for doc in serde_yaml_ng::Deserializer::from_str(manifests) {
+        let value: serde_json::Value = serde::Deserialize::deserialize(doc).expect("webhooks.yaml");
+        match value["kind"].as_str() {
+            Some("ValidatingWebhookConfiguration") => {
+                let mut c: ValidatingWebhookConfiguration =
+                    serde_json::from_value(value).expect("validating");
+                c.webhooks
+                    .iter_mut()
+                    .flatten()
+                    .for_each(|w| opt_in(w.namespace_selector.get_or_insert_default()));
+                validating = Some(c);
+            }
+            Some("MutatingWebhookConfiguration") => {
+                let mut c: MutatingWebhookConfiguration =
+                    serde_json::from_value(value).expect("mutating");
+                c.webhooks
+                    .iter_mut()
+                    .flatten()
+                    .for_each(|w| opt_in(w.namespace_selector.get_or_insert_default()));
+                mutating = Some(c);
+            }
+            other => panic!("unexpected kind {other:?} in webhooks.yaml"),
+        }
+    }
+    plane
+        .register_webhooks(validating, mutating, &url, &ca)
+        .await
+        .expect("register webhooks");
+    plane
+        .register_conversion(
+            &[
+                "tunnels.networking.cfargotunnel.com",
+                "clustertunnels.networking.cfargotunnel.com",
+            ],
+            &url,
+            &ca,
+        )
+        .await
+        .expect("register conversion");
+}
+
+fn opt_in(selector: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector) {
+    selector
+        .match_expressions
+        .get_or_insert_default()
+        .push(LabelSelectorRequirement {
+            key: OPT_IN.into(),
+            operator: "In".into(),
+            values: Some(vec!["on".into()]),
+        });
+}
+
+async fn namespace(env: &Env, prefix: &str, webhook: bool) -> String {
+    let ns = env.plane.create_namespace(prefix).await.expect("namespace");
+    if webhook {
+        enable_webhook(env, &ns);
+    }
+    ns
+}
+
+fn enable_webhook(env: &Env, ns: &str) {
+    let (ok, printed) = kubectl(
+        env.plane,
+        &[
+            "label",
+            "namespace",
+            ns,
+            &format!("{OPT_IN}=on"),
+            "--overwrite",
+        ],
+        "",
+    );
+    assert!(ok, "{printed}");
+}
+
+/// Applies until the answer contains `expected` (the webhook configuration and the caches
+/// settle asynchronously), then returns what kubectl printed.
+async fn apply_until_refused(env: &Env, ns: &str, manifest: &str, expected: &str) -> String {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (ok, printed) = apply(env.plane, ns, manifest);
+        if !ok && printed.contains(expected) {
+            return printed;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never refused with {expected:?}; last answer (ok={ok}):\n{printed}"
+        );
+        if ok {
+            let _ = kubectl(
+                env.plane,
+                &["delete", "--namespace", ns, "-f", "-", "--wait=false"],
+                manifest,
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+const CLOUDFLARE: &str = "  cloudflare:\n    domain: example.com\n    secret: cloudflare-secrets\n    accountId: 0123456789abcdef0123456789abcdef\n";
+
+fn tunnel_v2(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha2\nkind: Tunnel\nmetadata:\n  name: {name}\nspec:\n{spec}{CLOUDFLARE}"
+    )
+}
+
+#[tokio::test]
+async fn refuses_a_bad_tunnel_with_every_webhook_message() {
+    let env = env().await;
+    let ns = namespace(&env, "adm-tunnel", true).await;
+    let manifest = tunnel_v2(
+        "bad",
+        "  newTunnel: {name: bad}\n  protocol: udp\n  fallbackTarget: http://web/x\n",
+    );
+    let printed = apply_until_refused(
+        &env,
+        &ns,
+        &manifest,
+        "spec.protocol: \"udp\" is not supported; use auto, quic or http2",
+    )
+    .await;
+    assert!(
+        printed
+            .contains("admission webhook \"tunnels.validate.cfargotunnel.com\" denied the request"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("spec.fallbackTarget: \"http://web/x\" has a path"),
+        "all violations in one answer: {printed}"
+    );
+    let both = tunnel_v2(
+        "both",
+        "  newTunnel: {name: a}\n  existingTunnel: {name: b}\n",
+    );
+    let (ok, printed) = apply(env.plane, &ns, &both);
+    assert!(
+        !ok && printed.contains(cel::BOTH_TUNNEL_SOURCES),
+        "{printed}"
+    );
+}
+
+#[tokio::test]
+async fn a_hostname_claimed_in_one_namespace_is_refused_in_another_naming_the_owner() {
+    let env = env().await;
+    let first = namespace(&env, "adm-owner", true).await;
+    let second = namespace(&env, "adm-thief", true).await;
+    let cluster_tunnel = format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha2\nkind: ClusterTunnel\nmetadata:\n  name: shared-edge-{first}\nspec:\n  newTunnel: {{name: shared-edge}}\n{CLOUDFLARE}"
+    );
+    let (ok, printed) = apply(env.plane, "default", &cluster_tunnel);
+    assert!(ok, "{printed}");
+    let binding = format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha1\nkind: TunnelBinding\nmetadata:\n  name: web\nsubjects:\n  - name: web\n    spec:\n      fqdn: shop-{first}.example.com\ntunnelRef:\n  kind: clustertunnel\n  name: shared-edge-{first}\n"
+    );
+    let (ok, printed) = apply(env.plane, &first, &binding);
+    assert!(ok, "{printed}");
+    let stored = get_json(env.plane, &first, "tunnelbinding/web");
+    assert_eq!(
+        stored["tunnelRef"]["kind"], "ClusterTunnel",
+        "the mutating webhook normalises the kind"
+    );
+    let expected = format!(
+        "subjects[0].spec.fqdn: shop-{first}.example.com is already exposed by TunnelBinding {first}/web (subject web); remove it there first"
+    );
+    apply_until_refused(&env, &second, &binding, &expected).await;
+}
+
+#[tokio::test]
+async fn conversion_keeps_every_v1alpha1_field_through_the_api_server() {
+    let env = env().await;
+    let ns = namespace(&env, "adm-convert", true).await;
+    let v1 = format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha1\nkind: Tunnel\nmetadata:\n  name: legacy\nspec:\n  newTunnel: {{name: legacy}}\n  size: 3\n  image: cloudflare/cloudflared:2026.11.0\n  nodeSelectors: {{disk: ssd}}\n  tolerations:\n    - {{key: dedicated, operator: Equal, value: edge, effect: NoSchedule}}\n{CLOUDFLARE}"
+    );
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (ok, printed) = apply(env.plane, &ns, &v1);
+        if ok {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{printed}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let v2 = get_json(
+        env.plane,
+        &ns,
+        "tunnels.v1alpha2.networking.cfargotunnel.com/legacy",
+    );
+    let patch: serde_json::Value =
+        serde_json::from_str(v2["spec"]["deployPatch"].as_str().expect("deployPatch"))
+            .expect("JSON");
+    assert_eq!(patch["spec"]["replicas"], 3);
+    assert_eq!(
+        patch["spec"]["template"]["spec"]["containers"][0]["image"],
+        "cloudflare/cloudflared:2026.11.0"
+    );
+    assert_eq!(
+        patch["spec"]["template"]["spec"]["nodeSelector"]["disk"],
+        "ssd"
+    );
+    assert_eq!(
+        patch["spec"]["template"]["spec"]["tolerations"][0]["value"],
+        "edge"
+    );
+    let back = get_json(
+        env.plane,
+        &ns,
+        "tunnels.v1alpha1.networking.cfargotunnel.com/legacy",
+    );
+    assert_eq!(back["spec"]["size"], 3);
+    assert_eq!(back["spec"]["image"], "cloudflare/cloudflared:2026.11.0");
+    assert_eq!(
+        back["spec"]["nodeSelectors"],
+        serde_json::json!({"disk": "ssd"})
+    );
+    assert_eq!(back["spec"]["tolerations"][0]["key"], "dedicated");
+    assert!(
+        back["metadata"]["annotations"]
+            .get("cfargotunnel.com/v1alpha2-deploy-patch")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn other_deploy_patch_content_survives_a_trip_down_and_up() {
+    let env = env().await;
+    let ns = namespace(&env, "adm-roundtrip", true).await;
+    let patch = r#"{"spec":{"replicas":4,"template":{"spec":{"containers":[{"env":[{"name":"TUNNEL_LOGLEVEL","value":"debug"}],"name":"cloudflared"}],"priorityClassName":"high"}}}}"#;
+    let manifest = tunnel_v2(
+        "modern",
+        &format!("  newTunnel: {{name: modern}}\n  deployPatch: '{patch}'\n"),
+    );
+    let (ok, printed) = apply(env.plane, &ns, &manifest);
+    assert!(ok, "{printed}");
+    let mut down = get_json(
+        env.plane,
+        &ns,
+        "tunnels.v1alpha1.networking.cfargotunnel.com/modern",
+    );
+    assert_eq!(down["spec"]["size"], 4);
+    // A v1alpha1 client writes it back with a label change: the rest must come back up intact.
+    down["metadata"]["labels"] = serde_json::json!({"touched": "yes"});
+    for key in [
+        "resourceVersion",
+        "managedFields",
+        "uid",
+        "creationTimestamp",
+        "generation",
+    ] {
+        down["metadata"]
+            .as_object_mut()
+            .expect("metadata")
+            .remove(key);
+    }
+    let (ok, printed) = kubectl(
+        env.plane,
+        &["replace", "--namespace", &ns, "-f", "-"],
+        &down.to_string(),
+    );
+    assert!(ok, "{printed}");
+    let up = get_json(
+        env.plane,
+        &ns,
+        "tunnels.v1alpha2.networking.cfargotunnel.com/modern",
+    );
+    let restored: serde_json::Value =
+        serde_json::from_str(up["spec"]["deployPatch"].as_str().expect("deployPatch"))
+            .expect("JSON");
+    let original: serde_json::Value = serde_json::from_str(patch).expect("JSON");
+    assert_eq!(restored, original);
+    assert_eq!(up["metadata"]["labels"]["touched"], "yes");
+}
+
+#[tokio::test]
+async fn objects_stored_before_the_webhook_never_get_stuck() {
+    let env = env().await;
+    let ns = namespace(&env, "adm-ratchet", false).await;
+    let legacy = format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha2\nkind: Tunnel\nmetadata:\n  name: old\n  finalizers: [cfargotunnel.com/finalizer]\nspec:\n  newTunnel: {{name: old}}\n  protocol: udp\n{CLOUDFLARE}"
+    );
+    let (ok, printed) = apply(env.plane, &ns, &legacy);
+    assert!(ok, "stored while cftunnel was not watching: {printed}");
+    enable_webhook(&env, &ns);
+    let worse = tunnel_v2(
+        "old",
+        "  newTunnel: {name: old}\n  protocol: udp\n  fallbackTarget: ftp://nowhere\n",
+    );
+    let printed = apply_until_refused(&env, &ns, &worse, "spec.fallbackTarget:").await;
+    assert!(
+        !printed.contains("spec.protocol"),
+        "the old violation is not held against the update: {printed}"
+    );
+    let (ok, printed) = kubectl(
+        env.plane,
+        &["label", "--namespace", &ns, "tunnel/old", "team=edge"],
+        "",
+    );
+    assert!(ok, "labels can change: {printed}");
+    let (ok, printed) = kubectl(
+        env.plane,
+        &["delete", "--namespace", &ns, "tunnel/old", "--wait=false"],
+        "",
+    );
+    assert!(ok, "deletion is allowed: {printed}");
+    let (ok, printed) = kubectl(
+        env.plane,
+        &[
+            "patch",
+            "--namespace",
+            &ns,
+            "tunnel/old",
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+        ],
+        "",
+    );
+    assert!(ok, "the finalizer can be removed: {printed}");
+    let (ok, printed) = kubectl(
+        env.plane,
+        &[
+            "get",
+            "--namespace",
+            &ns,
+            "tunnel/old",
+            "--ignore-not-found",
+            "-o",
+            "name",
+        ],
+        "",
+    );
+    assert!(ok && printed.trim().is_empty(), "gone: {printed}");
+}
+
+#[tokio::test]
+async fn a_privileged_cloudflared_container_is_refused_naming_the_field() {
+    let env = env().await;
+    let ns = namespace(&env, "adm-priv", true).await;
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: cloudflared\n  labels: {cfargotunnel.com/app: cloudflared}\nspec:\n  selector: {matchLabels: {app: cf}}\n  template:\n    metadata: {labels: {app: cf, cfargotunnel.com/app: cloudflared}}\n    spec:\n      containers:\n        - name: cloudflared\n          image: cloudflare/cloudflared:2026.11.0\n          securityContext: {privileged: true}\n";
+    apply_until_refused(
+        &env,
+        &ns,
+        deployment,
+        "spec.template.spec.containers[0].securityContext.privileged: true is refused; cloudflared needs no privileges, remove the field",
+    )
+    .await;
+}
