@@ -3,6 +3,7 @@
 pub mod binding;
 pub mod duration;
 pub mod hardening;
+pub mod mutate;
 pub mod route;
 pub mod service;
 pub mod service_url;
