@@ -9,6 +9,8 @@ mod probes;
 mod workload;
 
 #[cfg(test)]
+mod annotation_tests;
+#[cfg(test)]
 mod props;
 #[cfg(test)]
 mod tests;
@@ -71,17 +73,16 @@ pub fn mutate_workload_with_checksum(
             });
         }
     }
-    if let Some(checksum) = checksum.filter(|_| workload.takes_checksum()) {
-        if let Some(template) = hardened
+    if let Some(checksum) = checksum.filter(|_| workload.takes_checksum())
+        && let Some(template) = hardened
             .pointer_mut("/spec/template")
             .and_then(Value::as_object_mut)
-        {
-            fill_object(template, "metadata", |metadata| {
-                fill_object(metadata, "annotations", |annotations| {
-                    fill_value(annotations, ANNOTATION_CHECKSUM, checksum.into());
-                })
-            });
-        }
+    {
+        fill_object(template, "metadata", |metadata| {
+            fill_object(metadata, "annotations", |annotations| {
+                fill_value(annotations, ANNOTATION_CHECKSUM, checksum.into());
+            })
+        });
     }
     Ok(json_patch::diff(object, &hardened))
 }

@@ -57,9 +57,9 @@ fn metrics_env(container: &Map<String, Value>) -> Option<String> {
         .get("env")
         .and_then(Value::as_array)?
         .iter()
+        .rev()
         .filter_map(Value::as_object)
-        .filter(|e| str_field(e, "name") == Some(METRICS_ENV))
-        .last()
+        .find(|e| str_field(e, "name") == Some(METRICS_ENV))
         .and_then(|e| str_field(e, "value"))
         .map(str::to_string)
 }

@@ -3,13 +3,11 @@ use serde_json::{Value, json};
 
 use super::*;
 
-const CHECKSUM_POINTER: &str = "/spec/template/metadata/annotations/cfargotunnel.com~1checksum";
-
-fn labels() -> Value {
+pub(super) fn labels() -> Value {
     json!({"cfargotunnel.com/app": "cloudflared"})
 }
 
-fn workload(kind: &str, pod: Value) -> Value {
+pub(super) fn workload(kind: &str, pod: Value) -> Value {
     match kind {
         "Pod" => json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "cf", "labels": labels()}, "spec": pod}),
@@ -20,11 +18,11 @@ fn workload(kind: &str, pod: Value) -> Value {
     }
 }
 
-fn deployment(pod: Value) -> Value {
+pub(super) fn deployment(pod: Value) -> Value {
     workload("Deployment", pod)
 }
 
-fn cloudflared(extra: Value) -> Value {
+pub(super) fn cloudflared(extra: Value) -> Value {
     let mut c = json!({"name": "cloudflared", "image": "cloudflare/cloudflared:2026.8.2"});
     if let (Some(c), Some(extra)) = (c.as_object_mut(), extra.as_object()) {
         c.extend(extra.clone());
@@ -45,7 +43,7 @@ fn mutated(object: &Value) -> Value {
     mutated_with(object, None)
 }
 
-fn mutated_with(object: &Value, checksum: Option<&str>) -> Value {
+pub(super) fn mutated_with(object: &Value, checksum: Option<&str>) -> Value {
     let patch = mutate_workload_with_checksum(object, checksum).expect("mutation succeeds");
     assert_no_remove(&patch);
     let mut doc = object.clone();
@@ -449,103 +447,4 @@ fn unknown_fields_survive_the_patch() {
         pod["containers"][0]["securityContext"]["futureSecurityField"],
         "z"
     );
-}
-
-fn owned_by_tunnel(mut object: Value, api_version: &str, kind: &str) -> Value {
-    object["metadata"]["labels"]["cfargotunnel.com/tunnel"] = json!("t1");
-    object["metadata"]["ownerReferences"] = json!([{"apiVersion": api_version, "kind": kind, "name": "t1", "uid": "u", "controller": true}]);
-    object
-}
-
-#[test]
-fn the_checksum_is_added_to_user_managed_deployments_and_daemonsets_only() {
-    let pod = json!({"containers": [cloudflared(json!({}))]});
-    for kind in ["Deployment", "DaemonSet"] {
-        let out = mutated_with(&workload(kind, pod.clone()), Some("abc"));
-        assert_eq!(out.pointer(CHECKSUM_POINTER), Some(&json!("abc")), "{kind}");
-    }
-    let out = mutated_with(&workload("Pod", pod.clone()), Some("abc"));
-    assert_eq!(out.pointer("/metadata/annotations"), None);
-    for kind in ["Tunnel", "ClusterTunnel"] {
-        for version in ["v1alpha1", "v1alpha2"] {
-            let owned = owned_by_tunnel(
-                deployment(pod.clone()),
-                &format!("networking.cfargotunnel.com/{version}"),
-                kind,
-            );
-            let out = mutated_with(&owned, Some("abc"));
-            assert_eq!(out.pointer(CHECKSUM_POINTER), None, "{kind} {version}");
-            assert_eq!(
-                out["spec"]["template"]["spec"]["automountServiceAccountToken"],
-                false
-            );
-            assert_eq!(restamp(&out, "def"), None);
-        }
-    }
-    // Only both signs together mean a Tunnel controls the workload.
-    for looks_owned in [
-        owned_by_tunnel(deployment(pod.clone()), "example.com/v1", "Tunnel"),
-        owned_by_tunnel(
-            deployment(pod.clone()),
-            "networking.cfargotunnel.com/v1alpha2",
-            "TunnelBinding",
-        ),
-        {
-            let mut o = owned_by_tunnel(
-                deployment(pod.clone()),
-                "networking.cfargotunnel.com/v1alpha2",
-                "Tunnel",
-            );
-            o["metadata"]["labels"]
-                .as_object_mut()
-                .expect("labels")
-                .remove("cfargotunnel.com/tunnel");
-            o
-        },
-    ] {
-        let out = mutated_with(&looks_owned, Some("abc"));
-        assert_eq!(out.pointer(CHECKSUM_POINTER), Some(&json!("abc")));
-    }
-}
-
-#[test]
-fn an_existing_checksum_is_left_to_restamp() {
-    let mut object = deployment(json!({"containers": []}));
-    object["spec"]["template"]["metadata"]["annotations"] =
-        json!({"cfargotunnel.com/checksum": "old", "a": "b"});
-    let out = mutated_with(&object, Some("new"));
-    assert_eq!(
-        out["spec"]["template"]["metadata"]["annotations"],
-        json!({"cfargotunnel.com/checksum": "old", "a": "b"})
-    );
-    assert_eq!(restamp(&out, "old"), None);
-    let patch = restamp(&out, "new").expect("a differing checksum is restamped");
-    assert_eq!(
-        serde_json::to_value(&patch).expect("serializable"),
-        json!([{"op": "replace", "path": CHECKSUM_POINTER, "value": "new"}])
-    );
-    let mut doc = out.clone();
-    json_patch::patch(&mut doc, &patch).expect("applies");
-    assert_eq!(
-        doc["spec"]["template"]["metadata"]["annotations"],
-        json!({"cfargotunnel.com/checksum": "new", "a": "b"})
-    );
-    assert_eq!(restamp(&doc, "new"), None);
-}
-
-#[test]
-fn restamp_adds_a_missing_checksum_and_skips_pods() {
-    let object = deployment(json!({"containers": []}));
-    let patch = restamp(&object, "abc").expect("missing checksum is stamped");
-    assert_eq!(
-        serde_json::to_value(&patch).expect("serializable"),
-        json!([{"op": "add", "path": "/spec/template/metadata/annotations", "value": {"cfargotunnel.com/checksum": "abc"}}])
-    );
-    assert_eq!(
-        restamp(&workload("Pod", json!({"containers": []})), "abc"),
-        None
-    );
-    let mut unlabelled = object.clone();
-    unlabelled["metadata"]["labels"] = json!({});
-    assert_eq!(restamp(&unlabelled, "abc"), None);
 }
