@@ -4,6 +4,7 @@ pub mod binding;
 pub mod duration;
 pub mod facts;
 pub mod hardening;
+pub mod mutate;
 pub mod review;
 pub mod route;
 pub mod service;
