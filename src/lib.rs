@@ -8,4 +8,5 @@ pub mod cli;
 pub mod cloudflare;
 pub mod telemetry;
 pub mod testenv;
+pub mod validate;
 pub mod webhook;
