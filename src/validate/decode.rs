@@ -54,7 +54,7 @@ pub enum Decoded {
 pub enum Outcome {
     /// Not an object the admission rules look at (Deployments, plain Services, …).
     Ignored,
-    Decoded(ObjectRef, Decoded),
+    Decoded(ObjectRef, Box<Decoded>),
     /// One of our objects that cannot be read as its schema says.
     Unreadable(ObjectRef, Violation),
 }
@@ -130,7 +130,7 @@ pub fn decode(document: &Document, default_namespace: &str) -> Outcome {
         _ => return Outcome::Ignored,
     };
     match result {
-        Ok((object, decoded)) => Outcome::Decoded(object, decoded),
+        Ok((object, decoded)) => Outcome::Decoded(object, Box::new(decoded)),
         Err(violation) => {
             let object = match kind {
                 "ClusterTunnel" | "Namespace" => ObjectRef::cluster(kind, &name),

@@ -32,7 +32,7 @@ pub fn validate_documents(documents: &[Document], default_namespace: &str) -> Re
         .map(|d| (d, decode::decode(d, default_namespace)))
         .collect();
     let mut view = view::base_view(outcomes.iter().filter_map(|(_, o)| match o {
-        Outcome::Decoded(_, decoded) => Some(decoded),
+        Outcome::Decoded(_, decoded) => Some(decoded.as_ref()),
         _ => None,
     }));
     let mut report = Report::default();
