@@ -477,3 +477,52 @@ fn certs_refuses_a_bad_host() {
         "nothing is written for a bad host"
     );
 }
+
+/// Every object of the table (and of valid/) fits the structural schema of its CRD version,
+/// so the table can be sent through a real API server: what refuses it is CEL or the webhook.
+#[test]
+fn table_objects_fit_their_crd_schemas() {
+    use cftunnel::api::crds::{self, ConversionService};
+    let mut validators = std::collections::BTreeMap::new();
+    for crd in crds::all(&ConversionService::default()) {
+        let crd = serde_json::to_value(&crd).expect("CRD as JSON");
+        let group = crd["spec"]["group"].as_str().expect("group").to_string();
+        let kind = crd["spec"]["names"]["kind"]
+            .as_str()
+            .expect("kind")
+            .to_string();
+        for version in crd["spec"]["versions"].as_array().expect("versions") {
+            let schema = &version["schema"]["openAPIV3Schema"];
+            let name = version["name"].as_str().expect("version name");
+            let validator = jsonschema::draft4::new(schema).expect("schema compiles");
+            validators.insert((format!("{group}/{name}"), kind.clone()), validator);
+        }
+    }
+    let mut files: Vec<PathBuf> = table().into_iter().map(|c| c.path).collect();
+    files.extend(
+        std::fs::read_dir(format!("{TABLE}/valid"))
+            .expect("read valid/")
+            .map(|e| e.expect("entry").path()),
+    );
+    let mut checked = 0;
+    for file in files {
+        let content = std::fs::read_to_string(&file).expect("read case");
+        for document in serde_yaml_ng::Deserializer::from_str(&content) {
+            let value: serde_json::Value =
+                serde::Deserialize::deserialize(document).expect("case YAML parses");
+            let key = (
+                value["apiVersion"].as_str().unwrap_or("").to_string(),
+                value["kind"].as_str().unwrap_or("").to_string(),
+            );
+            if let Some(validator) = validators.get(&key) {
+                let errors: Vec<String> = validator
+                    .iter_errors(&value)
+                    .map(|e| format!("{}: {e}", e.instance_path()))
+                    .collect();
+                assert!(errors.is_empty(), "{}: {errors:?}", file.display());
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 100, "only {checked} objects checked");
+}
