@@ -100,15 +100,17 @@ fn manifest_files(path: &Path) -> Result<Vec<PathBuf>, InputError> {
         origin: path.display().to_string(),
         source,
     };
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+    let mut entries: Vec<(PathBuf, bool)> = std::fs::read_dir(path)
         .map_err(read_error)?
-        .map(|entry| entry.map(|e| e.path()))
+        .map(|entry| entry.and_then(|e| Ok((e.path(), e.file_type()?.is_dir()))))
         .collect::<Result<_, _>>()
         .map_err(read_error)?;
     entries.sort();
     let mut files = Vec::new();
-    for entry in entries {
-        if entry.is_dir() {
+    // `file_type` does not follow symlinks: a link to a directory is not walked, so a link
+    // loop cannot recurse forever.
+    for (entry, is_dir) in entries {
+        if is_dir {
             files.extend(manifest_files(&entry)?);
         } else if entry
             .extension()
@@ -272,5 +274,24 @@ mod tests {
             err.to_string(),
             "/nonexistent/x.yaml: no such file or directory"
         );
+    }
+
+    #[test]
+    fn directories_are_walked_in_path_order_without_following_links() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("a/deeper")).expect("mkdir");
+        for (file, kind) in [("b.yaml", "B"), ("a/deeper/c.yml", "C"), ("a/a.json", "A")] {
+            std::fs::write(root.join(file), format!("{{\"kind\": \"{kind}\"}}")).expect("write");
+        }
+        std::fs::write(root.join("a/readme.md"), "kind: [").expect("write");
+        std::os::unix::fs::symlink(root, root.join("a/loop")).expect("symlink");
+        let docs =
+            read_sources(&[root.display().to_string()], &mut std::io::empty()).expect("reads");
+        let kinds: Vec<&str> = docs
+            .iter()
+            .filter_map(|d| d.value["kind"].as_str())
+            .collect();
+        assert_eq!(kinds, vec!["A", "C", "B"]);
     }
 }
