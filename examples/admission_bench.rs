@@ -6,7 +6,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cftunnel::admission::{AdmissionView, HostnameClaim, RouteNamespacePolicy, TunnelFacts, TunnelIdentity, TunnelKind, review};
+use cftunnel::admission::{
+    AdmissionView, HostnameClaim, RouteNamespacePolicy, TunnelFacts, TunnelIdentity, TunnelKind,
+    review,
+};
 use cftunnel::webhook::{self, Policy, Readiness, WebhookConfig};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
@@ -45,7 +48,11 @@ impl Policy for Canned {
 fn view() -> AdmissionView {
     let tunnels: Vec<TunnelFacts> = (0..100)
         .map(|i| TunnelFacts {
-            identity: TunnelIdentity { kind: TunnelKind::ClusterTunnel, namespace: String::new(), name: format!("edge-{i}") },
+            identity: TunnelIdentity {
+                kind: TunnelKind::ClusterTunnel,
+                namespace: String::new(),
+                name: format!("edge-{i}"),
+            },
             domain: "example.com".into(),
             allowed: RouteNamespacePolicy::All,
             has_origin_ca_pool: false,
@@ -60,7 +67,11 @@ fn view() -> AdmissionView {
             object: format!("TunnelBinding ns-{i}/b"),
         })
         .collect();
-    AdmissionView { tunnels, namespace_labels: Default::default(), claims }
+    AdmissionView {
+        tunnels,
+        namespace_labels: Default::default(),
+        claims,
+    }
 }
 
 fn review_body(i: usize) -> Vec<u8> {
@@ -124,7 +135,12 @@ async fn drive(url: String, ca: Vec<u8>, concurrency: usize, seconds: u64) -> Lo
                     let mut i = w;
                     while Instant::now() < deadline {
                         let started = Instant::now();
-                        let response = client.post(&url).header("content-type", "application/json").body(bodies[i % bodies.len()].clone()).send().await;
+                        let response = client
+                            .post(&url)
+                            .header("content-type", "application/json")
+                            .body(bodies[i % bodies.len()].clone())
+                            .send()
+                            .await;
                         match response {
                             Ok(r) if r.status().is_success() => {
                                 let _ = r.bytes().await;
@@ -171,7 +187,11 @@ async fn handler_latency(policy: Arc<dyn Policy>, n: usize) -> (Duration, Durati
             .body(axum::body::Body::from(bodies[i % bodies.len()].clone()))
             .unwrap_or_else(|e| panic!("request: {e}"));
         let started = Instant::now();
-        let response = router.clone().oneshot(request).await.unwrap_or_else(|e| match e {});
+        let response = router
+            .clone()
+            .oneshot(request)
+            .await
+            .unwrap_or_else(|e| match e {});
         let _ = axum::body::to_bytes(response.into_body(), usize::MAX).await;
         if i >= 1000 {
             latencies.push(started.elapsed());
@@ -183,7 +203,11 @@ async fn handler_latency(policy: Arc<dyn Policy>, n: usize) -> (Duration, Durati
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 #[tokio::main]
@@ -192,34 +216,60 @@ async fn main() {
     let concurrency = arg("--concurrency", 64) as usize;
     let seconds = arg("--seconds", 10);
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let certs = webhook::generate_dev_certs(dir.path(), &["localhost".to_string(), "127.0.0.1".to_string()]).unwrap_or_else(|e| panic!("certs: {e}"));
+    let certs = webhook::generate_dev_certs(
+        dir.path(),
+        &["localhost".to_string(), "127.0.0.1".to_string()],
+    )
+    .unwrap_or_else(|e| panic!("certs: {e}"));
     let ca = std::fs::read(&certs.ca_cert).unwrap_or_else(|e| panic!("CA file: {e}"));
     let view = Arc::new(view());
 
     let mut rows = Vec::new();
-    for (label, policy) in [("canned response", Arc::new(Canned) as Arc<dyn Policy>), ("cftunnel rules", Arc::new(Decisions(view.clone())) as Arc<dyn Policy>)] {
+    for (label, policy) in [
+        ("canned response", Arc::new(Canned) as Arc<dyn Policy>),
+        (
+            "cftunnel rules",
+            Arc::new(Decisions(view.clone())) as Arc<dyn Policy>,
+        ),
+    ] {
         let readiness = Readiness::new();
         readiness.set_ready(true);
-        let config = WebhookConfig::new("127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")), "127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")), certs.tls_cert.clone(), certs.tls_key.clone());
+        let config = WebhookConfig::new(
+            "127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")),
+            "127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")),
+            certs.tls_cert.clone(),
+            certs.tls_key.clone(),
+        );
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let handle = webhook::serve(config, policy.clone(), readiness, async move {
             let _ = stopped.await;
         })
         .await
         .unwrap_or_else(|e| panic!("serve: {e}"));
-        let url = format!("https://localhost:{}/validate/tunnelbindings", handle.https_addr().port());
+        let url = format!(
+            "https://localhost:{}/validate/tunnelbindings",
+            handle.https_addr().port()
+        );
         let load = drive(url, ca.clone(), concurrency, seconds).await;
         let _ = stop.send(());
         let _ = handle.join().await;
         let (h50, h99) = handler_latency(policy, 20_000).await;
         rows.push((label, load, h50, h99));
     }
-    println!("| server | concurrency | requests | throughput (req/s) | round trip p50 | round trip p99 | handler p50 | handler p99 |");
+    println!(
+        "| server | concurrency | requests | throughput (req/s) | round trip p50 | round trip p99 | handler p50 | handler p99 |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     for (label, l, h50, h99) in &rows {
-        println!("| {label} | {concurrency} | {} | {:.0} | {:.2?} | {:.2?} | {:.1?} | {:.1?} |", l.requests, l.throughput, l.p50, l.p99, h50, h99);
+        println!(
+            "| {label} | {concurrency} | {} | {:.0} | {:.2?} | {:.2?} | {:.1?} | {:.1?} |",
+            l.requests, l.throughput, l.p50, l.p99, h50, h99
+        );
     }
     if let [(_, canned, ..), (_, ours, ..)] = rows.as_slice() {
-        println!("\ncftunnel rules reach {:.1} % of the canned throughput", 100.0 * ours.throughput / canned.throughput);
+        println!(
+            "\ncftunnel rules reach {:.1} % of the canned throughput",
+            100.0 * ours.throughput / canned.throughput
+        );
     }
 }

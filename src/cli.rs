@@ -31,6 +31,11 @@ pub enum Command {
     /// Run cftunnel: the admission webhook (validating, mutating, conversion) with health and
     /// metrics. Uses $KUBECONFIG or the in-cluster configuration.
     Run(RunArgs),
+    /// Check manifests against the admission rules offline (for CI pipelines).
+    #[command(long_about = VALIDATE_HELP)]
+    Validate(ValidateArgs),
+    /// Write a development CA and a webhook serving certificate (never commit them).
+    Certs(CertsArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -55,6 +60,48 @@ pub struct RunArgs {
     pub watch_selector: Option<String>,
 }
 
+const VALIDATE_HELP: &str =
+    "Check manifests against the admission rules offline (for CI pipelines).
+
+Reads every YAML or JSON document of the given files, directories (recursively: *.yaml, *.yml, \
+*.json, in path order) or standard input (-). Tunnels, ClusterTunnels, TunnelBindings and \
+Services carrying a cfargotunnel.com/expose-* label are judged; Namespaces give their labels \
+to allowedRoutes selectors; other kinds are ignored. Schema defaults are applied and v1alpha1 \
+tunnels are converted to v1alpha2 first, as the API server would.
+
+All objects are judged together: a binding's fqdn is checked against a tunnel given with it, \
+and hostname ownership is checked across every binding and labelled Service, the earlier one \
+in input order being the owner. Namespaced objects without metadata.namespace are in the \
+namespace given by --namespace (default: default).
+
+Only CREATE rules run: UPDATE rules (immutability, ratcheting) and rules that need cluster \
+state (objects not given, claims of objects already in the cluster) are skipped.
+
+Output: one line per violation on stdout, `<Kind> <namespace>/<name>: <message>` \
+(`<Kind> <name>` when cluster-scoped); warnings on stderr. Exit code 1 on any violation, \
+0 otherwise, 2 when the input cannot be read.";
+
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// A manifest file, a directory (read recursively) or - for standard input; repeatable.
+    #[arg(short = 'f', long = "filename", required = true)]
+    pub files: Vec<String>,
+    /// Namespace of namespaced objects that do not name one.
+    #[arg(short = 'n', long, default_value = crate::validate::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CertsArgs {
+    /// Directory to write ca.crt, ca.key, tls.crt and tls.key into.
+    #[arg(long, default_value = "certs")]
+    pub dir: std::path::PathBuf,
+    /// DNS name or IP address of the serving certificate; repeatable (default: localhost,
+    /// 127.0.0.1 and the in-cluster webhook Service name).
+    #[arg(long = "host")]
+    pub hosts: Vec<String>,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct CrdsArgs {
     /// Namespace of the webhook Service that serves CRD conversion.
@@ -70,12 +117,16 @@ pub fn main() -> ExitCode {
     telemetry::init(cli.log_format);
     telemetry::install_crypto_provider();
     let result = match cli.command {
-        Command::Crds(args) => print_crds(&args),
-        Command::CloudflareSim(args) => block_on(crate::cloudflare::sim::cli::run(args)),
-        Command::Run(args) => block_on(run(args)),
+        Command::Crds(args) => print_crds(&args).map(|()| ExitCode::SUCCESS),
+        Command::CloudflareSim(args) => {
+            block_on(crate::cloudflare::sim::cli::run(args)).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Validate(args) => validate_manifests(&args),
+        Command::Certs(args) => write_certs(&args).map(|()| ExitCode::SUCCESS),
+        Command::Run(args) => block_on(run(args)).map(|()| ExitCode::SUCCESS),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
@@ -119,5 +170,30 @@ fn print_crds(args: &CrdsArgs) -> anyhow::Result<()> {
     };
     let yaml = crds::to_yaml(&crds::all(&service))?;
     std::io::stdout().lock().write_all(yaml.as_bytes())?;
+    Ok(())
+}
+
+fn validate_manifests(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
+    let code = crate::validate::run(
+        &args.files,
+        &args.namespace,
+        &mut std::io::stdin().lock(),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    )?;
+    Ok(ExitCode::from(code))
+}
+
+fn write_certs(args: &CertsArgs) -> anyhow::Result<()> {
+    let certs = crate::webhook::generate_dev_certs(&args.dir, &args.hosts)?;
+    let mut out = std::io::stdout().lock();
+    for path in [
+        &certs.ca_cert,
+        &certs.ca_key,
+        &certs.tls_cert,
+        &certs.tls_key,
+    ] {
+        writeln!(out, "{}", path.display())?;
+    }
     Ok(())
 }

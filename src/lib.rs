@@ -9,5 +9,6 @@ pub mod cloudflare;
 pub mod run;
 pub mod telemetry;
 pub mod testenv;
+pub mod validate;
 pub mod view_cache;
 pub mod webhook;

@@ -1,0 +1,115 @@
+//! `cftunnel validate`: the admission rules of SPEC §2 run offline over manifests, for CI.
+//!
+//! All objects are judged together, as the webhook's view would hold them: tunnels given in
+//! the input are known (domain, allowedRoutes, originCaPool), Namespaces give their labels,
+//! and bindings and labelled Services claim hostnames in input order, the earlier one owning.
+//! Only CREATE rules run: UPDATE rules (immutability, ratcheting) need the stored object.
+pub mod decode;
+pub mod input;
+pub mod report;
+#[cfg(test)]
+mod tests;
+pub mod view;
+
+use std::io::{Read, Write};
+
+use crate::admission::tunnel::TunnelView;
+use crate::admission::{self, Verdict};
+use decode::{Decoded, Outcome};
+pub use input::{Document, InputError, read_sources};
+pub use report::{Finding, ObjectRef, Report};
+
+/// Namespace of namespaced objects that name none, as `kubectl apply` without `-n` would use.
+pub const DEFAULT_NAMESPACE: &str = "default";
+/// Exit code when the input cannot be read (1 is reserved for "violations found").
+pub const EXIT_UNREADABLE: u8 = 2;
+
+/// Judges every document: Tunnels and ClusterTunnels on their own, then bindings and labelled
+/// Services in input order against the claims of the objects before them.
+pub fn validate_documents(documents: &[Document], default_namespace: &str) -> Report {
+    let outcomes: Vec<(&Document, Outcome)> = documents
+        .iter()
+        .map(|d| (d, decode::decode(d, default_namespace)))
+        .collect();
+    let mut view = view::base_view(outcomes.iter().filter_map(|(_, o)| match o {
+        Outcome::Decoded(_, decoded) => Some(decoded.as_ref()),
+        _ => None,
+    }));
+    let mut report = Report::default();
+    for (document, outcome) in outcomes {
+        let (object, verdict) = match outcome {
+            Outcome::Ignored => continue,
+            Outcome::Unreadable(object, violation) => (
+                object,
+                Verdict {
+                    violations: vec![violation],
+                    warnings: Vec::new(),
+                },
+            ),
+            Outcome::Decoded(object, decoded) => match judge(&decoded, &mut view) {
+                Some(verdict) => (object, verdict),
+                None => continue,
+            },
+        };
+        report.judged += 1;
+        if verdict.violations.is_empty() && verdict.warnings.is_empty() {
+            continue;
+        }
+        report.findings.push(Finding {
+            object,
+            origin: document.origin.clone(),
+            violations: verdict
+                .violations
+                .iter()
+                .map(|v| v.message().to_string())
+                .collect(),
+            warnings: verdict.warnings,
+        });
+    }
+    report
+}
+
+/// The CREATE verdict on one object; a binding or Service then adds its claims to the view.
+fn judge(decoded: &Decoded, view: &mut admission::AdmissionView) -> Option<Verdict> {
+    match decoded {
+        Decoded::Tunnel(t) => Some(admission::tunnel::validate(TunnelView {
+            name: &t.name,
+            spec: &t.spec,
+            status: t.status.as_ref(),
+        })),
+        Decoded::Binding { namespace, binding } => {
+            let verdict = admission::binding::validate(binding, namespace, view);
+            let claims = view::binding_claims(binding, namespace, view);
+            view.claims.extend(claims);
+            Some(verdict)
+        }
+        Decoded::Service { namespace, service } => {
+            let verdict = admission::service::validate(service, namespace, view);
+            let claims = view::service_claims(service, namespace, view);
+            view.claims.extend(claims);
+            Some(verdict)
+        }
+        Decoded::Namespace { .. } => None,
+    }
+}
+
+/// The whole command: read `sources`, judge, print violations on `out` and warnings and input
+/// errors on `err`; returns the exit code (0 clean, 1 violations, 2 unreadable input).
+pub fn run(
+    sources: &[String],
+    default_namespace: &str,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<u8> {
+    let documents = match read_sources(sources, stdin) {
+        Ok(documents) => documents,
+        Err(e) => {
+            writeln!(err, "error: {e}")?;
+            return Ok(EXIT_UNREADABLE);
+        }
+    };
+    let report = validate_documents(&documents, default_namespace);
+    report.print(out, err)?;
+    Ok(report.exit_code())
+}

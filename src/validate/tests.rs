@@ -1,0 +1,321 @@
+//! The offline command's decisions over whole manifest sets: view, order, defaulting, output.
+use super::input::parse_text;
+use super::{Report, run, validate_documents};
+
+const EDGE: &str = "apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: ClusterTunnel
+metadata: {name: edge}
+spec:
+  newTunnel: {name: edge}
+  cloudflare: {domain: example.org, secret: cf, accountId: 0123456789abcdef0123456789abcdef}
+";
+
+fn binding(name: &str, namespace: &str, subject: &str, fqdn: &str, path: &str) -> String {
+    format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {{name: {name}, namespace: {namespace}}}
+subjects:
+  - name: {subject}
+    spec: {{fqdn: {fqdn:?}, path: {path:?}}}
+tunnelRef: {{kind: ClusterTunnel, name: edge}}
+"
+    )
+}
+
+fn report(docs: &[&str], namespace: &str) -> Report {
+    let text = docs.join("---\n");
+    let documents = parse_text("test.yaml", &text, false).expect("test YAML parses");
+    validate_documents(&documents, namespace)
+}
+
+fn lines(docs: &[&str]) -> Vec<String> {
+    report(docs, "default").violation_lines()
+}
+
+#[test]
+fn the_earlier_binding_owns_a_hostname_whatever_the_namespace() {
+    let first = binding("front", "blog", "front", "app.example.org", "");
+    let second = binding("web", "shop", "web", "app.example.org", "");
+    assert_eq!(
+        lines(&[EDGE, &first, &second]),
+        vec![
+            "TunnelBinding shop/web: subjects[0].spec.fqdn: app.example.org is already exposed by TunnelBinding blog/front (subject front); remove it there first"
+        ]
+    );
+    assert_eq!(
+        lines(&[EDGE, &second, &first]),
+        vec![
+            "TunnelBinding blog/front: subjects[0].spec.fqdn: app.example.org is already exposed by TunnelBinding shop/web (subject web); remove it there first"
+        ]
+    );
+}
+
+#[test]
+fn one_hostname_may_route_different_paths_through_one_tunnel() {
+    let first = binding("front", "blog", "front", "app.example.org", "/blog");
+    let second = binding("web", "shop", "web", "app.example.org", "/shop");
+    assert_eq!(lines(&[EDGE, &first, &second]), Vec::<String>::new());
+}
+
+#[test]
+fn a_labelled_service_claims_before_a_later_binding() {
+    let service = "apiVersion: v1
+kind: Service
+metadata:
+  name: api
+  namespace: shop
+  labels: {cfargotunnel.com/expose-cluster-tunnel: edge}
+  annotations: {cfargotunnel.com/hostname: api.example.org}
+spec: {ports: [{port: 80}]}
+";
+    let later = binding("late", "shop", "web", "api.example.org", "");
+    assert_eq!(
+        lines(&[EDGE, service, &later]),
+        vec![
+            "TunnelBinding shop/late: subjects[0].spec.fqdn: api.example.org is already exposed by Service shop/api; remove it there first"
+        ]
+    );
+}
+
+#[test]
+fn the_fqdn_is_checked_against_the_domain_of_a_tunnel_given_with_it() {
+    let outside = binding("web", "shop", "web", "app.example.com", "");
+    assert_eq!(
+        lines(&[EDGE, &outside]),
+        vec![
+            "TunnelBinding shop/web: subjects[0].spec.fqdn: \"app.example.com\" is outside the domain \"example.org\" of ClusterTunnel edge; use a hostname ending in .example.org"
+        ]
+    );
+    // Without the tunnel the same binding passes with a warning.
+    let alone = report(&[&outside], "default");
+    assert!(!alone.has_violations());
+    assert_eq!(
+        alone.warning_lines(),
+        vec![
+            "TunnelBinding shop/web: subjects[0].spec.fqdn: \"app.example.com\" cannot be checked against the tunnel's domain: the tunnel is not known yet"
+        ]
+    );
+}
+
+#[test]
+fn v1alpha1_tunnels_are_converted_before_the_rules_run() {
+    // The stored v1alpha2 patch comes back through conversion, so its hardening rules apply.
+    let legacy = "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: Tunnel
+metadata:
+  name: legacy
+  namespace: shop
+  annotations:
+    cfargotunnel.com/v1alpha2-deploy-patch: '{\"spec\":{\"template\":{\"spec\":{\"hostNetwork\":true}}}}'
+spec:
+  newTunnel: {name: legacy}
+  size: 2
+  image: cloudflare/cloudflared:2024.6.1
+  cloudflare: {domain: example.com, secret: cf, accountId: 0123456789abcdef0123456789abcdef}
+";
+    assert_eq!(
+        lines(&[legacy]),
+        vec![
+            "Tunnel shop/legacy: spec.deployPatch: spec.template.spec.hostNetwork: true is refused; cloudflared needs no host namespace, remove the field"
+        ]
+    );
+}
+
+#[test]
+fn schema_defaults_are_applied() {
+    // No subject kind, proxyAddress, protocol or fallbackTarget: the defaults are valid.
+    let minimal = "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {name: web}
+subjects: [{name: web}]
+tunnelRef: {kind: ClusterTunnel, name: edge}
+";
+    let r = report(&[EDGE, minimal], "default");
+    assert_eq!(r.violation_lines(), Vec::<String>::new());
+    assert_eq!(r.judged, 2);
+}
+
+#[test]
+fn objects_without_a_namespace_are_in_the_default_or_given_namespace() {
+    let bad = "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {name: web}
+subjects: [{name: web, spec: {protocol: grpc}}]
+tunnelRef: {kind: ClusterTunnel, name: edge}
+";
+    let expected = |ns: &str| {
+        vec![format!(
+            "TunnelBinding {ns}/web: subjects[0].spec.protocol: \"grpc\" is not supported; use http, https, tcp, udp, ssh, rdp or smb"
+        )]
+    };
+    assert_eq!(
+        report(&[bad], "default").violation_lines(),
+        expected("default")
+    );
+    assert_eq!(
+        report(&[bad], "team-a").violation_lines(),
+        expected("team-a")
+    );
+}
+
+#[test]
+fn documents_that_do_not_match_the_schema_are_reported_not_panicked_on() {
+    let subjects_string = "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {name: a, namespace: shop}
+subjects: web
+tunnelRef: {kind: ClusterTunnel, name: edge}
+";
+    let no_ref = "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {name: b, namespace: shop}
+subjects: [{name: web}]
+";
+    let no_cloudflare = "apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: ClusterTunnel
+metadata: {name: c}
+spec: {newTunnel: {name: c}}
+";
+    let wrong_version = "apiVersion: networking.cfargotunnel.com/v1beta1
+kind: Tunnel
+metadata: {name: d, namespace: shop}
+spec: {}
+";
+    let no_name = "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {namespace: shop}
+subjects: [{name: web}]
+tunnelRef: {kind: ClusterTunnel, name: edge}
+";
+    assert_eq!(
+        lines(&[
+            subjects_string,
+            no_ref,
+            no_cloudflare,
+            wrong_version,
+            no_name
+        ]),
+        vec![
+            "TunnelBinding shop/a: subjects: does not match the TunnelBinding v1alpha1 schema (invalid type: string \"web\", expected a sequence); fix the manifest",
+            "TunnelBinding shop/b: tunnelRef: is required by the TunnelBinding v1alpha1 schema; add it",
+            "ClusterTunnel c: spec: does not match the ClusterTunnel v1alpha2 schema (missing field `cloudflare`); fix the manifest",
+            "Tunnel shop/d: apiVersion: cannot convert Tunnel from networking.cfargotunnel.com/v1beta1 to networking.cfargotunnel.com/v1alpha2: only networking.cfargotunnel.com/v1alpha1 and networking.cfargotunnel.com/v1alpha2 exist; use networking.cfargotunnel.com/v1alpha2",
+            "TunnelBinding shop/: metadata.name: is required; give the object a name",
+        ]
+    );
+}
+
+#[test]
+fn other_kinds_and_unlabelled_services_are_ignored() {
+    let deployment = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec: {replicas: not-a-number}
+";
+    let plain_service = "apiVersion: v1
+kind: Service
+metadata:
+  name: metrics
+  labels: {cfargotunnel.com/tunnel: edge}
+spec: {ports: not-a-list}
+";
+    let r = report(&[deployment, plain_service], "default");
+    assert_eq!(r, Report::default());
+}
+
+#[test]
+fn namespace_labels_feed_allowed_routes_selectors() {
+    let selective = "apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: ClusterTunnel
+metadata: {name: edge}
+spec:
+  newTunnel: {name: edge}
+  cloudflare: {domain: example.org, secret: cf, accountId: 0123456789abcdef0123456789abcdef}
+  allowedRoutes: {namespaces: {from: Selector, selector: {matchLabels: {env: prod}}}}
+";
+    let by_name = selective.replace(
+        "matchLabels: {env: prod}",
+        "matchLabels: {kubernetes.io/metadata.name: shop}",
+    );
+    let prod = "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop, labels: {env: prod}}\n";
+    let dev = "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop, labels: {env: dev}}\n";
+    let web = binding("web", "shop", "web", "web.example.org", "");
+    let refused = "TunnelBinding shop/web: tunnelRef: ClusterTunnel edge does not admit routes from namespace \"shop\" (allowedRoutes.namespaces); ask its owner to allow it, or use a tunnel of this namespace";
+    assert_eq!(lines(&[prod, selective, &web]), Vec::<String>::new());
+    assert_eq!(lines(&[dev, selective, &web]), vec![refused]);
+    // A namespace that is not given has no labels.
+    assert_eq!(lines(&[selective, &web]), vec![refused]);
+    // The API server's own name label is always there.
+    assert_eq!(lines(&[dev, &by_name, &web]), Vec::<String>::new());
+}
+
+#[test]
+fn run_prints_violations_on_stdout_and_warnings_on_stderr() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("m.yaml");
+    let udp = "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {name: dns, namespace: shop}
+subjects: [{name: dns, spec: {protocol: udp}}]
+tunnelRef: {kind: ClusterTunnel, name: edge}
+";
+    let bad = "apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: ClusterTunnel
+metadata: {name: bad}
+spec:
+  newTunnel: {name: bad}
+  protocol: h3
+  cloudflare: {domain: example.org, secret: cf, accountId: 0123456789abcdef0123456789abcdef}
+";
+    std::fs::write(&file, [EDGE, udp, bad].join("---\n")).expect("write manifest");
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = run(
+        &[file.display().to_string()],
+        "default",
+        &mut std::io::empty(),
+        &mut out,
+        &mut err,
+    )
+    .expect("run");
+    assert_eq!(code, 1);
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        "ClusterTunnel bad: spec.protocol: \"h3\" is not supported; use auto, quic or http2\n"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&err),
+        "warning: TunnelBinding shop/dns: subjects[0].spec.protocol: udp is carried as a TCP stream over a public hostname; clients need cloudflared access or WARP\n"
+    );
+}
+
+#[test]
+fn run_exits_2_on_unreadable_input_and_0_on_clean_input() {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = run(
+        &["-".to_string()],
+        "default",
+        &mut "kind: [\n".as_bytes(),
+        &mut out,
+        &mut err,
+    )
+    .expect("run");
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    assert!(
+        String::from_utf8_lossy(&err)
+            .starts_with("error: <stdin>: document 1: not valid YAML or JSON: "),
+        "{}",
+        String::from_utf8_lossy(&err)
+    );
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = run(
+        &["-".to_string()],
+        "default",
+        &mut EDGE.as_bytes(),
+        &mut out,
+        &mut err,
+    )
+    .expect("run");
+    assert_eq!((code, out.is_empty(), err.is_empty()), (0, true, true));
+}
