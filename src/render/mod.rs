@@ -11,6 +11,8 @@ pub mod strategic_merge;
 pub mod strategic_merge_keys;
 
 #[cfg(test)]
+mod strategic_merge_tests;
+#[cfg(test)]
 mod tests;
 
 use std::fmt;
