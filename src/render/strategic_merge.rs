@@ -84,25 +84,25 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// A value taken from the patch as is: what remains once decoded into the API type (nulls are
-/// absent, directives and elements carrying `$patch` are gone).
-fn clean(value: Value) -> Value {
+/// A value taken from the patch where nothing lives yet: what remains once the API server has
+/// stripped directives and decoded it (a map carrying `$patch` is dropped, nulls are absent).
+fn clean(value: Value) -> Option<Value> {
     match value {
-        Value::Object(map) => Value::Object(
+        Value::Object(map) if map.contains_key(DIRECTIVE) => None,
+        Value::Object(map) => Some(Value::Object(
             map.into_iter()
                 .filter(|(k, v)| !v.is_null() && !k.starts_with('$'))
-                .map(|(k, v)| (k, clean(v)))
+                .filter_map(|(k, v)| clean(v).map(|v| (k, v)))
                 .collect(),
-        ),
-        Value::Array(items) => Value::Array(
-            items
-                .into_iter()
-                .filter(|v| v.get(DIRECTIVE).is_none())
-                .map(clean)
-                .collect(),
-        ),
-        other => other,
+        )),
+        Value::Array(items) => Some(Value::Array(clean_list(items))),
+        other => Some(other),
     }
+}
+
+/// [`clean`] for a list.
+fn clean_list(items: Vec<Value>) -> Vec<Value> {
+    items.into_iter().filter_map(clean).collect()
 }
 
 fn merge_map(
@@ -114,7 +114,7 @@ fn merge_map(
     if let Some(directive) = patch.remove(DIRECTIVE) {
         return match directive.as_str() {
             Some("replace") => match clean(Value::Object(patch)) {
-                Value::Object(map) => Ok(map),
+                Some(Value::Object(map)) => Ok(map),
                 _ => Ok(Map::new()),
             },
             Some("delete") => Ok(Map::new()),
@@ -153,14 +153,25 @@ fn merge_map(
             (None, value) => clean(value),
             (Some(Value::Object(o)), Value::Object(p)) => match meta {
                 Some(m) if replaces(m) => clean(Value::Object(p)),
-                _ => Value::Object(merge_map(o, p, meta.map_or("", |m| m.child), &field_path)?),
+                _ => Some(Value::Object(merge_map(
+                    o,
+                    p,
+                    meta.map_or("", |m| m.child),
+                    &field_path,
+                )?)),
             },
-            (Some(Value::Array(o)), Value::Array(p)) => {
-                Value::Array(merge_list(o, p, meta, delete_list, &field_path)?)
-            }
+            (Some(Value::Array(o)), Value::Array(p)) => Some(Value::Array(merge_list(
+                o,
+                p,
+                meta,
+                delete_list,
+                &field_path,
+            )?)),
             (Some(_), value) => clean(value),
         };
-        original.insert(field, merged);
+        if let Some(merged) = merged {
+            original.insert(field, merged);
+        }
     }
     Ok(original)
 }
@@ -221,10 +232,7 @@ fn merge_list(
     path: &str,
 ) -> Result<Vec<Value>, PatchError> {
     let Some(meta) = meta.filter(|m| merges(m)) else {
-        return Ok(match clean(Value::Array(patch)) {
-            Value::Array(items) => items,
-            _ => Vec::new(),
-        });
+        return Ok(clean_list(patch));
     };
     if original.is_empty() && patch.is_empty() {
         return Ok(original);
@@ -289,7 +297,7 @@ fn merge_list(
         }
     }
     if replace {
-        return Ok(plain.into_iter().map(clean).collect());
+        return Ok(clean_list(plain));
     }
     let mut merged = original.clone();
     for (i, item) in plain.iter().enumerate() {
@@ -315,7 +323,7 @@ fn merge_list(
                 };
                 merged[at] = Value::Object(merge_map(live, fields.clone(), meta.child, &here)?);
             }
-            None => merged.push(clean(item.clone())),
+            None => merged.extend(clean(item.clone())),
         }
     }
     Ok(order(merged, &plain, &original, key))
@@ -396,10 +404,7 @@ fn set_element_order(
     }
     let merged = match (live.clone(), patched) {
         (Some(live), None) => live,
-        (None, Some(items)) => match clean(Value::Array(items)) {
-            Value::Array(items) => items,
-            _ => Vec::new(),
-        },
+        (None, Some(items)) => clean_list(items),
         (Some(live), Some(items)) => merge_list(live, items, meta, false, &join(path, &field))?,
         (None, None) => return Ok(()),
     };

@@ -18,6 +18,7 @@ const CONTAINER: &str = "io.k8s.api.core.v1.Container";
 const EPHEMERAL_CONTAINER: &str = "io.k8s.api.core.v1.EphemeralContainer";
 const VOLUME: &str = "io.k8s.api.core.v1.Volume";
 const LOCAL_OBJECT_REFERENCE: &str = "io.k8s.api.core.v1.LocalObjectReference";
+const EVICTION_RESPONDER: &str = "io.k8s.api.core.v1.EvictionResponder";
 const HOST_ALIAS: &str = "io.k8s.api.core.v1.HostAlias";
 const TOPOLOGY_SPREAD_CONSTRAINT: &str = "io.k8s.api.core.v1.TopologySpreadConstraint";
 const POD_RESOURCE_CLAIM: &str = "io.k8s.api.core.v1.PodResourceClaim";
@@ -68,112 +69,36 @@ const fn merge(
 }
 
 /// The paths from Deployment down to every field that has a patch strategy, and those fields.
+#[rustfmt::skip]
 pub const TABLE: &[PatchField] = &[
     link(DEPLOYMENT, "metadata", OBJECT_META),
     link(DEPLOYMENT, "spec", DEPLOYMENT_SPEC),
     link(DEPLOYMENT, "status", DEPLOYMENT_STATUS),
     merge(OBJECT_META, "finalizers", "", "merge", ""),
-    merge(
-        OBJECT_META,
-        "ownerReferences",
-        OWNER_REFERENCE,
-        "merge",
-        "uid",
-    ),
+    merge(OBJECT_META, "ownerReferences", OWNER_REFERENCE, "merge", "uid"),
     link(DEPLOYMENT_SPEC, "template", POD_TEMPLATE_SPEC),
-    merge(
-        DEPLOYMENT_SPEC,
-        "strategy",
-        DEPLOYMENT_STRATEGY,
-        "retainKeys",
-        "",
-    ),
-    merge(
-        DEPLOYMENT_STATUS,
-        "conditions",
-        DEPLOYMENT_CONDITION,
-        "merge",
-        "type",
-    ),
+    merge(DEPLOYMENT_SPEC, "strategy", DEPLOYMENT_STRATEGY, "retainKeys", ""),
+    merge(DEPLOYMENT_STATUS, "conditions", DEPLOYMENT_CONDITION, "merge", "type"),
     link(POD_TEMPLATE_SPEC, "metadata", OBJECT_META),
     link(POD_TEMPLATE_SPEC, "spec", POD_SPEC),
     merge(POD_SPEC, "containers", CONTAINER, "merge", "name"),
     merge(POD_SPEC, "initContainers", CONTAINER, "merge", "name"),
-    merge(
-        POD_SPEC,
-        "ephemeralContainers",
-        EPHEMERAL_CONTAINER,
-        "merge",
-        "name",
-    ),
+    merge(POD_SPEC, "ephemeralContainers", EPHEMERAL_CONTAINER, "merge", "name"),
+    merge(POD_SPEC, "evictionResponders", EVICTION_RESPONDER, "merge", "name"),
     merge(POD_SPEC, "volumes", VOLUME, "merge,retainKeys", "name"),
-    merge(
-        POD_SPEC,
-        "imagePullSecrets",
-        LOCAL_OBJECT_REFERENCE,
-        "merge",
-        "name",
-    ),
+    merge(POD_SPEC, "imagePullSecrets", LOCAL_OBJECT_REFERENCE, "merge", "name"),
     merge(POD_SPEC, "hostAliases", HOST_ALIAS, "merge", "ip"),
-    merge(
-        POD_SPEC,
-        "topologySpreadConstraints",
-        TOPOLOGY_SPREAD_CONSTRAINT,
-        "merge",
-        "topologyKey",
-    ),
-    merge(
-        POD_SPEC,
-        "resourceClaims",
-        POD_RESOURCE_CLAIM,
-        "merge,retainKeys",
-        "name",
-    ),
-    merge(
-        POD_SPEC,
-        "schedulingGates",
-        POD_SCHEDULING_GATE,
-        "merge",
-        "name",
-    ),
+    merge(POD_SPEC, "topologySpreadConstraints", TOPOLOGY_SPREAD_CONSTRAINT, "merge", "topologyKey"),
+    merge(POD_SPEC, "resourceClaims", POD_RESOURCE_CLAIM, "merge,retainKeys", "name"),
+    merge(POD_SPEC, "schedulingGates", POD_SCHEDULING_GATE, "merge", "name"),
     merge(CONTAINER, "ports", CONTAINER_PORT, "merge", "containerPort"),
     merge(CONTAINER, "env", ENV_VAR, "merge", "name"),
-    merge(
-        CONTAINER,
-        "volumeMounts",
-        VOLUME_MOUNT,
-        "merge",
-        "mountPath",
-    ),
-    merge(
-        CONTAINER,
-        "volumeDevices",
-        VOLUME_DEVICE,
-        "merge",
-        "devicePath",
-    ),
-    merge(
-        EPHEMERAL_CONTAINER,
-        "ports",
-        CONTAINER_PORT,
-        "merge",
-        "containerPort",
-    ),
+    merge(CONTAINER, "volumeMounts", VOLUME_MOUNT, "merge", "mountPath"),
+    merge(CONTAINER, "volumeDevices", VOLUME_DEVICE, "merge", "devicePath"),
+    merge(EPHEMERAL_CONTAINER, "ports", CONTAINER_PORT, "merge", "containerPort"),
     merge(EPHEMERAL_CONTAINER, "env", ENV_VAR, "merge", "name"),
-    merge(
-        EPHEMERAL_CONTAINER,
-        "volumeMounts",
-        VOLUME_MOUNT,
-        "merge",
-        "mountPath",
-    ),
-    merge(
-        EPHEMERAL_CONTAINER,
-        "volumeDevices",
-        VOLUME_DEVICE,
-        "merge",
-        "devicePath",
-    ),
+    merge(EPHEMERAL_CONTAINER, "volumeMounts", VOLUME_MOUNT, "merge", "mountPath"),
+    merge(EPHEMERAL_CONTAINER, "volumeDevices", VOLUME_DEVICE, "merge", "devicePath"),
 ];
 
 /// The patch metadata of `field` in the type `owner`, if it has any.

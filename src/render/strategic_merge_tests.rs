@@ -122,12 +122,19 @@ fn patch_replace_takes_the_containers_list_as_given() {
 fn patch_replace_and_delete_on_maps() {
     let out = apply(json!({"spec": {"template": {"spec": {"volumes": [
         {"name": "creds", "secret": {"$patch": "replace", "secretName": "other"}}
-    ], "securityContext": {"$patch": "delete"}}}}}));
+    ]}}}}));
     assert_eq!(
         pod(&out)["volumes"][0],
         json!({"name": "creds", "secret": {"secretName": "other"}})
     );
+
+    let mut live = base();
+    live["spec"]["template"]["spec"]["securityContext"] = json!({"runAsNonRoot": true});
+    let delete = json!({"spec": {"template": {"spec": {"securityContext": {"$patch": "delete"}}}}});
+    let out = strategic_merge(&live, &delete, DEPLOYMENT).expect("merges");
     assert_eq!(pod(&out)["securityContext"], json!({}));
+    // Where nothing lives yet, a map carrying a directive is dropped, as the API server does.
+    assert_eq!(pod(&apply(delete)).get("securityContext"), None);
 }
 
 #[test]
