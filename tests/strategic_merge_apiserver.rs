@@ -282,13 +282,16 @@ async fn every_rendered_object_is_accepted_by_the_api_server() {
     );
 }
 
+/// `(definition, field)` of an OpenAPI property.
+type FieldId = (String, String);
+
 /// `(definition, field) -> (strategy, merge key)` for every field with patch metadata, over the
 /// definitions reachable from Deployment in the server's `/openapi/v2`.
 fn published_metadata(
     openapi: &Value,
 ) -> (
-    BTreeMap<(String, String), (String, String)>,
-    BTreeMap<(String, String), String>,
+    BTreeMap<FieldId, (String, String)>,
+    BTreeMap<FieldId, String>,
 ) {
     let definitions = &openapi["definitions"];
     let reference = |schema: &Value| -> Option<String> {
