@@ -6,6 +6,7 @@ pub mod admission;
 pub mod api;
 pub mod cli;
 pub mod cloudflare;
+pub mod render;
 pub mod run;
 pub mod telemetry;
 pub mod testenv;

@@ -1,0 +1,108 @@
+//! cloudflared's config.yaml (SPEC §3.4 item 1): fixed key order, so equal input gives equal bytes.
+use serde::Serialize;
+
+use super::RenderError;
+use super::ingress::ordered_routes;
+use super::input::{OriginRequest, TunnelInput};
+use crate::admission::service_url::service_problem;
+
+pub const CONFIG_KEY: &str = "config.yaml";
+pub const CREDENTIALS_KEY: &str = "credentials.json";
+pub const CREDS_DIR: &str = "/etc/cloudflared/creds";
+pub const CONFIG_DIR: &str = "/etc/cloudflared/config";
+pub const CERTS_DIR: &str = "/etc/cloudflared/certs";
+pub const METRICS_ADDRESS: &str = "0.0.0.0:2000";
+pub const METRICS_PORT: u16 = 2000;
+/// The key of the `originCaPool` Secret used as the tunnel-wide CA pool.
+pub const ORIGIN_CA_KEY: &str = "tls.crt";
+
+#[derive(Serialize)]
+struct ConfigFile<'a> {
+    tunnel: &'a str,
+    #[serde(rename = "credentials-file")]
+    credentials_file: String,
+    metrics: &'a str,
+    #[serde(rename = "no-autoupdate")]
+    no_autoupdate: bool,
+    #[serde(
+        rename = "originRequest",
+        skip_serializing_if = "OriginRequest::is_empty"
+    )]
+    origin_request: OriginRequest,
+    ingress: Vec<Rule<'a>>,
+}
+
+#[derive(Serialize)]
+struct Rule<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hostname: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'a str>,
+    service: &'a str,
+    #[serde(
+        rename = "originRequest",
+        skip_serializing_if = "OriginRequest::is_empty"
+    )]
+    origin_request: OriginRequest,
+}
+
+/// Where cloudflared finds a key of the mounted `originCaPool` Secret.
+fn ca_path(key: &str) -> String {
+    format!("{CERTS_DIR}/{key}")
+}
+
+/// The text of config.yaml for `input`.
+pub fn render_config(input: &TunnelInput) -> Result<String, RenderError> {
+    let spec = &input.spec;
+    let has_ca_pool = spec
+        .origin_ca_pool
+        .as_deref()
+        .is_some_and(|s| !s.is_empty());
+    let top = OriginRequest {
+        no_tls_verify: spec.no_tls_verify.then_some(true),
+        ca_pool: has_ca_pool.then(|| ca_path(ORIGIN_CA_KEY)),
+        ..OriginRequest::default()
+    };
+    let mut ingress = Vec::with_capacity(input.routes.len() + 1);
+    for route in ordered_routes(&input.routes)? {
+        let mut origin_request = route.origin_request.clone();
+        if let Some(key) = origin_request.ca_pool.take() {
+            if !has_ca_pool {
+                return Err(RenderError::CaPoolWithoutOriginCaPool {
+                    hostname: route.hostname.clone(),
+                });
+            }
+            if key.is_empty() || key.contains('/') || key.starts_with('.') {
+                return Err(RenderError::InvalidRoute {
+                    hostname: route.hostname.clone(),
+                    reason: format!("caPool {key:?} is not a key of the originCaPool Secret"),
+                });
+            }
+            origin_request.ca_pool = Some(ca_path(&key));
+        }
+        ingress.push(Rule {
+            hostname: Some(&route.hostname),
+            path: route.path.as_deref(),
+            service: &route.service,
+            origin_request,
+        });
+    }
+    if let Some(reason) = service_problem(&spec.fallback_target) {
+        return Err(RenderError::InvalidFallback { reason });
+    }
+    ingress.push(Rule {
+        hostname: None,
+        path: None,
+        service: &spec.fallback_target,
+        origin_request: OriginRequest::default(),
+    });
+    let file = ConfigFile {
+        tunnel: &input.tunnel_id,
+        credentials_file: format!("{CREDS_DIR}/{CREDENTIALS_KEY}"),
+        metrics: METRICS_ADDRESS,
+        no_autoupdate: true,
+        origin_request: top,
+        ingress,
+    };
+    serde_yaml_ng::to_string(&file).map_err(|e| RenderError::Encode(e.to_string()))
+}
