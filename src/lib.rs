@@ -4,6 +4,7 @@
 //! piece so that tests, the demo and the binary share one implementation.
 pub mod admission;
 pub mod api;
+pub mod checksum_watcher;
 pub mod cli;
 pub mod cloudflare;
 pub mod render;

@@ -31,13 +31,18 @@ impl Policy for CachedPolicy {
     }
 }
 
-/// Starts the caches and the webhook; admission answers (and `/readyz`) wait for the caches.
+/// Starts the caches, the webhook and the config-checksum watcher; admission answers (and
+/// `/readyz`) wait for the caches.
 pub async fn start_webhook(
     client: Client,
     scope: &WatchScope,
     config: WebhookConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ServingHandle, WebhookError> {
+    tokio::spawn(crate::checksum_watcher::run(
+        client.clone(),
+        scope.namespace.clone(),
+    ));
     let (cache, synced) = ViewCache::start(client, scope);
     let readiness = Readiness::new();
     let ready = readiness.clone();

@@ -31,6 +31,7 @@ static WEBHOOK: OnceLock<SocketAddr> = OnceLock::new();
 
 async fn env() -> Env {
     let plane = match shared(|| ControlPlaneOptions {
+        controller_manager: true,
         crds: crds::all(&ConversionService::default()),
         ..Default::default()
     })
@@ -437,4 +438,337 @@ async fn a_privileged_cloudflared_container_is_refused_naming_the_field() {
         "spec.template.spec.containers[0].securityContext.privileged: true is refused; cloudflared needs no privileges, remove the field",
     )
     .await;
+}
+
+/// One case of `tests/data/admission`: its documents and the message fragments it must produce.
+struct Case {
+    name: String,
+    documents: Vec<serde_json::Value>,
+    expects: Vec<String>,
+}
+
+fn cases() -> Vec<Case> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/admission");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .expect("case directory")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("case file");
+            let expects = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("# expect: "))
+                .map(str::to_string)
+                .collect();
+            let documents = serde_yaml_ng::Deserializer::from_str(&text)
+                .map(|doc| serde::Deserialize::deserialize(doc).expect("case YAML"))
+                .filter(|v: &serde_json::Value| !v.is_null())
+                .map(|mut v| {
+                    if v["kind"] == "Namespace" {
+                        v["metadata"]["labels"][OPT_IN] = serde_json::json!("on");
+                    }
+                    v
+                })
+                .collect();
+            Case {
+                name: path
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                documents,
+                expects,
+            }
+        })
+        .collect()
+}
+
+/// Applies the documents one by one, as a user would; returns what kubectl printed for the
+/// first refused one. Accepted objects are deleted again (namespaces stay).
+async fn run_case(env: &Env, case: &Case) -> Option<String> {
+    let mut applied = Vec::new();
+    let mut refused = None;
+    for doc in &case.documents {
+        // No --namespace: each document says where it goes (absent: the kubeconfig's `default`).
+        let (ok, printed) = kubectl(env.plane, &["apply", "-f", "-"], &doc.to_string());
+        if !ok {
+            refused = Some(printed);
+            break;
+        }
+        applied.push(doc);
+        // Give the webhook's caches a moment to see objects that claim hostnames.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for doc in applied.iter().rev().filter(|d| d["kind"] != "Namespace") {
+        let _ = kubectl(
+            env.plane,
+            &["delete", "--ignore-not-found", "-f", "-"],
+            &doc.to_string(),
+        );
+    }
+    refused
+}
+
+#[tokio::test]
+async fn every_case_of_the_admission_table_is_refused_through_the_api_server() {
+    let env = env().await;
+    enable_webhook(&env, "default");
+    let cases = cases();
+    assert!(cases.len() >= 45, "the table has {} cases", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let mut last = None;
+        for _attempt in 0..3 {
+            let printed = run_case(&env, case).await;
+            if printed
+                .as_deref()
+                .is_some_and(|p| case.expects.iter().all(|e| p.contains(e.as_str())))
+            {
+                last = None;
+                break;
+            }
+            last = Some(printed.unwrap_or_else(|| "(every document was accepted)".into()));
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        if let Some(printed) = last {
+            failures.push(format!(
+                "{}: expected {:?}\n  kubectl printed: {printed}",
+                case.name, case.expects
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[tokio::test]
+async fn the_go_operator_shapes_are_accepted_unchanged() {
+    let env = env().await;
+    let ns = namespace(&env, "adm-valid", true).await;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/admission/valid");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .expect("valid dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let text = std::fs::read_to_string(&path).expect("manifest");
+        let (ok, printed) = kubectl(env.plane, &["apply", "--namespace", &ns, "-f", "-"], &text);
+        assert!(ok, "{}: {printed}", path.display());
+    }
+}
+
+fn bare_workload(kind: &str, name: &str, extra_container: bool, affinity: bool) -> String {
+    let sidecar = if extra_container {
+        "        - name: sidecar\n          image: busybox:1.37\n          command: [sleep, infinity]\n"
+    } else {
+        ""
+    };
+    let affinity = if affinity {
+        "      affinity:\n        nodeAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n            nodeSelectorTerms:\n              - matchExpressions: [{key: zone, operator: In, values: [a]}]\n              - matchExpressions: [{key: zone, operator: In, values: [b]}]\n"
+    } else {
+        ""
+    };
+    format!(
+        "apiVersion: apps/v1\nkind: {kind}\nmetadata:\n  name: {name}\n  labels: {{cfargotunnel.com/app: cloudflared}}\nspec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}, cfargotunnel.com/app: cloudflared}}}}\n    spec:\n{affinity}      containers:\n        - name: cloudflared\n          image: cloudflare/cloudflared:2026.11.0\n          args: [tunnel, --metrics, 0.0.0.0:2000, run]\n{sidecar}"
+    )
+}
+
+fn assert_hardened(pod: &serde_json::Value, what: &str) {
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{what}");
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault",
+        "{what}"
+    );
+    assert_eq!(pod["automountServiceAccountToken"], false, "{what}");
+    let c = &pod["containers"][0];
+    assert_eq!(c["name"], "cloudflared");
+    assert_eq!(
+        c["securityContext"]["allowPrivilegeEscalation"], false,
+        "{what}"
+    );
+    assert_eq!(
+        c["securityContext"]["readOnlyRootFilesystem"], true,
+        "{what}"
+    );
+    assert_eq!(
+        c["securityContext"]["capabilities"]["drop"],
+        serde_json::json!(["ALL"]),
+        "{what}"
+    );
+    assert_eq!(
+        c["resources"]["requests"],
+        serde_json::json!({"cpu": "10m", "memory": "64Mi"}),
+        "{what}"
+    );
+    assert_eq!(
+        c["resources"]["limits"],
+        serde_json::json!({"memory": "256Mi"}),
+        "{what}"
+    );
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/ready", "{what}");
+    assert_eq!(c["startupProbe"]["httpGet"]["path"], "/ready", "{what}");
+    assert_eq!(
+        c["livenessProbe"]["httpGet"]["path"], "/healthcheck",
+        "{what}"
+    );
+    assert!(
+        c["livenessProbe"]["failureThreshold"]
+            .as_i64()
+            .is_some_and(|f| f >= 3),
+        "{what}"
+    );
+    let terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: no required node affinity"));
+    for term in terms {
+        let keys: Vec<&str> = term["matchExpressions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e["key"].as_str())
+            .collect();
+        assert!(
+            keys.contains(&"kubernetes.io/os") && keys.contains(&"kubernetes.io/arch"),
+            "{what}: {term}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn cloudflared_workloads_and_their_pods_are_stored_hardened() {
+    let env = env().await;
+    let ns = namespace(&env, "adm-harden", true).await;
+    let (ok, printed) = apply(
+        env.plane,
+        &ns,
+        &bare_workload("Deployment", "cf", true, true),
+    );
+    assert!(ok, "{printed}");
+    let (ok, printed) = apply(
+        env.plane,
+        &ns,
+        &bare_workload("DaemonSet", "cf-ds", false, false),
+    );
+    assert!(ok, "{printed}");
+    let deployment = get_json(env.plane, &ns, "deployment/cf");
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_hardened(pod, "Deployment");
+    let terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"].as_array().expect("terms");
+    assert_eq!(
+        terms.len(),
+        2,
+        "merged into both existing terms, none appended"
+    );
+    assert_eq!(terms[0]["matchExpressions"][0]["key"], "zone");
+    assert_eq!(
+        pod["containers"][1],
+        serde_json::json!({"name": "sidecar", "image": "busybox:1.37", "command": ["sleep", "infinity"], "imagePullPolicy": "IfNotPresent", "resources": {}, "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}),
+        "the sidecar is left as the user wrote it (plus the API server's own defaults)"
+    );
+    assert_hardened(
+        &get_json(env.plane, &ns, "daemonset/cf-ds")["spec"]["template"]["spec"],
+        "DaemonSet",
+    );
+
+    // Re-applying the same manifest changes nothing: the mutation is idempotent.
+    let generation = deployment["metadata"]["generation"].clone();
+    let (ok, printed) = apply(
+        env.plane,
+        &ns,
+        &bare_workload("Deployment", "cf", true, true),
+    );
+    assert!(ok, "{printed}");
+    assert_eq!(
+        get_json(env.plane, &ns, "deployment/cf")["metadata"]["generation"],
+        generation
+    );
+
+    // The Pods kube-controller-manager creates go through the Pod webhook too.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let pods = get_json(env.plane, &ns, "pods");
+        if let Some(pod) = pods["items"].as_array().and_then(|items| {
+            items
+                .iter()
+                .find(|p| p["metadata"]["labels"]["app"] == "cf")
+        }) {
+            assert_hardened(&pod["spec"], "Pod");
+            break;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let (_, printed) = kubectl(
+                env.plane,
+                &["get", "--namespace", &ns, "rs,pods,events", "-o", "wide"],
+                "",
+            );
+            let kcm = std::fs::read_to_string(env.plane.dir().join("kube-controller-manager.log"))
+                .unwrap_or_default();
+            let tail: Vec<&str> = kcm.lines().rev().take(30).collect();
+            panic!(
+                "no Pod was created for the Deployment:\n{printed}\n{}",
+                tail.join("\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_user_managed_workload_gets_a_checksum_that_follows_its_config_map() {
+    let env = env().await;
+    let ns = namespace(&env, "adm-checksum", true).await;
+    let config = |value: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cloudflared-config\ndata:\n  config.yaml: |\n    tunnel: {value}\n"
+        )
+    };
+    let (ok, printed) = apply(env.plane, &ns, &config("first"));
+    assert!(ok, "{printed}");
+    let workload = format!(
+        "{}      volumes:\n        - name: config\n          configMap: {{name: cloudflared-config}}\n",
+        bare_workload("Deployment", "chart", false, false)
+    );
+    let (ok, printed) = apply(env.plane, &ns, &workload);
+    assert!(ok, "{printed}");
+    let checksum = |env: &Env| {
+        get_json(env.plane, &ns, "deployment/chart")["spec"]["template"]["metadata"]["annotations"]
+            ["cfargotunnel.com/checksum"]
+            .as_str()
+            .map(str::to_string)
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let first = loop {
+        if let Some(sum) = checksum(&env) {
+            break sum;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the checksum was never stamped"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_eq!(first.len(), 64, "a SHA-256 hex digest");
+    let (ok, printed) = apply(env.plane, &ns, &config("second"));
+    assert!(ok, "{printed}");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let now = checksum(&env);
+        if now.as_deref().is_some_and(|s| s != first) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "editing the ConfigMap never changed the checksum"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 }

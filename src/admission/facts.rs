@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
 use super::view::{
     HostnameClaim, RouteNamespacePolicy, TunnelFacts, TunnelIdentity, TunnelKind, find_tunnel,
@@ -10,7 +11,9 @@ use super::view::{
 use super::{binding, service};
 use crate::api::{TunnelBinding, TunnelSpec};
 
-/// Facts of a Tunnel (`namespace` set) or ClusterTunnel (`namespace` empty).
+/// Facts of a Tunnel or ClusterTunnel (whose `namespace` is ignored). An unknown `from` falls
+/// back to the kind's default (the tunnel's own validation reports it); `Selector` without a
+/// selector admits no namespace.
 pub fn tunnel_facts(
     kind: TunnelKind,
     namespace: &str,
@@ -21,28 +24,20 @@ pub fn tunnel_facts(
         .allowed_routes
         .as_ref()
         .and_then(|a| a.namespaces.as_ref());
-    let allowed = match (
-        routes.and_then(|n| n.from.as_deref()),
-        routes.and_then(|n| n.selector.clone()),
-    ) {
-        (Some("All"), _) => RouteNamespacePolicy::All,
-        (Some("Same"), _) => RouteNamespacePolicy::Same,
-        (Some("Selector"), Some(selector)) => RouteNamespacePolicy::Selector(selector),
-        // Defaults: ClusterTunnels served every namespace under the Go operator.
+    let allowed = match routes.and_then(|n| n.from.as_deref()) {
+        Some("All") => RouteNamespacePolicy::All,
+        Some("Same") => RouteNamespacePolicy::Same,
+        Some("Selector") => RouteNamespacePolicy::Selector(
+            routes
+                .and_then(|n| n.selector.clone())
+                .unwrap_or_else(never_matching),
+        ),
+        // ClusterTunnels served every namespace under the Go operator.
         _ if kind == TunnelKind::ClusterTunnel => RouteNamespacePolicy::All,
         _ => RouteNamespacePolicy::Same,
     };
-    let namespace = if kind == TunnelKind::ClusterTunnel {
-        String::new()
-    } else {
-        namespace.to_string()
-    };
     TunnelFacts {
-        identity: TunnelIdentity {
-            kind,
-            namespace,
-            name: name.to_string(),
-        },
+        identity: referenced(kind, namespace, name),
         domain: spec.cloudflare.domain.clone(),
         allowed,
         has_origin_ca_pool: spec
@@ -52,8 +47,33 @@ pub fn tunnel_facts(
     }
 }
 
-/// Hostnames a binding claims, given the tunnels known (a subject without fqdn claims the
-/// default `<service>.<domain>` once its tunnel is known).
+fn never_matching() -> LabelSelector {
+    LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: "kubernetes.io/metadata.name".into(),
+            operator: "In".into(),
+            values: Some(Vec::new()),
+        }]),
+        match_labels: None,
+    }
+}
+
+/// The identity a reference from `namespace` points at, whether the tunnel exists or not.
+pub fn referenced(kind: TunnelKind, namespace: &str, name: &str) -> TunnelIdentity {
+    let namespace = if kind == TunnelKind::ClusterTunnel {
+        String::new()
+    } else {
+        namespace.to_string()
+    };
+    TunnelIdentity {
+        kind,
+        namespace,
+        name: name.to_string(),
+    }
+}
+
+/// Hostnames a binding claims: each subject's fqdn, or its default `<service>.<domain>` once the
+/// tunnel is known. A claim on a tunnel that does not exist yet still holds the hostname.
 pub fn binding_claims(
     b: &TunnelBinding,
     namespace: &str,
@@ -64,17 +84,16 @@ pub fn binding_claims(
     let Some(kind) = TunnelKind::parse(&b.spec.tunnel_ref.kind) else {
         return Vec::new();
     };
-    let Some(tunnel) = find_tunnel(tunnels, kind, namespace, &b.spec.tunnel_ref.name) else {
-        return Vec::new();
-    };
+    let facts = find_tunnel(tunnels, kind, namespace, &b.spec.tunnel_ref.name);
+    let identity = referenced(kind, namespace, &b.spec.tunnel_ref.name);
     let mut claims = Vec::new();
     for (i, subject) in b.spec.subjects.iter().enumerate() {
         let route = binding::subject_route(i, subject, namespace);
-        for (_, fqdn) in route.effective_fqdns(Some(tunnel)) {
+        for (_, fqdn) in route.effective_fqdns(facts) {
             claims.push(HostnameClaim {
-                fqdn: fqdn.to_ascii_lowercase(),
+                fqdn,
                 path: route.path_value().to_string(),
-                tunnel: tunnel.identity.clone(),
+                tunnel: identity.clone(),
                 owner: format!("{object} (subject {})", subject.name),
                 object: object.clone(),
             });
@@ -83,14 +102,11 @@ pub fn binding_claims(
     claims
 }
 
-/// Hostnames a labelled Service claims.
+/// Hostnames a labelled Service claims through its annotations.
 pub fn service_claims(s: &Service, namespace: &str, tunnels: &[TunnelFacts]) -> Vec<HostnameClaim> {
     let empty = BTreeMap::new();
     let labels = s.metadata.labels.as_ref().unwrap_or(&empty);
     let Some((kind, tunnel_name)) = service::exposure(labels) else {
-        return Vec::new();
-    };
-    let Some(tunnel) = find_tunnel(tunnels, kind, namespace, tunnel_name) else {
         return Vec::new();
     };
     let name = s.metadata.name.as_deref().unwrap_or("");
@@ -100,13 +116,14 @@ pub fn service_claims(s: &Service, namespace: &str, tunnels: &[TunnelFacts]) -> 
         namespace,
         s.metadata.annotations.as_ref().unwrap_or(&empty),
     );
+    let identity = referenced(kind, namespace, tunnel_name);
     route
-        .effective_fqdns(Some(tunnel))
+        .effective_fqdns(find_tunnel(tunnels, kind, namespace, tunnel_name))
         .into_iter()
         .map(|(_, fqdn)| HostnameClaim {
-            fqdn: fqdn.to_ascii_lowercase(),
+            fqdn,
             path: route.path_value().to_string(),
-            tunnel: tunnel.identity.clone(),
+            tunnel: identity.clone(),
             owner: object.clone(),
             object: object.clone(),
         })

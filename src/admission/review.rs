@@ -171,34 +171,35 @@ fn answer(response: AdmissionResponse, verdict: Verdict) -> AdmissionResponse {
     response
 }
 
-/// The mutating webhook's answer: defaulting of our own kinds.
+/// The mutating webhook's answer: hardening of cloudflared workloads (SPEC §2.3) and defaulting
+/// of our own kinds. The checksum of user-managed workloads is stamped by the checksum watcher,
+/// so the admission path never reads ConfigMaps.
 pub fn mutate(req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     let response = AdmissionResponse::from(req);
-    if subject(req) != Some(Subject::TunnelBinding) {
-        return response;
-    }
     let Some(object) = json(&req.object) else {
         return response;
     };
-    let Some(kind) = object.pointer("/tunnelRef/kind").and_then(Value::as_str) else {
-        return response;
+    let patch = match subject(req) {
+        Some(Subject::TunnelBinding) => binding_defaults(&object),
+        Some(Subject::Workload | Subject::Pod) => super::mutate::mutate_workload(&object).ok(),
+        _ => None,
     };
-    let Some(canonical) = TunnelKind::parse(kind)
-        .map(TunnelKind::as_str)
-        .filter(|c| *c != kind)
-    else {
-        return response;
-    };
-    let patch: json_patch::Patch = match serde_json::from_value(serde_json::json!([
-        {"op": "replace", "path": "/tunnelRef/kind", "value": canonical}
-    ])) {
-        Ok(p) => p,
-        Err(_) => return response,
-    };
-    match response.clone().with_patch(patch) {
-        Ok(r) => r,
-        Err(_) => response,
+    match patch.filter(|p| !p.0.is_empty()) {
+        Some(patch) => response.clone().with_patch(patch).unwrap_or(response),
+        None => response,
     }
+}
+
+/// `tunnelRef.kind` in its canonical case (the Go operator accepted any case).
+fn binding_defaults(object: &Value) -> Option<json_patch::Patch> {
+    let kind = object.pointer("/tunnelRef/kind").and_then(Value::as_str)?;
+    let canonical = TunnelKind::parse(kind)
+        .map(TunnelKind::as_str)
+        .filter(|c| *c != kind)?;
+    serde_json::from_value(
+        serde_json::json!([{"op": "replace", "path": "/tunnelRef/kind", "value": canonical}]),
+    )
+    .ok()
 }
 
 /// CRD conversion: every object to the desired version, or a failure naming the object.

@@ -482,10 +482,20 @@ fn an_unpinned_image_is_refused() {
 #[test]
 fn a_deploy_patch_cannot_strip_the_hardening() {
     let patch = r#"{"spec":{"template":{"spec":{"automountServiceAccountToken":null,"securityContext":null,"containers":[{"name":"cloudflared","securityContext":null,"resources":null}]}}}}"#;
-    let rendered = render(&input(TunnelKind::Tunnel, spec(json!({"deployPatch": patch})), vec![]));
+    let rendered = render(&input(
+        TunnelKind::Tunnel,
+        spec(json!({"deployPatch": patch})),
+        vec![],
+    ));
     let pod = &rendered.deployment["spec"]["template"]["spec"];
     assert_eq!(pod["automountServiceAccountToken"], false);
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
-    assert_eq!(pod["containers"][0]["securityContext"]["allowPrivilegeEscalation"], false);
-    assert_eq!(pod["containers"][0]["resources"]["limits"]["memory"], "256Mi");
+    assert_eq!(
+        pod["containers"][0]["securityContext"]["allowPrivilegeEscalation"],
+        false
+    );
+    assert_eq!(
+        pod["containers"][0]["resources"]["limits"]["memory"],
+        "256Mi"
+    );
 }

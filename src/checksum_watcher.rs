@@ -1,0 +1,198 @@
+//! Keeps `cfargotunnel.com/checksum` on user-managed cloudflared Deployments and DaemonSets (e.g.
+//! the `cloudflare-tunnel` Helm chart's) equal to the hash of the ConfigMaps their pods mount, so
+//! a config change rolls the pods (SPEC §2.3). Workloads controlled by a Tunnel are left to the
+//! tunnel reconciler. The admission path never reads ConfigMaps: stamping happens here.
+//!
+//! Workloads are watched by label; ConfigMaps metadata-only (names and resourceVersions), so
+//! memory stays small however many unrelated ConfigMaps the cluster has.
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Patch, PatchParams};
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::admission::mutate::{ConfigMapContent, config_checksum, mounted_config_maps, restamp};
+use crate::api::names::{APP_CLOUDFLARED, LABEL_APP};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChecksumError {
+    #[error("reading ConfigMap {namespace}/{name}: {source}")]
+    ReadConfigMap {
+        namespace: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("stamping {kind} {namespace}/{name}: {source}")]
+    Stamp {
+        kind: &'static str,
+        namespace: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("serializing the workload: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+struct Context {
+    client: Client,
+}
+
+/// Runs the watchers for Deployments and DaemonSets until the process ends.
+pub async fn run(client: Client, namespace: Option<String>) {
+    let deployments = watch::<Deployment>(client.clone(), namespace.clone());
+    let daemon_sets = watch::<DaemonSet>(client, namespace);
+    futures::join!(deployments, daemon_sets);
+}
+
+async fn watch<K>(client: Client, namespace: Option<String>)
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let workloads: Api<K> = scoped(&client, namespace.as_deref());
+    let config_maps: Api<PartialObjectMeta<ConfigMap>> = scoped(&client, namespace.as_deref());
+    let selector = format!("{LABEL_APP}={APP_CLOUDFLARED}");
+    let controller = Controller::new(workloads, watcher::Config::default().labels(&selector));
+    let store = controller.store();
+    controller
+        .watches(
+            config_maps,
+            watcher::Config::default(),
+            move |cm: PartialObjectMeta<ConfigMap>| {
+                let namespace = cm.namespace().unwrap_or_default();
+                let name = cm.name_any();
+                store
+                    .state()
+                    .into_iter()
+                    .filter(|w| w.namespace().as_deref() == Some(namespace.as_str()))
+                    .filter(|w| {
+                        pod_spec(w.as_ref())
+                            .is_some_and(|pod| mounted_config_maps(&pod).contains(&name))
+                    })
+                    .map(|w| ObjectRef::from_obj(w.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .run(
+            reconcile::<K>,
+            error_policy::<K>,
+            Arc::new(Context { client }),
+        )
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "checksum watcher event");
+            }
+        })
+        .await;
+}
+
+fn scoped<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+fn pod_spec<K: Serialize>(workload: &K) -> Option<Value> {
+    serde_json::to_value(workload)
+        .ok()?
+        .pointer("/spec/template/spec")
+        .cloned()
+}
+
+async fn reconcile<K>(workload: Arc<K>, ctx: Arc<Context>) -> Result<Action, ChecksumError>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
+{
+    let namespace = workload.namespace().unwrap_or_default();
+    let object = serde_json::to_value(workload.as_ref())?;
+    let names = object
+        .pointer("/spec/template/spec")
+        .map(mounted_config_maps)
+        .unwrap_or_default();
+    let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
+    let mut contents: Vec<ConfigMapContent> = Vec::with_capacity(names.len());
+    for name in names {
+        let found =
+            config_maps
+                .get_opt(&name)
+                .await
+                .map_err(|source| ChecksumError::ReadConfigMap {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    source,
+                })?;
+        // A missing (optional) ConfigMap counts as absent: creating it changes the checksum.
+        if let Some(cm) = found {
+            let binary: BTreeMap<String, String> = cm
+                .binary_data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| {
+                    (
+                        k,
+                        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, v.0),
+                    )
+                })
+                .collect();
+            contents.push((name, cm.data.unwrap_or_default(), binary));
+        }
+    }
+    if let Some(patch) = restamp(&object, &config_checksum(&contents)) {
+        let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
+        api.patch(
+            &workload.name_any(),
+            &PatchParams::default(),
+            &Patch::<()>::Json(patch),
+        )
+        .await
+        .map_err(|source| ChecksumError::Stamp {
+            kind: std::any::type_name::<K>()
+                .rsplit("::")
+                .next()
+                .unwrap_or("workload"),
+            namespace: namespace.clone(),
+            name: workload.name_any(),
+            source,
+        })?;
+        tracing::info!(
+            namespace,
+            name = workload.name_any(),
+            "stamped the config checksum"
+        );
+    }
+    Ok(Action::await_change())
+}
+
+fn error_policy<K>(_workload: Arc<K>, error: &ChecksumError, _ctx: Arc<Context>) -> Action {
+    tracing::warn!(%error, "config checksum not updated; retrying");
+    Action::requeue(Duration::from_secs(10))
+}
