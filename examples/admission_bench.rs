@@ -58,7 +58,7 @@ fn view() -> AdmissionView {
             has_origin_ca_pool: false,
         })
         .collect();
-    let claims = (0..1000)
+    let claims: Vec<HostnameClaim> = (0..1000)
         .map(|i| HostnameClaim {
             fqdn: format!("app-{i}.example.com"),
             path: String::new(),
@@ -67,11 +67,7 @@ fn view() -> AdmissionView {
             object: format!("TunnelBinding ns-{i}/b"),
         })
         .collect();
-    AdmissionView {
-        tunnels,
-        namespace_labels: Default::default(),
-        claims,
-    }
+    AdmissionView::new(tunnels, Default::default(), claims)
 }
 
 fn review_body(i: usize) -> Vec<u8> {

@@ -161,7 +161,6 @@ impl ViewCache {
                 &tunnels,
             ));
         }
-        claims.dedup();
         let namespace_labels = s
             .namespaces
             .state()
@@ -173,11 +172,7 @@ impl ViewCache {
                 )
             })
             .collect();
-        AdmissionView {
-            tunnels,
-            namespace_labels,
-            claims,
-        }
+        AdmissionView::new(tunnels, namespace_labels, claims)
     }
 }
 

@@ -11,8 +11,16 @@ use super::{binding, service};
 use crate::api::TunnelBinding;
 
 fn view() -> AdmissionView {
-    AdmissionView {
-        tunnels: vec![
+    view_with_claim_on(TunnelIdentity {
+        kind: TunnelKind::ClusterTunnel,
+        namespace: String::new(),
+        name: "edge".into(),
+    })
+}
+
+fn view_with_claim_on(claim_tunnel: TunnelIdentity) -> AdmissionView {
+    AdmissionView::new(
+        vec![
             TunnelFacts {
                 identity: TunnelIdentity {
                     kind: TunnelKind::Tunnel,
@@ -34,19 +42,15 @@ fn view() -> AdmissionView {
                 has_origin_ca_pool: true,
             },
         ],
-        namespace_labels: BTreeMap::new(),
-        claims: vec![HostnameClaim {
+        BTreeMap::new(),
+        vec![HostnameClaim {
             fqdn: "taken.example.org".into(),
             path: String::new(),
-            tunnel: TunnelIdentity {
-                kind: TunnelKind::ClusterTunnel,
-                namespace: String::new(),
-                name: "edge".into(),
-            },
+            tunnel: claim_tunnel,
             owner: "TunnelBinding blog/front (subject front)".into(),
             object: "TunnelBinding blog/front".into(),
         }],
-    }
+    )
 }
 
 fn binding_messages(value: serde_json::Value, ns: &str) -> (Vec<String>, Vec<String>) {
@@ -111,12 +115,11 @@ fn a_different_path_on_the_same_tunnel_is_not_a_conflict_but_another_tunnel_is()
         "shop",
     );
     assert_eq!(errors, Vec::<String>::new());
-    let mut other = view();
-    other.claims[0].tunnel = TunnelIdentity {
+    let other = view_with_claim_on(TunnelIdentity {
         kind: TunnelKind::Tunnel,
         namespace: "shop".into(),
         name: "web".into(),
-    };
+    });
     let b: TunnelBinding = serde_json::from_value(binding_json(
         json!([{"name": "web", "spec": {"fqdn": "taken.example.org", "path": "^/api"}}]),
         "ClusterTunnel",

@@ -5,6 +5,7 @@ use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use kube::core::conversion::{ConversionRequest, ConversionResponse};
 use kube::core::response::Status;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::tunnel::TunnelView;
@@ -85,11 +86,11 @@ fn without_metadata_and_status(object: &Value) -> Value {
 fn judge(subject: Subject, object: &Value, namespace: &str, view: &AdmissionView) -> Verdict {
     match subject {
         Subject::Tunnel => with_tunnel(object, tunnel::validate),
-        Subject::TunnelBinding => match serde_json::from_value::<TunnelBinding>(object.clone()) {
+        Subject::TunnelBinding => match TunnelBinding::deserialize(object) {
             Ok(b) => binding::validate(&b, namespace, view),
             Err(e) => unreadable("", e),
         },
-        Subject::Service => match serde_json::from_value::<Service>(object.clone()) {
+        Subject::Service => match Service::deserialize(object) {
             Ok(s) => service::validate(&s, namespace, view),
             Err(e) => unreadable("", e),
         },

@@ -64,7 +64,8 @@ pub fn check_fields(route: &RouteInput, tunnel: Option<&TunnelFacts>, v: &mut Ve
         }
     }
     if let Some((field, path)) = &route.path
-        && let Err(e) = regex::Regex::new(path)
+        // Parsing checks the syntax without building an automaton (admission stays cheap).
+        && let Err(e) = regex_syntax::Parser::new().parse(path)
     {
         v.deny(
             field,

@@ -1,6 +1,6 @@
 //! The read-only snapshot the rules consult: tunnels, namespace labels and claimed hostnames.
 //! The webhook fills it from watch caches, `cftunnel validate` from the files it was given.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -82,7 +82,8 @@ pub struct HostnameClaim {
 pub struct AdmissionView {
     pub tunnels: Vec<TunnelFacts>,
     pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
-    pub claims: Vec<HostnameClaim>,
+    /// Claims by lowercase fqdn: admission looks up a few hostnames among thousands.
+    claims: HashMap<String, Vec<HostnameClaim>>,
 }
 
 impl AdmissionView {
@@ -90,15 +91,43 @@ impl AdmissionView {
         find_tunnel(&self.tunnels, kind, namespace, name)
     }
 
-    /// Claims on `fqdn` by objects other than `object`.
+    pub fn new(
+        tunnels: Vec<TunnelFacts>,
+        namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
+        claims: impl IntoIterator<Item = HostnameClaim>,
+    ) -> Self {
+        let mut view = AdmissionView {
+            tunnels,
+            namespace_labels,
+            claims: HashMap::new(),
+        };
+        view.add_claims(claims);
+        view
+    }
+
+    pub fn add_claims(&mut self, claims: impl IntoIterator<Item = HostnameClaim>) {
+        for claim in claims {
+            let entry = self
+                .claims
+                .entry(claim.fqdn.to_ascii_lowercase())
+                .or_default();
+            if !entry.contains(&claim) {
+                entry.push(claim);
+            }
+        }
+    }
+
+    /// Claims on `fqdn` by objects other than `object`, in the order they were added.
     pub fn claims_on<'a>(
         &'a self,
-        fqdn: &'a str,
+        fqdn: &str,
         object: &'a str,
     ) -> impl Iterator<Item = &'a HostnameClaim> + 'a {
         self.claims
-            .iter()
-            .filter(move |c| c.object != object && c.fqdn.eq_ignore_ascii_case(fqdn))
+            .get(&fqdn.to_ascii_lowercase())
+            .into_iter()
+            .flatten()
+            .filter(move |c| c.object != object)
     }
 }
 

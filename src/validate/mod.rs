@@ -80,13 +80,13 @@ fn judge(decoded: &Decoded, view: &mut admission::AdmissionView) -> Option<Verdi
         Decoded::Binding { namespace, binding } => {
             let verdict = admission::binding::validate(binding, namespace, view);
             let claims = view::binding_claims(binding, namespace, view);
-            view.claims.extend(claims);
+            view.add_claims(claims);
             Some(verdict)
         }
         Decoded::Service { namespace, service } => {
             let verdict = admission::service::validate(service, namespace, view);
             let claims = view::service_claims(service, namespace, view);
-            view.claims.extend(claims);
+            view.add_claims(claims);
             Some(verdict)
         }
         Decoded::Namespace { .. } => None,
