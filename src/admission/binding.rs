@@ -1,7 +1,7 @@
 //! Validation of TunnelBinding (SPEC §2.2).
 use std::collections::BTreeSet;
 
-use super::route::{RouteInput, check_fields, check_ownership};
+use super::route::{Field, RouteInput, check_fields, check_ownership};
 use super::syntax::is_service_name;
 use super::verdict::Verdict;
 use super::view::{AdmissionView, TunnelKind, admits};
@@ -47,12 +47,11 @@ pub fn validate(binding: &TunnelBinding, namespace: &str, view: &AdmissionView) 
         check_fields(&route, tunnel, &mut v);
         if let Some(t) = tunnel {
             for (field, fqdn) in route.effective_fqdns(Some(t)) {
-                let key = (fqdn.to_ascii_lowercase(), route.path_value().to_string());
+                let key = (fqdn.to_ascii_lowercase(), route.path_value());
                 if !seen.insert(key) {
-                    let field = if field.is_empty() {
-                        format!("subjects[{i}]")
-                    } else {
-                        field
+                    let field = match field {
+                        Field::DefaultHostname => format!("subjects[{i}]"),
+                        named => named.to_string(),
                     };
                     v.deny(field, format!("{fqdn} (path {:?}) is listed twice in this binding; keep one subject per hostname and path", route.path_value()));
                 }
@@ -82,36 +81,43 @@ fn check_subject_identity(i: usize, subject: &TunnelBindingSubject, v: &mut Verd
 }
 
 /// The route a subject declares, with `subjects[i].spec.*` field paths.
-pub fn subject_route(i: usize, subject: &TunnelBindingSubject, namespace: &str) -> RouteInput {
-    let p = |f: &str| format!("subjects[{i}].spec.{f}");
-    let some = |f: &str, value: &Option<String>| value.clone().map(|x| (p(f), x));
-    let spec = subject.spec.clone().unwrap_or_default();
+pub fn subject_route<'a>(
+    i: usize,
+    subject: &'a TunnelBindingSubject,
+    namespace: &'a str,
+) -> RouteInput<'a> {
+    let at = |name: &'static str| Field::Subject(i, name);
+    let set = |name: &'static str, value: Option<&'a String>| {
+        value
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+            .map(|s| (at(name), s))
+    };
+    let Some(spec) = subject.spec.as_ref() else {
+        return RouteInput {
+            namespace,
+            service: &subject.name,
+            ..Default::default()
+        };
+    };
     RouteInput {
-        namespace: namespace.to_string(),
-        service: subject.name.clone(),
-        fqdns: spec
-            .fqdn
-            .iter()
-            .filter(|f| !f.is_empty())
-            .map(|f| (p("fqdn"), f.clone()))
-            .collect(),
-        protocol: some("protocol", &spec.protocol.filter(|s| !s.is_empty())),
-        path: some("path", &spec.path.filter(|s| !s.is_empty())),
-        target: some("target", &spec.target.filter(|s| !s.is_empty())),
-        ca_pool: some("caPool", &spec.ca_pool.filter(|s| !s.is_empty())),
-        proxy_address: some(
-            "proxyAddress",
-            &Some(spec.proxy_address.clone()).filter(|s| !s.is_empty()),
-        ),
-        proxy_port: Some((p("proxyPort"), spec.proxy_port)),
-        proxy_type: Some((p("proxyType"), spec.proxy_type.clone())),
+        namespace,
+        service: &subject.name,
+        fqdns: set("fqdn", spec.fqdn.as_ref()).into_iter().collect(),
+        protocol: set("protocol", spec.protocol.as_ref()),
+        path: set("path", spec.path.as_ref()),
+        target: set("target", spec.target.as_ref()),
+        ca_pool: set("caPool", spec.ca_pool.as_ref()),
+        proxy_address: set("proxyAddress", Some(&spec.proxy_address)),
+        proxy_port: Some((at("proxyPort"), spec.proxy_port)),
+        proxy_type: Some((at("proxyType"), spec.proxy_type.as_str())),
         durations: [
             ("connectTimeout", &spec.connect_timeout),
             ("tlsTimeout", &spec.tls_timeout),
             ("keepAliveTimeout", &spec.keep_alive_timeout),
         ]
         .into_iter()
-        .filter_map(|(f, d)| d.clone().map(|d| (p(f), d)))
+        .filter_map(|(name, d)| d.as_deref().map(|d| (at(name), d)))
         .collect(),
     }
 }

@@ -91,7 +91,7 @@ pub fn binding_claims(
         let route = binding::subject_route(i, subject, namespace);
         for (_, fqdn) in route.effective_fqdns(facts) {
             claims.push(HostnameClaim {
-                fqdn,
+                fqdn: fqdn.into_owned(),
                 path: route.path_value().to_string(),
                 tunnel: identity.clone(),
                 owner: format!("{object} (subject {})", subject.name),
@@ -121,7 +121,7 @@ pub fn service_claims(s: &Service, namespace: &str, tunnels: &[TunnelFacts]) -> 
         .effective_fqdns(find_tunnel(tunnels, kind, namespace, tunnel_name))
         .into_iter()
         .map(|(_, fqdn)| HostnameClaim {
-            fqdn,
+            fqdn: fqdn.into_owned(),
             path: route.path_value().to_string(),
             tunnel: identity.clone(),
             owner: object.clone(),

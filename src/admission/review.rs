@@ -12,6 +12,7 @@ use super::tunnel::TunnelView;
 use super::verdict::Verdict;
 use super::view::{AdmissionView, TunnelKind};
 use super::{binding, hardening, service, tunnel};
+use crate::api::binding::TunnelBindingFields;
 use crate::api::conversion::{self, V1ALPHA2};
 use crate::api::names::GROUP;
 use crate::api::{TunnelBinding, TunnelSpec, TunnelStatus};
@@ -38,73 +39,85 @@ fn subject(req: &AdmissionRequest<DynamicObject>) -> Option<Subject> {
     }
 }
 
-/// The validating webhook's answer.
+/// The validating webhook's answer. Objects are read where they lie in the request (typed
+/// parts deserialized by reference): this is the hot path of every apply.
 pub fn validate(req: &AdmissionRequest<DynamicObject>, view: &AdmissionView) -> AdmissionResponse {
     let response = AdmissionResponse::from(req);
-    let Some(subject) = subject(req) else {
-        return response;
+    let (Some(subject), Some(new)) = (subject(req), req.object.as_ref()) else {
+        return response; // other kinds; DELETE and CONNECT carry no object to judge
     };
-    let (Some(new), namespace) = (json(&req.object), req.namespace.as_deref().unwrap_or("")) else {
-        return response; // DELETE and CONNECT carry no object to judge
-    };
-    let old = json(&req.old_object);
-    if matches!(req.operation, Operation::Update)
-        && let Some(old) = &old
-        && !needs_judging(&new, old)
-    {
-        return response;
-    }
-    let verdict = match old.filter(|_| matches!(req.operation, Operation::Update)) {
-        Some(old) => judge_update(subject, &new, &old, namespace, view),
-        None => judge(subject, &new, namespace, view),
+    let namespace = req.namespace.as_deref().unwrap_or("");
+    let old = req
+        .old_object
+        .as_ref()
+        .filter(|_| matches!(req.operation, Operation::Update));
+    let verdict = match old {
+        Some(old) if !needs_judging(new, old) => return response,
+        Some(old) => judge_update(subject, new, old, namespace, view),
+        None => judge(subject, new, namespace, view),
     };
     answer(response, verdict)
 }
 
 /// Deletion, and updates of metadata or status only, are always allowed (SPEC §2, ratcheting):
 /// objects stored before cftunnel existed must never get stuck.
-fn needs_judging(new: &Value, old: &Value) -> bool {
-    if new
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|t| !t.is_null())
-    {
-        return false;
-    }
-    without_metadata_and_status(new) != without_metadata_and_status(old)
+fn needs_judging(new: &DynamicObject, old: &DynamicObject) -> bool {
+    new.metadata.deletion_timestamp.is_none() && !same_except_status(&new.data, &old.data)
 }
 
-fn without_metadata_and_status(object: &Value) -> Value {
-    let mut object = object.clone();
-    if let Some(map) = object.as_object_mut() {
-        map.remove("metadata");
-        map.remove("status");
-        map.remove("apiVersion");
+fn same_except_status(a: &Value, b: &Value) -> bool {
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => {
+            let relevant =
+                |m: &'_ serde_json::Map<String, Value>| m.keys().filter(|k| *k != "status").count();
+            relevant(a) == relevant(b)
+                && a.iter()
+                    .filter(|(k, _)| *k != "status")
+                    .all(|(k, v)| b.get(k) == Some(v))
+        }
+        _ => a == b,
     }
-    object
 }
 
-fn judge(subject: Subject, object: &Value, namespace: &str, view: &AdmissionView) -> Verdict {
+fn judge(
+    subject: Subject,
+    object: &DynamicObject,
+    namespace: &str,
+    view: &AdmissionView,
+) -> Verdict {
     match subject {
         Subject::Tunnel => with_tunnel(object, tunnel::validate),
-        Subject::TunnelBinding => match TunnelBinding::deserialize(object) {
-            Ok(b) => binding::validate(&b, namespace, view),
+        Subject::TunnelBinding => match TunnelBindingFields::deserialize(&object.data) {
+            Ok(spec) => {
+                let binding = TunnelBinding {
+                    metadata: object.metadata.clone(),
+                    spec,
+                    status: None,
+                };
+                binding::validate(&binding, namespace, view)
+            }
             Err(e) => unreadable("", e),
         },
-        Subject::Service => match Service::deserialize(object) {
-            Ok(s) => service::validate(&s, namespace, view),
-            Err(e) => unreadable("", e),
-        },
-        Subject::Workload => {
-            pod_verdict(object.pointer("/spec/template/spec"), "spec.template.spec")
+        // The rules of a labelled Service read only its labels and annotations.
+        Subject::Service => {
+            let service = Service {
+                metadata: object.metadata.clone(),
+                ..Default::default()
+            };
+            service::validate(&service, namespace, view)
         }
-        Subject::Pod => pod_verdict(object.pointer("/spec"), "spec"),
+        Subject::Workload => pod_verdict(
+            object.data.pointer("/spec/template/spec"),
+            "spec.template.spec",
+        ),
+        Subject::Pod => pod_verdict(object.data.pointer("/spec"), "spec"),
     }
 }
 
 fn judge_update(
     subject: Subject,
-    new: &Value,
-    old: &Value,
+    new: &DynamicObject,
+    old: &DynamicObject,
     namespace: &str,
     view: &AdmissionView,
 ) -> Verdict {
@@ -122,25 +135,35 @@ fn pod_verdict(pod: Option<&Value>, path: &str) -> Verdict {
     v
 }
 
-/// Reads a Tunnel or ClusterTunnel (either version) as v1alpha2 and runs `rules` on it.
-fn with_tunnel(object: &Value, rules: impl FnOnce(TunnelView<'_>) -> Verdict) -> Verdict {
-    let object = match conversion::convert(object.clone(), V1ALPHA2) {
-        Ok(o) => o,
-        Err(e) => return unreadable("", e),
-    };
-    let spec: TunnelSpec =
-        match serde_json::from_value(object.get("spec").cloned().unwrap_or(Value::Null)) {
-            Ok(spec) => spec,
-            Err(e) => return unreadable("spec", e),
+/// Reads a Tunnel or ClusterTunnel as v1alpha2 (converting a v1alpha1 one first) and runs
+/// `rules` on it.
+fn with_tunnel(object: &DynamicObject, rules: impl FnOnce(TunnelView<'_>) -> Verdict) -> Verdict {
+    let name = object.metadata.name.as_deref().unwrap_or("");
+    let is_current = object
+        .types
+        .as_ref()
+        .is_none_or(|t| t.api_version == V1ALPHA2);
+    let converted;
+    let data = if is_current {
+        &object.data
+    } else {
+        let whole = match serde_json::to_value(object) {
+            Ok(v) => v,
+            Err(e) => return unreadable("", e),
         };
-    let status: Option<TunnelStatus> = object
+        converted = match conversion::convert(whole, V1ALPHA2) {
+            Ok(o) => o,
+            Err(e) => return unreadable("", e),
+        };
+        &converted
+    };
+    let spec = match TunnelSpec::deserialize(data.get("spec").unwrap_or(&Value::Null)) {
+        Ok(spec) => spec,
+        Err(e) => return unreadable("spec", e),
+    };
+    let status = data
         .get("status")
-        .cloned()
-        .and_then(|s| serde_json::from_value(s).ok());
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+        .and_then(|s| TunnelStatus::deserialize(s).ok());
     rules(TunnelView {
         name,
         spec: &spec,

@@ -1,5 +1,6 @@
 //! Rules for one route, whichever object declares it: a TunnelBinding subject or a labelled
 //! Service (SPEC §2.2). Each source names its own fields, so messages point at what the user wrote.
+use std::borrow::Cow;
 use std::net::IpAddr;
 
 use super::duration::parse_go_duration;
@@ -12,54 +13,85 @@ pub const PROTOCOLS: &[&str] = &["http", "https", "tcp", "udp", "ssh", "rdp", "s
 /// Leaves room for the `_managed.` prefix of the ownership TXT record within 253 characters.
 pub const MAX_FQDN_LEN: usize = 244;
 
-/// One route as declared, with the field path of each value.
-#[derive(Clone, Debug, Default)]
-pub struct RouteInput {
-    /// Namespace of the declaring object (and of the Service).
-    pub namespace: String,
-    pub service: String,
-    /// `(field path, fqdn)`; empty means the default `<service>.<tunnel domain>`.
-    pub fqdns: Vec<(String, String)>,
-    pub protocol: Option<(String, String)>,
-    pub path: Option<(String, String)>,
-    pub target: Option<(String, String)>,
-    pub ca_pool: Option<(String, String)>,
-    pub proxy_address: Option<(String, String)>,
-    pub proxy_port: Option<(String, i64)>,
-    pub proxy_type: Option<(String, String)>,
-    pub durations: Vec<(String, String)>,
+/// Where a route value was written. Formatted only when a message names it: admission is a
+/// hot path and most objects are fine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    /// `subjects[i].spec.<name>` of a TunnelBinding.
+    Subject(usize, &'static str),
+    /// `metadata.annotations[<key>]` of a labelled Service.
+    Annotation(&'static str),
+    /// A hostname nobody wrote: the default `<service>.<tunnel domain>`.
+    DefaultHostname,
 }
 
-impl RouteInput {
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Field::Subject(i, name) => write!(f, "subjects[{i}].spec.{name}"),
+            Field::Annotation(key) => write!(f, "metadata.annotations[{key}]"),
+            Field::DefaultHostname => f.write_str("(default hostname)"),
+        }
+    }
+}
+
+/// One route as declared, borrowing its values from the declaring object.
+#[derive(Clone, Debug, Default)]
+pub struct RouteInput<'a> {
+    /// Namespace of the declaring object (and of the Service).
+    pub namespace: &'a str,
+    pub service: &'a str,
+    /// Explicit hostnames; empty means the default `<service>.<tunnel domain>`.
+    pub fqdns: Vec<(Field, &'a str)>,
+    pub protocol: Option<(Field, &'a str)>,
+    pub path: Option<(Field, &'a str)>,
+    pub target: Option<(Field, &'a str)>,
+    pub ca_pool: Option<(Field, &'a str)>,
+    pub proxy_address: Option<(Field, &'a str)>,
+    pub proxy_port: Option<(Field, i64)>,
+    pub proxy_type: Option<(Field, &'a str)>,
+    pub durations: Vec<(Field, &'a str)>,
+}
+
+impl<'a> RouteInput<'a> {
     /// The hostnames this route claims: explicit ones, or the default when the tunnel is known.
-    pub fn effective_fqdns(&self, tunnel: Option<&TunnelFacts>) -> Vec<(String, String)> {
+    pub fn effective_fqdns(&self, tunnel: Option<&TunnelFacts>) -> Vec<(Field, Cow<'a, str>)> {
         if !self.fqdns.is_empty() {
-            return self.fqdns.clone();
+            return self
+                .fqdns
+                .iter()
+                .map(|(f, h)| (*f, Cow::Borrowed(*h)))
+                .collect();
         }
         tunnel
-            .map(|t| vec![(String::new(), format!("{}.{}", self.service, t.domain))])
+            .map(|t| {
+                vec![(
+                    Field::DefaultHostname,
+                    Cow::Owned(format!("{}.{}", self.service, t.domain)),
+                )]
+            })
             .unwrap_or_default()
     }
 
-    pub fn path_value(&self) -> &str {
-        self.path.as_ref().map(|(_, p)| p.as_str()).unwrap_or("")
+    pub fn path_value(&self) -> &'a str {
+        self.path.map(|(_, p)| p).unwrap_or("")
     }
 }
 
 /// Field-level rules (SPEC §2.2 items 2 and 3).
-pub fn check_fields(route: &RouteInput, tunnel: Option<&TunnelFacts>, v: &mut Verdict) {
+pub fn check_fields(route: &RouteInput<'_>, tunnel: Option<&TunnelFacts>, v: &mut Verdict) {
     for (field, fqdn) in &route.fqdns {
-        check_fqdn(field, fqdn, tunnel, v);
+        check_fqdn(*field, fqdn, tunnel, v);
     }
     if let Some((field, protocol)) = &route.protocol {
-        if !PROTOCOLS.contains(&protocol.as_str()) {
+        if !PROTOCOLS.contains(protocol) {
             v.deny(
                 field,
                 format!(
                     "{protocol:?} is not supported; use http, https, tcp, udp, ssh, rdp or smb"
                 ),
             );
-        } else if protocol == "udp" {
+        } else if *protocol == "udp" {
             v.warn(field, "udp is carried as a TCP stream over a public hostname; clients need cloudflared access or WARP");
         }
     }
@@ -118,7 +150,7 @@ pub fn check_fields(route: &RouteInput, tunnel: Option<&TunnelFacts>, v: &mut Ve
         );
     }
     if let Some((field, kind)) = &route.proxy_type
-        && !matches!(kind.as_str(), "" | "socks")
+        && !matches!(*kind, "" | "socks")
     {
         v.deny(
             field,
@@ -135,7 +167,7 @@ pub fn check_fields(route: &RouteInput, tunnel: Option<&TunnelFacts>, v: &mut Ve
     }
 }
 
-fn check_fqdn(field: &str, fqdn: &str, tunnel: Option<&TunnelFacts>, v: &mut Verdict) {
+fn check_fqdn(field: Field, fqdn: &str, tunnel: Option<&TunnelFacts>, v: &mut Verdict) {
     if let Some(problem) = hostname_problem(fqdn) {
         v.deny(
             field,
@@ -159,17 +191,16 @@ fn check_fqdn(field: &str, fqdn: &str, tunnel: Option<&TunnelFacts>, v: &mut Ver
 
 /// Item 5: one fqdn+path routes to one Service, one fqdn to one tunnel.
 pub fn check_ownership(
-    route: &RouteInput,
+    route: &RouteInput<'_>,
     tunnel: &TunnelFacts,
     object: &str,
     view: &AdmissionView,
     v: &mut Verdict,
 ) {
     for (field, fqdn) in route.effective_fqdns(Some(tunnel)) {
-        let field = if field.is_empty() {
-            format!("{object} (default hostname)")
-        } else {
-            field
+        let field = match field {
+            Field::DefaultHostname => format!("{object} (default hostname)"),
+            named => named.to_string(),
         };
         for claim in view.claims_on(&fqdn, object) {
             if claim.tunnel != tunnel.identity {
@@ -195,9 +226,11 @@ pub fn check_ownership(
 
 /// `*.example.com` and `a.example.com` are inside `example.com`; `example.com` itself is too.
 pub fn in_domain(fqdn: &str, domain: &str) -> bool {
-    let fqdn = fqdn.to_ascii_lowercase();
-    let domain = domain.to_ascii_lowercase();
-    fqdn == domain || fqdn.ends_with(&format!(".{domain}"))
+    let (f, d) = (fqdn.as_bytes(), domain.as_bytes());
+    let Some(split) = f.len().checked_sub(d.len()) else {
+        return false;
+    };
+    f[split..].eq_ignore_ascii_case(d) && (split == 0 || f[split - 1] == b'.')
 }
 
 /// `svc.ns.svc` or `svc.ns.svc.cluster.local` → `ns`.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Service;
 
-use super::route::{RouteInput, check_fields, check_ownership};
+use super::route::{Field, RouteInput, check_fields, check_ownership};
 use super::verdict::Verdict;
 use super::view::{AdmissionView, TunnelKind, admits};
 use crate::api::names::{
@@ -74,38 +74,34 @@ pub fn validate(service: &Service, namespace: &str, view: &AdmissionView) -> Ver
 }
 
 /// The route the annotations declare, with `metadata.annotations[...]` field paths.
-pub fn annotation_route(
-    service: &str,
-    namespace: &str,
-    annotations: &BTreeMap<String, String>,
-) -> RouteInput {
-    let field = |key: &str| format!("metadata.annotations[{key}]");
-    let get = |key: &str| {
+pub fn annotation_route<'a>(
+    service: &'a str,
+    namespace: &'a str,
+    annotations: &'a BTreeMap<String, String>,
+) -> RouteInput<'a> {
+    let get = |key: &'static str| {
         annotations
             .get(key)
+            .map(String::as_str)
             .filter(|v| !v.is_empty())
-            .map(|v| (field(key), v.clone()))
+            .map(|v| (Field::Annotation(key), v))
     };
     RouteInput {
-        namespace: namespace.to_string(),
-        service: service.to_string(),
+        namespace,
+        service,
         fqdns: annotations
             .get(ann::HOSTNAME)
             .map(|list| {
                 list.split(',')
                     .map(str::trim)
                     .filter(|h| !h.is_empty())
-                    .map(|h| (field(ann::HOSTNAME), h.to_string()))
+                    .map(|h| (Field::Annotation(ann::HOSTNAME), h))
                     .collect()
             })
             .unwrap_or_default(),
         protocol: get(ann::PROTOCOL),
         path: get(ann::PATH),
-        target: None,
         ca_pool: get(ann::CA_POOL),
-        proxy_address: None,
-        proxy_port: None,
-        proxy_type: None,
-        durations: Vec::new(),
+        ..Default::default()
     }
 }

@@ -123,8 +123,14 @@ impl AdmissionView {
         fqdn: &str,
         object: &'a str,
     ) -> impl Iterator<Item = &'a HostnameClaim> + 'a {
+        // Hostnames are nearly always lowercase already: allocate only when they are not.
+        let key: std::borrow::Cow<'_, str> = if fqdn.bytes().any(|b| b.is_ascii_uppercase()) {
+            fqdn.to_ascii_lowercase().into()
+        } else {
+            fqdn.into()
+        };
         self.claims
-            .get(&fqdn.to_ascii_lowercase())
+            .get(key.as_ref())
             .into_iter()
             .flatten()
             .filter(move |c| c.object != object)
