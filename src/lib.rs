@@ -7,6 +7,7 @@ pub mod api;
 pub mod checksum_watcher;
 pub mod cli;
 pub mod cloudflare;
+pub mod controller;
 pub mod render;
 pub mod run;
 pub mod telemetry;

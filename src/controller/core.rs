@@ -1,0 +1,182 @@
+//! The generic reconcile core shared by Tunnels and ClusterTunnels (SPEC §3.1).
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+
+use super::adapters::TunnelKindAdapter;
+use super::conditions::ReadyReason;
+use super::context::Context;
+use super::{apply, credentials, deletion, finalizer, secret_guard, setup, status};
+use crate::api::names::FINALIZER;
+use crate::cloudflare::client::CloudflareError;
+use crate::render::{self, RenderError, RenderOptions, TunnelInput};
+
+/// Why a reconcile did not converge. Messages never carry credentials.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    /// A condition the user has to act on; reported as `Ready=False` with this reason.
+    #[error("{message}")]
+    Blocked {
+        reason: ReadyReason,
+        message: String,
+    },
+    #[error("Kubernetes API call failed while {action}: {source}")]
+    Kube {
+        action: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("{action}: {source}")]
+    Cloudflare {
+        action: &'static str,
+        #[source]
+        source: CloudflareError,
+    },
+    #[error(transparent)]
+    Render(#[from] RenderError),
+}
+
+impl ReconcileError {
+    pub fn blocked(reason: ReadyReason, message: String) -> Self {
+        ReconcileError::Blocked { reason, message }
+    }
+
+    pub fn kube(action: &'static str, source: kube::Error) -> Self {
+        ReconcileError::Kube { action, source }
+    }
+
+    pub fn cloudflare(action: &'static str, source: CloudflareError) -> Self {
+        ReconcileError::Cloudflare { action, source }
+    }
+
+    /// The `Ready` reason this failure is reported with.
+    pub fn reason(&self) -> ReadyReason {
+        match self {
+            ReconcileError::Blocked { reason, .. } => *reason,
+            ReconcileError::Kube { .. } => ReadyReason::KubernetesError,
+            ReconcileError::Cloudflare { source, .. } if source.is_auth() => {
+                ReadyReason::CloudflareAuthFailed
+            }
+            ReconcileError::Cloudflare { .. } => ReadyReason::CloudflareError,
+            ReconcileError::Render(_) => ReadyReason::RenderFailed,
+        }
+    }
+
+    /// A short, bounded label for metrics.
+    pub fn metric_label(&self) -> &'static str {
+        self.reason().as_str()
+    }
+}
+
+/// Entry point of both controllers.
+pub async fn reconcile<K: TunnelKindAdapter>(
+    obj: Arc<K>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    let key = obj.display();
+    let outcome = if obj.meta().deletion_timestamp.is_some() {
+        delete(&*obj, &ctx).await
+    } else {
+        converge(&*obj, &ctx).await
+    };
+    match outcome {
+        Ok(action) => {
+            ctx.reset_backoff(&key);
+            Ok(action)
+        }
+        Err(error) => {
+            tracing::warn!(object = %key, reason = error.metric_label(), %error, "tunnel not reconciled");
+            status::report_failure(&*obj, &ctx, &error).await?;
+            Ok(Action::requeue(ctx.next_backoff(&key)))
+        }
+    }
+}
+
+/// Only reached when reporting a failure itself failed.
+pub fn error_policy<K: TunnelKindAdapter>(
+    obj: Arc<K>,
+    error: &ReconcileError,
+    ctx: Arc<Context>,
+) -> Action {
+    tracing::warn!(object = %obj.display(), %error, "reconcile failed");
+    Action::requeue(ctx.next_backoff(&obj.display()))
+}
+
+/// Deletion: cleanup on Cloudflare, then the finalizer goes, then the API Secret guard.
+async fn delete<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<Action, ReconcileError> {
+    if !obj.finalizers().iter().any(|f| f == FINALIZER) {
+        return Ok(Action::await_change());
+    }
+    if let Some(wait) = deletion::cleanup(obj, ctx).await? {
+        return Ok(wait);
+    }
+    finalizer::remove(obj, ctx).await?;
+    let spec = obj.tunnel_spec();
+    secret_guard::release_if_unused(ctx, &obj.managed_namespace(ctx), &spec.cloudflare.secret)
+        .await?;
+    Ok(Action::await_change())
+}
+
+/// Steps 2–5 of SPEC §3.1 for a live object.
+async fn converge<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<Action, ReconcileError> {
+    let spec = obj.tunnel_spec();
+    let (is_new, is_existing) = spec.tunnel_sources();
+    if is_new == is_existing {
+        return Err(ReconcileError::blocked(
+            ReadyReason::InvalidSpec,
+            "exactly one of spec.newTunnel and spec.existingTunnel must be set".to_string(),
+        ));
+    }
+    let namespace = obj.managed_namespace(ctx);
+    if is_new {
+        finalizer::add(obj, ctx).await?;
+    } else if obj.finalizers().iter().any(|f| f == FINALIZER) {
+        // An existing tunnel is never deleted on Cloudflare, so it holds no finalizer.
+        finalizer::remove(obj, ctx).await?;
+    }
+    let api_secret =
+        credentials::read_api_secret(&ctx.client, &namespace, &spec.cloudflare).await?;
+    if is_new {
+        secret_guard::ensure(ctx, &namespace, &spec.cloudflare.secret, &api_secret).await?;
+    }
+    let identity = obj.identity(ctx);
+    let names = render::ObjectNames::for_owner(&identity);
+    let display = obj.display();
+    apply::ensure_controlled::<Secret>(ctx, &namespace, &names.workload, &identity.uid, &display)
+        .await?;
+    let managed_secret = Api::<Secret>::namespaced(ctx.client.clone(), &namespace)
+        .get_opt(&names.workload)
+        .await
+        .map_err(|source| ReconcileError::kube("reading the managed Secret", source))?;
+    let cf = ctx
+        .cloudflare(api_secret.credentials.clone())
+        .map_err(|source| ReconcileError::cloudflare("building the Cloudflare client", source))?;
+    let resolved =
+        setup::resolve(obj, ctx, &cf, &spec, &api_secret, managed_secret.as_ref()).await?;
+    let origin_ca_pem = setup::origin_ca(ctx, &namespace, spec.origin_ca_pool.as_deref()).await?;
+    let input = TunnelInput {
+        identity,
+        domain: spec.cloudflare.domain.clone(),
+        tunnel_id: resolved.tunnel_id.clone(),
+        account_tag: resolved.credentials.account_tag.clone(),
+        tunnel_name: resolved.tunnel_name.clone(),
+        credentials: resolved.credentials.clone(),
+        origin_ca_pem,
+        routes: Vec::new(),
+        spec,
+    };
+    let options = RenderOptions {
+        cloudflared_image: ctx.options.cloudflared_image.clone(),
+    };
+    let rendered = render::render_all(&input, &options)?;
+    apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
+    status::ensure_labels(obj, ctx, &input).await?;
+    status::report_ready(obj, ctx, &resolved).await?;
+    Ok(if ctx.options.drift_interval.is_zero() {
+        Action::await_change()
+    } else {
+        Action::requeue(ctx.options.drift_interval)
+    })
+}

@@ -1,0 +1,310 @@
+//! One harness for the tunnel reconciler tests: the shared control plane (with KCM and
+//! OwnerReferencesPermissionEnforcement), the shipped RBAC bound to the operator's user, a
+//! simulator per test and one operator per test, scoped to the test's namespace and label.
+#![allow(dead_code)] // each test uses its own subset
+
+use std::time::Duration;
+
+use cftunnel::api::crds::{self, ConversionService};
+use cftunnel::api::{ClusterTunnel, Tunnel, TunnelStatus};
+use cftunnel::cloudflare::client::{CloudflareClient, ConfigSrc, Credentials};
+use cftunnel::cloudflare::sim::{RunningSim, SimConfig, Simulator};
+use cftunnel::controller::{self, ControllerOptions};
+use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
+use cftunnel::view_cache::WatchScope;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
+use kube::api::{ListParams, PostParams};
+use kube::{Api, Client, Resource};
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+pub const TOKEN: &str = "sim-token-for-tests";
+pub const WAIT: Duration = Duration::from_secs(120);
+pub const POLL: Duration = Duration::from_millis(250);
+pub const OPERATOR_USER: &str = "system:serviceaccount:cftunnel-system:cftunnel";
+const RUN_LABEL: &str = "cftunnel-test/run";
+
+static RBAC: OnceCell<()> = OnceCell::const_new();
+
+pub struct Harness {
+    pub plane: &'static ControlPlane,
+    pub admin: Client,
+    pub ns: String,
+    pub sim: Simulator,
+    pub running: RunningSim,
+    operator: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if let Some(task) = self.operator.take() {
+            task.abort();
+        }
+    }
+}
+
+async fn plane() -> &'static ControlPlane {
+    let plane = shared(|| ControlPlaneOptions {
+        controller_manager: true,
+        crds: crds::all(&ConversionService::default()),
+        extra_apiserver_args: vec![
+            "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".into(),
+        ],
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    RBAC.get_or_init(|| async {
+        let out = plane
+            .kubectl()
+            .args(["create", "namespace", "cftunnel-system"])
+            .output()
+            .expect("kubectl create namespace");
+        let _ = out;
+        let rbac = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/rbac.yaml");
+        let out = plane
+            .kubectl()
+            .args(["apply", "-f", rbac])
+            .output()
+            .expect("kubectl apply rbac");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    })
+    .await;
+    plane
+}
+
+impl Harness {
+    /// A namespace, a simulator and a running operator (as its own ServiceAccount user).
+    pub async fn start(prefix: &str) -> Harness {
+        let plane = plane().await;
+        let admin = plane.admin_client().expect("admin client");
+        let ns = plane.create_namespace(prefix).await.expect("namespace");
+        let sim = Simulator::new(SimConfig {
+            tokens: vec![TOKEN.to_string()],
+            ..SimConfig::default()
+        });
+        let running = sim
+            .serve("127.0.0.1:0".parse().expect("addr"))
+            .await
+            .expect("sim");
+        let mut harness = Harness {
+            plane,
+            admin,
+            ns,
+            sim,
+            running,
+            operator: None,
+        };
+        harness.start_operator();
+        harness
+    }
+
+    pub fn options(&self) -> ControllerOptions {
+        ControllerOptions {
+            cloudflare_api_url: self.running.url.clone(),
+            cluster_resource_namespace: self.ns.clone(),
+            drift_interval: Duration::ZERO,
+            retry_base: Duration::from_millis(500),
+            retry_max: Duration::from_secs(5),
+            ..ControllerOptions::default()
+        }
+    }
+
+    /// (Re)starts the operator; a restart reconciles every object from scratch.
+    pub fn start_operator(&mut self) {
+        if let Some(task) = self.operator.take() {
+            task.abort();
+        }
+        let client = self
+            .plane
+            .user(OPERATOR_USER, &["system:serviceaccounts"])
+            .expect("operator user")
+            .client()
+            .expect("operator client");
+        let scope = WatchScope {
+            namespace: Some(self.ns.clone()),
+            label_selector: Some(format!("{RUN_LABEL}={}", self.ns)),
+        };
+        self.operator = Some(tokio::spawn(controller::run(client, self.options(), scope)));
+    }
+
+    pub fn stop_operator(&mut self) {
+        if let Some(task) = self.operator.take() {
+            task.abort();
+        }
+    }
+
+    pub fn tunnels(&self) -> Api<Tunnel> {
+        Api::namespaced(self.admin.clone(), &self.ns)
+    }
+
+    pub fn cluster_tunnels(&self) -> Api<ClusterTunnel> {
+        Api::all(self.admin.clone())
+    }
+
+    pub fn secrets(&self) -> Api<Secret> {
+        Api::namespaced(self.admin.clone(), &self.ns)
+    }
+
+    pub async fn create_api_secret(&self, name: &str, data: &[(&str, &str)]) {
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            data: Some(
+                data.iter()
+                    .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
+                    .collect(),
+            ),
+            ..Secret::default()
+        };
+        self.secrets()
+            .create(&PostParams::default(), &secret)
+            .await
+            .expect("create secret");
+    }
+
+    /// A spec with the simulator's account and zone; `source` is the newTunnel/existingTunnel part.
+    pub fn spec(&self, secret: &str, source: Value) -> Value {
+        let mut spec = json!({
+            "cloudflare": {
+                "domain": "example.com",
+                "secret": secret,
+                "accountId": self.sim.account_id(),
+            }
+        });
+        if let (Some(spec), Some(source)) = (spec.as_object_mut(), source.as_object()) {
+            spec.extend(source.clone());
+        }
+        spec
+    }
+
+    fn object(&self, kind: &str, name: &str, spec: Value) -> Value {
+        json!({
+            "apiVersion": "networking.cfargotunnel.com/v1alpha2",
+            "kind": kind,
+            "metadata": { "name": name, "labels": { RUN_LABEL: self.ns } },
+            "spec": spec,
+        })
+    }
+
+    pub async fn create_tunnel(&self, name: &str, spec: Value) -> Tunnel {
+        let tunnel: Tunnel =
+            serde_json::from_value(self.object("Tunnel", name, spec)).expect("tunnel json");
+        self.tunnels()
+            .create(&PostParams::default(), &tunnel)
+            .await
+            .expect("create tunnel")
+    }
+
+    pub async fn create_cluster_tunnel(&self, name: &str, spec: Value) -> ClusterTunnel {
+        let tunnel: ClusterTunnel =
+            serde_json::from_value(self.object("ClusterTunnel", name, spec)).expect("json");
+        self.cluster_tunnels()
+            .create(&PostParams::default(), &tunnel)
+            .await
+            .expect("create cluster tunnel")
+    }
+
+    /// Waits until `Ready` has `reason`; returns the object.
+    pub async fn wait_reason<K>(&self, api: &Api<K>, name: &str, reason: &str) -> K
+    where
+        K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + HasStatus,
+    {
+        poll_until(
+            &format!("{name} Ready reason {reason}"),
+            WAIT,
+            POLL,
+            || async {
+                let obj = api.get_opt(name).await.ok().flatten()?;
+                (ready(obj.status_of())?.reason == reason).then_some(obj)
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A client of the simulated Cloudflare, as a user would hold one.
+    pub fn cloudflare(&self) -> CloudflareClient {
+        CloudflareClient::builder(Credentials::ApiToken(TOKEN.into()))
+            .base_url(self.running.url.clone())
+            .build()
+            .expect("cloudflare client")
+    }
+
+    /// Creates a tunnel on the simulator directly (the user's pre-existing tunnel).
+    pub async fn precreate_tunnel(&self, name: &str, secret: &[u8], src: ConfigSrc) -> String {
+        self.cloudflare()
+            .create_tunnel(&self.sim.account_id(), name, secret, src)
+            .await
+            .expect("precreate tunnel")
+            .id
+    }
+
+    /// Live (not deleted) tunnels on the simulator.
+    pub fn live_tunnels(&self) -> Vec<cftunnel::cloudflare::sim::SimTunnel> {
+        self.sim
+            .tunnels()
+            .into_iter()
+            .filter(|t| t.deleted_at.is_none())
+            .collect()
+    }
+
+    /// Reasons of the Events about `name` in the test namespace.
+    pub async fn event_reasons(&self, name: &str) -> Vec<String> {
+        let events: Api<Event> = Api::namespaced(self.admin.clone(), &self.ns);
+        events
+            .list(&ListParams::default())
+            .await
+            .expect("list events")
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .filter_map(|e| e.reason)
+            .collect()
+    }
+
+    /// Waits until the object is gone from the API.
+    pub async fn wait_gone<K>(&self, api: &Api<K>, name: &str)
+    where
+        K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        poll_until(&format!("{name} gone"), WAIT, POLL, || async {
+            matches!(api.get_opt(name).await, Ok(None)).then_some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+pub fn ready(status: Option<&TunnelStatus>) -> Option<&Condition> {
+    status?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready")
+}
+
+/// Status access for both kinds.
+pub trait HasStatus {
+    fn status_of(&self) -> Option<&TunnelStatus>;
+}
+
+impl HasStatus for Tunnel {
+    fn status_of(&self) -> Option<&TunnelStatus> {
+        self.status.as_ref()
+    }
+}
+
+impl HasStatus for ClusterTunnel {
+    fn status_of(&self) -> Option<&TunnelStatus> {
+        self.status.as_ref()
+    }
+}
