@@ -28,8 +28,9 @@ pub enum Command {
     /// Run the Cloudflare API simulator on loopback. The first stdout line is a JSON object
     /// with the API base URL (for --cloudflare-api-url), the account, the zones and the tokens.
     CloudflareSim(crate::cloudflare::sim::cli::SimArgs),
-    /// Run cftunnel: the admission webhook (validating, mutating, conversion) with health and
-    /// metrics. Uses $KUBECONFIG or the in-cluster configuration.
+    /// Run cftunnel: the admission webhook (validating, mutating, conversion), the tunnel
+    /// reconcilers and health/metrics in one process. Uses $KUBECONFIG or the in-cluster
+    /// configuration.
     Run(RunArgs),
     /// Check manifests against the admission rules offline (for CI pipelines).
     #[command(long_about = VALIDATE_HELP)]
@@ -58,6 +59,16 @@ pub struct RunArgs {
     /// Watch only Tunnels, ClusterTunnels and TunnelBindings matching this label selector.
     #[arg(long)]
     pub watch_selector: Option<String>,
+    /// Cloudflare API base URL (a simulator's `url` in tests and the demo).
+    #[arg(long, default_value = crate::cloudflare::client::DEFAULT_BASE_URL)]
+    pub cloudflare_api_url: String,
+    /// Namespace of the Secrets, ConfigMaps and Deployments of ClusterTunnels (the Go operator
+    /// used cloudflare-operator-system).
+    #[arg(long, default_value = crate::controller::DEFAULT_CLUSTER_RESOURCE_NAMESPACE)]
+    pub cluster_resource_namespace: String,
+    /// cloudflared image, pinned (a `latest` or untagged image is refused).
+    #[arg(long, default_value = crate::controller::DEFAULT_CLOUDFLARED_IMAGE)]
+    pub cloudflared_image: String,
 }
 
 const VALIDATE_HELP: &str =
@@ -156,6 +167,17 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
+    let options = crate::controller::ControllerOptions {
+        cloudflare_api_url: args.cloudflare_api_url,
+        cluster_resource_namespace: args.cluster_resource_namespace,
+        cloudflared_image: args.cloudflared_image,
+        ..Default::default()
+    };
+    tokio::spawn(crate::controller::run(
+        client.clone(),
+        options,
+        scope.clone(),
+    ));
     let handle = crate::run::start_webhook(client, &scope, config, shutdown).await?;
     tracing::info!(https = %handle.https_addr(), health = %handle.health_addr(), "cftunnel is serving");
     handle.join().await?;

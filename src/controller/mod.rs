@@ -29,7 +29,9 @@ use kube::{Api, Client};
 
 pub use adapters::TunnelKindAdapter;
 pub use conditions::ReadyReason;
-pub use context::{Context, ControllerOptions};
+pub use context::{
+    Context, ControllerOptions, DEFAULT_CLOUDFLARED_IMAGE, DEFAULT_CLUSTER_RESOURCE_NAMESPACE,
+};
 pub use core::ReconcileError;
 
 use crate::api::{ClusterTunnel, Tunnel};
