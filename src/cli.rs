@@ -32,6 +32,9 @@ pub enum Command {
     /// reconcilers and health/metrics in one process. Uses $KUBECONFIG or the in-cluster
     /// configuration.
     Run(RunArgs),
+    /// Run the whole product locally: a control plane on loopback (binaries from
+    /// scripts/build-control-plane.sh), the Cloudflare simulator and cftunnel; applies examples/.
+    Demo(crate::demo::DemoArgs),
     /// Check manifests against the admission rules offline (for CI pipelines).
     #[command(long_about = VALIDATE_HELP)]
     Validate(ValidateArgs),
@@ -135,6 +138,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate_manifests(&args),
         Command::Certs(args) => write_certs(&args).map(|()| ExitCode::SUCCESS),
         Command::Run(args) => block_on(run(args)).map(|()| ExitCode::SUCCESS),
+        Command::Demo(args) => block_on(crate::demo::run(args)).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -8,6 +8,8 @@ pub mod checksum_watcher;
 pub mod cli;
 pub mod cloudflare;
 pub mod controller;
+pub mod demo;
+pub mod install;
 pub mod render;
 pub mod run;
 pub mod telemetry;

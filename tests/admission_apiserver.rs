@@ -17,7 +17,6 @@ use common::{apply, get_json, kubectl};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
 /// Test namespaces opt in with this label, so a test can store objects before "installing" cftunnel.
 const OPT_IN: &str = "cftunnel-test/admission";
@@ -86,61 +85,9 @@ fn start_webhook_thread(plane: &'static ControlPlane) -> SocketAddr {
 }
 
 async fn register(plane: &ControlPlane, addr: SocketAddr) {
-    let url = format!("https://{addr}");
-    let ca = plane.ca().cert_pem().to_string();
-    let manifests = include_str!("../manifests/webhooks.yaml");
-    let mut validating = None;
-    let mut mutating = None;
-    for doc in serde_yaml_ng::Deserializer::from_str(manifests) {
-        let value: serde_json::Value = serde::Deserialize::deserialize(doc).expect("webhooks.yaml");
-        match value["kind"].as_str() {
-            Some("ValidatingWebhookConfiguration") => {
-                let mut c: ValidatingWebhookConfiguration =
-                    serde_json::from_value(value).expect("validating");
-                c.webhooks
-                    .iter_mut()
-                    .flatten()
-                    .for_each(|w| opt_in(w.namespace_selector.get_or_insert_default()));
-                validating = Some(c);
-            }
-            Some("MutatingWebhookConfiguration") => {
-                let mut c: MutatingWebhookConfiguration =
-                    serde_json::from_value(value).expect("mutating");
-                c.webhooks
-                    .iter_mut()
-                    .flatten()
-                    .for_each(|w| opt_in(w.namespace_selector.get_or_insert_default()));
-                mutating = Some(c);
-            }
-            other => panic!("unexpected kind {other:?} in webhooks.yaml"),
-        }
-    }
-    plane
-        .register_webhooks(validating, mutating, &url, &ca)
+    cftunnel::install::register_webhook(plane, addr, Some((OPT_IN, "on")))
         .await
         .expect("register webhooks");
-    plane
-        .register_conversion(
-            &[
-                "tunnels.networking.cfargotunnel.com",
-                "clustertunnels.networking.cfargotunnel.com",
-            ],
-            &url,
-            &ca,
-        )
-        .await
-        .expect("register conversion");
-}
-
-fn opt_in(selector: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector) {
-    selector
-        .match_expressions
-        .get_or_insert_default()
-        .push(LabelSelectorRequirement {
-            key: OPT_IN.into(),
-            operator: "In".into(),
-            values: Some(vec!["on".into()]),
-        });
 }
 
 async fn namespace(env: &Env, prefix: &str, webhook: bool) -> String {
