@@ -14,9 +14,6 @@ use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, shared};
 use cftunnel::view_cache::WatchScope;
 use cftunnel::webhook::WebhookConfig;
 use common::{apply, get_json, kubectl};
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-};
 
 /// Test namespaces opt in with this label, so a test can store objects before "installing" cftunnel.
 const OPT_IN: &str = "cftunnel-test/admission";
