@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::admission::mutate::{ConfigMapContent, config_checksum, mounted_config_maps, restamp};
 use crate::api::names::{APP_CLOUDFLARED, LABEL_APP};
+use crate::view_cache::namespaced;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChecksumError {
@@ -69,8 +70,8 @@ where
         + Sync
         + 'static,
 {
-    let workloads: Api<K> = scoped(&client, namespace.as_deref());
-    let config_maps: Api<PartialObjectMeta<ConfigMap>> = scoped(&client, namespace.as_deref());
+    let workloads: Api<K> = namespaced(&client, namespace.as_deref());
+    let config_maps: Api<PartialObjectMeta<ConfigMap>> = namespaced(&client, namespace.as_deref());
     let selector = format!("{LABEL_APP}={APP_CLOUDFLARED}");
     let controller = Controller::new(workloads, watcher::Config::default().labels(&selector));
     let store = controller.store();
@@ -104,17 +105,6 @@ where
             }
         })
         .await;
-}
-
-fn scoped<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-    K::DynamicType: Default,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
 }
 
 fn pod_spec<K: Serialize>(workload: &K) -> Option<Value> {

@@ -87,37 +87,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     println!("\nwaiting for the tunnels to become Ready …");
     let tunnels: Api<Tunnel> = Api::namespaced(client.clone(), DEMO_NAMESPACE);
     let cluster_tunnels: Api<ClusterTunnel> = Api::all(client.clone());
-    let wait = Duration::from_secs(120);
-    let shop = poll_until(
-        "Tunnel demo/shop to be Ready",
-        wait,
-        Duration::from_millis(500),
-        || async {
-            tunnels
-                .get_opt("shop")
-                .await
-                .ok()
-                .flatten()
-                .and_then(|t| t.status)
-                .filter(is_ready)
-        },
-    )
-    .await;
-    let edge = poll_until(
-        "ClusterTunnel edge to be Ready",
-        wait,
-        Duration::from_millis(500),
-        || async {
-            cluster_tunnels
-                .get_opt("edge")
-                .await
-                .ok()
-                .flatten()
-                .and_then(|t| t.status)
-                .filter(is_ready)
-        },
-    )
-    .await;
+    let shop = ready_status("Tunnel demo/shop", &tunnels, "shop").await;
+    let edge = ready_status("ClusterTunnel edge", &cluster_tunnels, "edge").await;
     println!("\nsummary");
     for (what, status) in [("Tunnel demo/shop", shop), ("ClusterTunnel edge", edge)] {
         match status {
@@ -165,6 +136,48 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     cloudflare.shutdown().await;
     plane.stop().await;
     Ok(())
+}
+
+/// Waits (generously) until the object's Ready condition is True; its status then.
+async fn ready_status<K>(
+    what: &str,
+    api: &Api<K>,
+    name: &str,
+) -> Result<TunnelStatus, crate::testenv::TestEnvError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + HasTunnelStatus,
+{
+    poll_until(
+        &format!("{what} to be Ready"),
+        Duration::from_secs(120),
+        Duration::from_millis(500),
+        || async {
+            api.get_opt(name)
+                .await
+                .ok()
+                .flatten()
+                .and_then(|t| t.tunnel_status())
+                .filter(is_ready)
+        },
+    )
+    .await
+}
+
+/// Both tunnel kinds carry the same status.
+trait HasTunnelStatus {
+    fn tunnel_status(self) -> Option<TunnelStatus>;
+}
+
+impl HasTunnelStatus for Tunnel {
+    fn tunnel_status(self) -> Option<TunnelStatus> {
+        self.status
+    }
+}
+
+impl HasTunnelStatus for ClusterTunnel {
+    fn tunnel_status(self) -> Option<TunnelStatus> {
+        self.status
+    }
 }
 
 fn is_ready(status: &TunnelStatus) -> bool {

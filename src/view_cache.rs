@@ -187,7 +187,8 @@ fn as_tunnel_spec<S: serde::Serialize>(spec: &S) -> Option<TunnelSpec> {
         .and_then(|v| serde_json::from_value(v).ok())
 }
 
-fn namespaced<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+/// An Api over one namespace, or all of them.
+pub(crate) fn namespaced<K>(client: &Client, namespace: Option<&str>) -> Api<K>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
     K::DynamicType: Default,

@@ -98,10 +98,7 @@ impl TestEnvError {
 }
 
 /// Installs ring as rustls' process-wide provider; kube and reqwest are built without one.
-pub fn install_crypto_provider() {
-    // An error only means a provider is already installed, which is what we want.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
+pub use crate::telemetry::install_crypto_provider;
 
 /// Polls `check` every `interval` until it yields `Some`, or fails after `timeout`.
 ///
