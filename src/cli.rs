@@ -37,6 +37,23 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Write a development CA and a webhook serving certificate (never commit them).
     Certs(CertsArgs),
+    /// Print what the reconciler would apply for the Tunnels and ClusterTunnels given, as
+    /// multi-document YAML (diagnostics on stderr). Uses status.tunnelId when the input carries
+    /// it; never generates secrets: the Secret's values are redacted placeholders.
+    Render(RenderArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RenderArgs {
+    /// A manifest file, a directory (read recursively) or - for standard input; repeatable.
+    #[arg(short = 'f', long = "filename", required = true)]
+    pub files: Vec<String>,
+    /// Namespace of the Secrets, ConfigMaps and Deployments of ClusterTunnels.
+    #[arg(long, default_value = crate::controller::DEFAULT_CLUSTER_RESOURCE_NAMESPACE)]
+    pub cluster_resource_namespace: String,
+    /// cloudflared image, pinned (a `latest` or untagged image is refused).
+    #[arg(long, default_value = crate::controller::DEFAULT_CLOUDFLARED_IMAGE)]
+    pub cloudflared_image: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -135,6 +152,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate_manifests(&args),
         Command::Certs(args) => write_certs(&args).map(|()| ExitCode::SUCCESS),
         Command::Run(args) => block_on(run(args)).map(|()| ExitCode::SUCCESS),
+        Command::Render(args) => render_manifests(&args),
     };
     match result {
         Ok(code) => code,
@@ -199,6 +217,21 @@ fn validate_manifests(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let code = crate::validate::run(
         &args.files,
         &args.namespace,
+        &mut std::io::stdin().lock(),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    )?;
+    Ok(ExitCode::from(code))
+}
+
+fn render_manifests(args: &RenderArgs) -> anyhow::Result<ExitCode> {
+    let settings = crate::controller::render_cli::RenderSettings {
+        cluster_resource_namespace: args.cluster_resource_namespace.clone(),
+        cloudflared_image: args.cloudflared_image.clone(),
+    };
+    let code = crate::controller::render_cli::run(
+        &args.files,
+        &settings,
         &mut std::io::stdin().lock(),
         &mut std::io::stdout().lock(),
         &mut std::io::stderr().lock(),

@@ -175,6 +175,12 @@ async fn new_tunnel<K: TunnelKindAdapter>(
         .await;
         return Ok((tunnel.id, tunnel.name, creds));
     }
+    // Credentials of a tunnel deleted on Cloudflare are never reused: a recreate gets a new secret.
+    let previous = status.previous_tunnel_ids.as_deref().unwrap_or_default();
+    let stored = match stored {
+        Stored::Credentials(c) if previous.contains(&c.tunnel_id) => Stored::Nothing,
+        other => other,
+    };
     let (secret, maybe_created) = match stored {
         Stored::Credentials(c) => match credentials::decode_secret(&c.secret_b64) {
             Some(bytes) => (bytes, true),
