@@ -131,3 +131,120 @@ pub fn run(
     out.write_all(yaml.as_bytes())?;
     Ok(u8::from(failed))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V1ALPHA1: &str = "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: Tunnel
+metadata:
+  name: web
+  namespace: shop
+spec:
+  newTunnel:
+    name: web-tunnel
+  size: 3
+  cloudflare:
+    domain: example.com
+    secret: cloudflare-api
+    accountId: 0123456789abcdef0123456789abcdef
+";
+
+    fn render(input: &str) -> (u8, String, String) {
+        let settings = RenderSettings {
+            cluster_resource_namespace: "cftunnel-tunnels".into(),
+            cloudflared_image: "cloudflare/cloudflared:2026.11.0".into(),
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run(
+            &["-".to_string()],
+            &settings,
+            &mut input.as_bytes(),
+            &mut out,
+            &mut err,
+        )
+        .unwrap_or(99);
+        (
+            code,
+            String::from_utf8_lossy(&out).into_owned(),
+            String::from_utf8_lossy(&err).into_owned(),
+        )
+    }
+
+    #[test]
+    fn v1alpha1_input_renders_identically_twice_with_placeholders() {
+        let (code, first, err) = render(V1ALPHA1);
+        assert_eq!((code, err.as_str()), (0, ""));
+        let (_, second, _) = render(V1ALPHA1);
+        assert_eq!(first, second);
+        assert_eq!(first.matches("---\n").count(), 5);
+        let docs: Vec<Value> = first
+            .split("---\n")
+            .filter(|d| !d.is_empty())
+            .filter_map(|d| serde_yaml_ng::from_str(d).ok())
+            .collect();
+        let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "ServiceAccount",
+                "Secret",
+                "ConfigMap",
+                "Deployment",
+                "PodDisruptionBudget"
+            ]
+        );
+        // size: 3 of v1alpha1 became a deployPatch.
+        assert_eq!(docs[3]["spec"]["replicas"], 3);
+        assert_eq!(docs[3]["metadata"]["namespace"], "shop");
+        let config = docs[2]["data"]["config.yaml"].as_str().unwrap_or_default();
+        assert!(config.contains(&format!("tunnel: {PLACEHOLDER_TUNNEL_ID}")));
+        let creds = docs[1]["data"]["credentials.json"]
+            .as_str()
+            .unwrap_or_default();
+        use base64::Engine;
+        let creds = base64::engine::general_purpose::STANDARD
+            .decode(creds)
+            .unwrap_or_default();
+        let creds: Value = serde_json::from_slice(&creds).unwrap_or_default();
+        assert_eq!(creds["TunnelSecret"], REDACTED);
+        assert_eq!(creds["AccountTag"], "0123456789abcdef0123456789abcdef");
+        let owner = &docs[0]["metadata"]["ownerReferences"][0];
+        assert_eq!(owner["uid"], PLACEHOLDER_UID);
+    }
+
+    #[test]
+    fn status_tunnel_id_is_used_and_cluster_tunnels_go_to_the_given_namespace() {
+        let input = "apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: ClusterTunnel
+metadata:
+  name: edge
+  uid: 11111111-2222-3333-4444-555555555555
+spec:
+  existingTunnel:
+    name: theirs
+  cloudflare:
+    domain: example.com
+    secret: cloudflare-api
+    accountId: 0123456789abcdef0123456789abcdef
+status:
+  tunnelId: 9a0e3c4b-6b3e-4f7a-9d55-3f3b1d0c2a11
+  tunnelName: theirs
+";
+        let (code, out, err) = render(input);
+        assert_eq!((code, err.as_str()), (0, ""));
+        assert!(out.contains("tunnel: 9a0e3c4b-6b3e-4f7a-9d55-3f3b1d0c2a11"));
+        assert!(out.contains("namespace: cftunnel-tunnels"));
+        assert!(out.contains("uid: 11111111-2222-3333-4444-555555555555"));
+        assert!(!out.contains(PLACEHOLDER_TUNNEL_ID));
+    }
+
+    #[test]
+    fn no_tunnel_in_the_input_is_an_error_on_stderr() {
+        let (code, out, err) = render("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n");
+        assert_eq!(code, 1);
+        assert_eq!(out, "");
+        assert_eq!(err, "error: the input holds no Tunnel or ClusterTunnel\n");
+    }
+}

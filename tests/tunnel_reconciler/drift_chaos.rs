@@ -158,7 +158,20 @@ async fn create_many(h: &Harness) -> Vec<Tunnel> {
 
 #[tokio::test]
 async fn a_forced_resync_of_twenty_converged_tunnels_makes_no_cloudflare_call() {
-    let mut h = Harness::start("tr-quiet").await;
+    quiet_resync(Harness::start("tr-quiet").await).await;
+}
+
+#[tokio::test]
+async fn with_drift_checks_on_a_resync_before_one_is_due_makes_no_cloudflare_call() {
+    let h = Harness::start_with("tr-quiet-drift", |o| {
+        o.drift_interval = Duration::from_secs(3600);
+    })
+    .await;
+    quiet_resync(h).await;
+}
+
+/// Converges twenty tunnels, restarts the operator and forces a reconcile of each.
+async fn quiet_resync(mut h: Harness) {
     create_many(&h).await;
     h.stop_operator();
     h.sim.reset_counters();
