@@ -77,10 +77,12 @@ pub async fn reconcile<K: TunnelKindAdapter>(
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
     let key = obj.display();
+    // Status written during the reconcile (drift) is carried here, so a failure report keeps it.
+    let mut current = (*obj).clone();
     let outcome = if obj.meta().deletion_timestamp.is_some() {
         delete(&*obj, &ctx).await
     } else {
-        converge(&*obj, &ctx).await
+        converge(&mut current, &ctx).await
     };
     match outcome {
         Ok(action) => {
@@ -89,7 +91,7 @@ pub async fn reconcile<K: TunnelKindAdapter>(
         }
         Err(error) => {
             tracing::warn!(object = %key, reason = error.metric_label(), %error, "tunnel not reconciled");
-            status::report_failure(&*obj, &ctx, &error).await?;
+            status::report_failure(&current, &ctx, &error).await?;
             Ok(Action::requeue(ctx.next_backoff(&key)))
         }
     }
@@ -122,7 +124,11 @@ async fn delete<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<Action, 
 }
 
 /// Steps 2–5 of SPEC §3.1 for a live object.
-async fn converge<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<Action, ReconcileError> {
+async fn converge<K: TunnelKindAdapter>(
+    current: &mut K,
+    ctx: &Context,
+) -> Result<Action, ReconcileError> {
+    let obj = &*current;
     let spec = obj.tunnel_spec();
     let (is_new, is_existing) = spec.tunnel_sources();
     if is_new == is_existing {
@@ -155,9 +161,8 @@ async fn converge<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<Action
     let cf = ctx
         .cloudflare(api_secret.credentials.clone())
         .map_err(|source| ReconcileError::cloudflare("building the Cloudflare client", source))?;
-    let mut current = obj.clone();
-    drift::check(&mut current, ctx, &cf, &spec).await?;
-    let obj = &current;
+    drift::check(current, ctx, &cf, &spec).await?;
+    let obj = &*current;
     let resolved =
         setup::resolve(obj, ctx, &cf, &spec, &api_secret, managed_secret.as_ref()).await?;
     let origin_ca_pem = setup::origin_ca(ctx, &namespace, spec.origin_ca_pool.as_deref()).await?;

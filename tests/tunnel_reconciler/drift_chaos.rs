@@ -60,6 +60,9 @@ async fn a_new_tunnel_deleted_on_cloudflare_is_recreated_and_its_old_id_kept() {
     let old_checksum = checksum(&deployments.get("web").await.expect("deployment"));
     assert!(config_yaml(&config_maps.get("web").await.expect("cm")).contains(&old_id));
 
+    // The first recreate attempt fails: the recorded old id must survive the failure report.
+    h.sim
+        .inject(Operation::CreateTunnel, Fault::fail_next(1, 400));
     assert!(h.sim.delete_tunnel_out_of_band(&old_id));
 
     let recreated = poll_until("tunnel recreated", WAIT, POLL, || async {
@@ -102,6 +105,15 @@ async fn a_new_tunnel_deleted_on_cloudflare_is_recreated_and_its_old_id_kept() {
     )
     .expect("credentials json");
     assert_eq!(creds["TunnelID"], json!(new_id));
+
+    let refused = h
+        .sim
+        .request_log()
+        .iter()
+        .filter(|r| r.operation == Some(Operation::CreateTunnel) && r.status == 400)
+        .count();
+    assert_eq!(refused, 1, "the failing recreate attempt was made");
+    assert_eq!(h.sim.calls(Operation::CreateTunnel), 3);
 
     let reasons = h.event_reasons("web").await;
     assert!(reasons.iter().any(|r| r == "TunnelDeleted"), "{reasons:?}");
