@@ -39,6 +39,18 @@ fn config_yaml(cm: &ConfigMap) -> String {
         .unwrap_or_default()
 }
 
+/// credentials.json of the managed Secret `web`.
+async fn credentials(h: &Harness) -> serde_json::Value {
+    let secret = h.secrets().get("web").await.expect("managed secret");
+    let bytes = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get("credentials.json"))
+        .map(|b| b.0.clone())
+        .unwrap_or_default();
+    serde_json::from_slice(&bytes).expect("credentials json")
+}
+
 #[tokio::test]
 async fn a_new_tunnel_deleted_on_cloudflare_is_recreated_and_its_old_id_kept() {
     let h = Harness::start_with("tr-drift", |o| o.drift_interval = Duration::from_secs(2)).await;
@@ -59,6 +71,8 @@ async fn a_new_tunnel_deleted_on_cloudflare_is_recreated_and_its_old_id_kept() {
     let config_maps: Api<ConfigMap> = Api::namespaced(h.admin.clone(), &h.ns);
     let old_checksum = checksum(&deployments.get("web").await.expect("deployment"));
     assert!(config_yaml(&config_maps.get("web").await.expect("cm")).contains(&old_id));
+    let old_creds = credentials(&h).await;
+    assert_eq!(old_creds["TunnelID"], json!(old_id));
 
     // The first recreate attempt fails: the recorded old id must survive the failure report.
     h.sim
@@ -94,17 +108,12 @@ async fn a_new_tunnel_deleted_on_cloudflare_is_recreated_and_its_old_id_kept() {
     let new_checksum = checksum(&deployments.get("web").await.expect("deployment"));
     assert!(new_checksum.is_some());
     assert_ne!(new_checksum, old_checksum, "the pod template changed");
-    let secret = h.secrets().get("web").await.expect("managed secret");
-    let creds: serde_json::Value = serde_json::from_slice(
-        &secret
-            .data
-            .as_ref()
-            .and_then(|d| d.get("credentials.json"))
-            .expect("credentials.json")
-            .0,
-    )
-    .expect("credentials json");
+    let creds = credentials(&h).await;
     assert_eq!(creds["TunnelID"], json!(new_id));
+    assert_ne!(
+        creds["TunnelSecret"], old_creds["TunnelSecret"],
+        "a recreated tunnel gets a new secret"
+    );
 
     let refused = h
         .sim
