@@ -40,6 +40,30 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Write a development CA and a webhook serving certificate (never commit them).
     Certs(CertsArgs),
+    /// Print what the reconciler would apply for the Tunnels and ClusterTunnels given, as
+    /// multi-document YAML (diagnostics on stderr). Uses status.tunnelId when the input carries
+    /// it; never generates secrets: the Secret's values are redacted placeholders.
+    Render(RenderArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RenderArgs {
+    /// A manifest file, a directory (read recursively) or - for standard input; repeatable.
+    #[arg(short = 'f', long = "filename", required = true)]
+    pub files: Vec<String>,
+    /// Namespace of the Secrets, ConfigMaps and Deployments of ClusterTunnels.
+    #[arg(long, default_value = crate::controller::DEFAULT_CLUSTER_RESOURCE_NAMESPACE)]
+    pub cluster_resource_namespace: String,
+    /// cloudflared image, pinned (a `latest` or untagged image is refused).
+    #[arg(long, default_value = crate::controller::DEFAULT_CLOUDFLARED_IMAGE)]
+    pub cloudflared_image: String,
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    crate::admission::duration::parse_go_duration(text)
+        .and_then(|nanos| u64::try_from(nanos).ok())
+        .map(std::time::Duration::from_nanos)
+        .ok_or_else(|| format!("{text:?} is not a duration; use e.g. 10m, 90s or 0"))
 }
 
 #[derive(Debug, clap::Args)]
@@ -72,6 +96,9 @@ pub struct RunArgs {
     /// cloudflared image, pinned (a `latest` or untagged image is refused).
     #[arg(long, default_value = crate::controller::DEFAULT_CLOUDFLARED_IMAGE)]
     pub cloudflared_image: String,
+    /// How often each tunnel is checked on Cloudflare (jittered; `0` disables), e.g. `10m`.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub drift_interval: std::time::Duration,
 }
 
 const VALIDATE_HELP: &str =
@@ -139,6 +166,7 @@ pub fn main() -> ExitCode {
         Command::Certs(args) => write_certs(&args).map(|()| ExitCode::SUCCESS),
         Command::Run(args) => block_on(run(args)).map(|()| ExitCode::SUCCESS),
         Command::Demo(args) => block_on(crate::demo::run(args)).map(|()| ExitCode::SUCCESS),
+        Command::Render(args) => render_manifests(&args),
     };
     match result {
         Ok(code) => code,
@@ -175,6 +203,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         cloudflare_api_url: args.cloudflare_api_url,
         cluster_resource_namespace: args.cluster_resource_namespace,
         cloudflared_image: args.cloudflared_image,
+        drift_interval: args.drift_interval,
         ..Default::default()
     };
     tokio::spawn(crate::controller::run(
@@ -203,6 +232,21 @@ fn validate_manifests(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let code = crate::validate::run(
         &args.files,
         &args.namespace,
+        &mut std::io::stdin().lock(),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    )?;
+    Ok(ExitCode::from(code))
+}
+
+fn render_manifests(args: &RenderArgs) -> anyhow::Result<ExitCode> {
+    let settings = crate::controller::render_cli::RenderSettings {
+        cluster_resource_namespace: args.cluster_resource_namespace.clone(),
+        cloudflared_image: args.cloudflared_image.clone(),
+    };
+    let code = crate::controller::render_cli::run(
+        &args.files,
+        &settings,
         &mut std::io::stdin().lock(),
         &mut std::io::stdout().lock(),
         &mut std::io::stderr().lock(),

@@ -1,5 +1,7 @@
 //! The Tunnel / ClusterTunnel reconciler against a real API server with KCM and the simulated
 //! Cloudflare, the operator running with the shipped RBAC as its own ServiceAccount user.
+#[path = "tunnel_reconciler/drift_chaos.rs"]
+mod drift_chaos;
 #[path = "tunnel_reconciler/harness.rs"]
 mod harness;
 

@@ -33,6 +33,8 @@ pub trait TunnelKindAdapter:
     /// The v1alpha2 spec (both kinds share one shape).
     fn tunnel_spec(&self) -> TunnelSpec;
     fn tunnel_status(&self) -> Option<&TunnelStatus>;
+    /// The status, writable: a reconcile carries its own writes forward.
+    fn tunnel_status_mut(&mut self) -> &mut Option<TunnelStatus>;
 
     /// Owner of the rendered objects.
     fn identity(&self, ctx: &Context) -> OwnerIdentity {
@@ -103,6 +105,10 @@ impl TunnelKindAdapter for Tunnel {
         self.status.as_ref()
     }
 
+    fn tunnel_status_mut(&mut self) -> &mut Option<TunnelStatus> {
+        &mut self.status
+    }
+
     fn controlling_object(child: &ObjectMeta) -> Option<ObjectRef<Self>> {
         let name = controller_named(child, "Tunnel")?;
         Some(ObjectRef::new(&name).within(child.namespace.as_deref().unwrap_or_default()))
@@ -134,6 +140,10 @@ impl TunnelKindAdapter for ClusterTunnel {
 
     fn tunnel_status(&self) -> Option<&TunnelStatus> {
         self.status.as_ref()
+    }
+
+    fn tunnel_status_mut(&mut self) -> &mut Option<TunnelStatus> {
+        &mut self.status
     }
 
     fn controlling_object(child: &ObjectMeta) -> Option<ObjectRef<Self>> {

@@ -2,7 +2,7 @@
 //! limiters (one per process, so every credential has exactly one bucket) and the options.
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
@@ -29,6 +29,8 @@ pub struct ControllerOptions {
     pub retry_base: Duration,
     /// Longest retry delay after failures.
     pub retry_max: Duration,
+    /// Attempts per Cloudflare call (`None`: the client's default budget).
+    pub cloudflare_max_attempts: Option<u32>,
 }
 
 impl Default for ControllerOptions {
@@ -40,6 +42,7 @@ impl Default for ControllerOptions {
             drift_interval: Duration::from_secs(600),
             retry_base: Duration::from_secs(2),
             retry_max: Duration::from_secs(300),
+            cloudflare_max_attempts: None,
         }
     }
 }
@@ -53,6 +56,8 @@ pub struct Context {
     pub scope: WatchScope,
     /// Consecutive failures per object, for exponential backoff (no hot loop).
     failures: Mutex<HashMap<String, u32>>,
+    /// When each object's next drift check is due, by uid (in memory: a restart only delays it).
+    drift_due: Mutex<HashMap<String, Instant>>,
 }
 
 impl Context {
@@ -68,6 +73,7 @@ impl Context {
             options,
             scope,
             failures: Mutex::new(HashMap::new()),
+            drift_due: Mutex::new(HashMap::new()),
         }
     }
 
@@ -76,10 +82,13 @@ impl Context {
         &self,
         credentials: Credentials,
     ) -> Result<CloudflareClient, CloudflareError> {
-        CloudflareClient::builder(credentials)
+        let builder = CloudflareClient::builder(credentials)
             .base_url(self.options.cloudflare_api_url.clone())
-            .limiters(self.limiters.clone())
-            .build()
+            .limiters(self.limiters.clone());
+        match self.options.cloudflare_max_attempts {
+            Some(attempts) => builder.max_attempts(attempts).build(),
+            None => builder.build(),
+        }
     }
 
     /// Records one more failure of `key` and returns the delay before the next attempt.
@@ -98,5 +107,53 @@ impl Context {
     pub fn reset_backoff(&self, key: &str) {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         failures.remove(key);
+    }
+
+    /// Is a drift check of `uid` due now? The first sight only schedules one.
+    pub fn drift_due(&self, uid: &str) -> bool {
+        if self.options.drift_interval.is_zero() {
+            return false;
+        }
+        let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        match due.get(uid) {
+            Some(at) => *at <= now,
+            None => {
+                due.insert(uid.to_string(), now + self.jittered_drift_interval());
+                false
+            }
+        }
+    }
+
+    /// Schedules the next drift check of `uid` one jittered interval from now.
+    pub fn drift_checked(&self, uid: &str) {
+        let next = Instant::now() + self.jittered_drift_interval();
+        let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
+        due.insert(uid.to_string(), next);
+    }
+
+    /// Time until the next drift check of `uid` (`None`: drift checks are off).
+    pub fn drift_requeue(&self, uid: &str) -> Option<Duration> {
+        if self.options.drift_interval.is_zero() {
+            return None;
+        }
+        let next = Instant::now() + self.jittered_drift_interval();
+        let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
+        let at = *due.entry(uid.to_string()).or_insert(next);
+        let wait = at.saturating_duration_since(Instant::now());
+        Some(wait.max(Duration::from_millis(100)))
+    }
+
+    /// Forgets `uid` once its object is gone.
+    pub fn forget_drift(&self, uid: &str) {
+        let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
+        due.remove(uid);
+    }
+
+    /// The drift interval ±10 %, so many tunnels do not check in lockstep.
+    fn jittered_drift_interval(&self) -> Duration {
+        use rand::Rng;
+        let factor = rand::rng().random_range(0.9..=1.1);
+        self.options.drift_interval.mul_f64(factor)
     }
 }

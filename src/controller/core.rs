@@ -8,10 +8,11 @@ use kube::{Api, ResourceExt};
 use super::adapters::TunnelKindAdapter;
 use super::conditions::ReadyReason;
 use super::context::Context;
-use super::{apply, credentials, deletion, finalizer, secret_guard, setup, status};
+use super::render_input::{TunnelFacts, render_options, tunnel_input};
+use super::{apply, credentials, deletion, drift, finalizer, secret_guard, setup, status};
 use crate::api::names::FINALIZER;
 use crate::cloudflare::client::CloudflareError;
-use crate::render::{self, RenderError, RenderOptions, TunnelInput};
+use crate::render::{self, RenderError};
 
 /// Why a reconcile did not converge. Messages never carry credentials.
 #[derive(Debug, thiserror::Error)]
@@ -76,10 +77,12 @@ pub async fn reconcile<K: TunnelKindAdapter>(
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
     let key = obj.display();
+    // Status written during the reconcile (drift) is carried here, so a failure report keeps it.
+    let mut current = (*obj).clone();
     let outcome = if obj.meta().deletion_timestamp.is_some() {
         delete(&*obj, &ctx).await
     } else {
-        converge(&*obj, &ctx).await
+        converge(&mut current, &ctx).await
     };
     match outcome {
         Ok(action) => {
@@ -88,7 +91,7 @@ pub async fn reconcile<K: TunnelKindAdapter>(
         }
         Err(error) => {
             tracing::warn!(object = %key, reason = error.metric_label(), %error, "tunnel not reconciled");
-            status::report_failure(&*obj, &ctx, &error).await?;
+            status::report_failure(&current, &ctx, &error).await?;
             Ok(Action::requeue(ctx.next_backoff(&key)))
         }
     }
@@ -113,6 +116,7 @@ async fn delete<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<Action, 
         return Ok(wait);
     }
     finalizer::remove(obj, ctx).await?;
+    ctx.forget_drift(&obj.uid().unwrap_or_default());
     let spec = obj.tunnel_spec();
     secret_guard::release_if_unused(ctx, &obj.managed_namespace(ctx), &spec.cloudflare.secret)
         .await?;
@@ -120,7 +124,11 @@ async fn delete<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<Action, 
 }
 
 /// Steps 2–5 of SPEC §3.1 for a live object.
-async fn converge<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<Action, ReconcileError> {
+async fn converge<K: TunnelKindAdapter>(
+    current: &mut K,
+    ctx: &Context,
+) -> Result<Action, ReconcileError> {
+    let obj = &*current;
     let spec = obj.tunnel_spec();
     let (is_new, is_existing) = spec.tunnel_sources();
     if is_new == is_existing {
@@ -153,30 +161,24 @@ async fn converge<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<Action
     let cf = ctx
         .cloudflare(api_secret.credentials.clone())
         .map_err(|source| ReconcileError::cloudflare("building the Cloudflare client", source))?;
+    drift::check(current, ctx, &cf, &spec).await?;
+    let obj = &*current;
     let resolved =
         setup::resolve(obj, ctx, &cf, &spec, &api_secret, managed_secret.as_ref()).await?;
     let origin_ca_pem = setup::origin_ca(ctx, &namespace, spec.origin_ca_pool.as_deref()).await?;
-    let input = TunnelInput {
-        identity,
-        domain: spec.cloudflare.domain.clone(),
+    let facts = TunnelFacts {
         tunnel_id: resolved.tunnel_id.clone(),
-        account_tag: resolved.credentials.account_tag.clone(),
         tunnel_name: resolved.tunnel_name.clone(),
         credentials: resolved.credentials.clone(),
         origin_ca_pem,
-        routes: Vec::new(),
-        spec,
     };
-    let options = RenderOptions {
-        cloudflared_image: ctx.options.cloudflared_image.clone(),
-    };
-    let rendered = render::render_all(&input, &options)?;
+    let input = tunnel_input(identity, spec, facts);
+    let rendered = render::render_all(&input, &render_options(&ctx.options.cloudflared_image))?;
     apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
     status::ensure_labels(obj, ctx, &input).await?;
     status::report_ready(obj, ctx, &resolved).await?;
-    Ok(if ctx.options.drift_interval.is_zero() {
-        Action::await_change()
-    } else {
-        Action::requeue(ctx.options.drift_interval)
+    Ok(match ctx.drift_requeue(&obj.uid().unwrap_or_default()) {
+        Some(wait) => Action::requeue(wait),
+        None => Action::await_change(),
     })
 }

@@ -159,10 +159,12 @@ async fn new_tunnel<K: TunnelKindAdapter>(
         };
         return Ok((id.to_string(), tunnel_name.to_string(), creds));
     }
+    // An adopted tunnel that was later deleted on Cloudflare is not adopted again.
+    let previous = status.previous_tunnel_ids.as_deref().unwrap_or_default();
     if let Some(id) = obj
         .annotations()
         .get(ANNOTATION_ADOPT_TUNNEL_ID)
-        .filter(|v| !v.is_empty())
+        .filter(|v| !v.is_empty() && !previous.contains(v))
     {
         let tunnel = live_tunnel_by_id(cf, account_id, id).await?;
         let creds = token_credentials(cf, account_id, &tunnel.id).await?;
@@ -175,6 +177,11 @@ async fn new_tunnel<K: TunnelKindAdapter>(
         .await;
         return Ok((tunnel.id, tunnel.name, creds));
     }
+    // Credentials of a tunnel deleted on Cloudflare are never reused: a recreate gets a new secret.
+    let stored = match stored {
+        Stored::Credentials(c) if previous.contains(&c.tunnel_id) => Stored::Nothing,
+        other => other,
+    };
     let (secret, maybe_created) = match stored {
         Stored::Credentials(c) => match credentials::decode_secret(&c.secret_b64) {
             Some(bytes) => (bytes, true),

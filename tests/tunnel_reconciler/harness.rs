@@ -36,6 +36,7 @@ pub struct Harness {
     pub sim: Simulator,
     pub running: RunningSim,
     operator: Option<tokio::task::JoinHandle<()>>,
+    tweak: fn(&mut ControllerOptions),
 }
 
 impl Drop for Harness {
@@ -82,6 +83,11 @@ async fn plane() -> &'static ControlPlane {
 impl Harness {
     /// A namespace, a simulator and a running operator (as its own ServiceAccount user).
     pub async fn start(prefix: &str) -> Harness {
+        Harness::start_with(prefix, |_| {}).await
+    }
+
+    /// Like [`Harness::start`], with operator options changed by `tweak`.
+    pub async fn start_with(prefix: &str, tweak: fn(&mut ControllerOptions)) -> Harness {
         let plane = plane().await;
         let admin = plane.admin_client().expect("admin client");
         let ns = plane.create_namespace(prefix).await.expect("namespace");
@@ -100,20 +106,23 @@ impl Harness {
             sim,
             running,
             operator: None,
+            tweak,
         };
         harness.start_operator();
         harness
     }
 
     pub fn options(&self) -> ControllerOptions {
-        ControllerOptions {
+        let mut options = ControllerOptions {
             cloudflare_api_url: self.running.url.clone(),
             cluster_resource_namespace: self.ns.clone(),
             drift_interval: Duration::ZERO,
             retry_base: Duration::from_millis(500),
             retry_max: Duration::from_secs(5),
             ..ControllerOptions::default()
-        }
+        };
+        (self.tweak)(&mut options);
+        options
     }
 
     /// (Re)starts the operator; a restart reconciles every object from scratch.

@@ -1,0 +1,250 @@
+//! `cftunnel render` (SPEC §6): what the reconciler would apply for Tunnels and ClusterTunnels
+//! given as files, without a cluster or Cloudflare. Deterministic: no secret is ever generated;
+//! what only Cloudflare knows is a fixed placeholder and the Secret's values are redacted.
+use std::io::{Read, Write};
+
+use serde_json::Value;
+
+use super::render_input::{TunnelFacts, render_options, tunnel_input};
+use crate::admission::TunnelKind;
+use crate::render::{self, OwnerIdentity, TunnelCredentials};
+use crate::validate::decode::{Decoded, Outcome, TunnelObject, decode};
+use crate::validate::{DEFAULT_NAMESPACE, EXIT_UNREADABLE, read_sources};
+
+/// Tunnel id rendered when the input carries no `status.tunnelId`.
+pub const PLACEHOLDER_TUNNEL_ID: &str = "00000000-0000-0000-0000-000000000000";
+/// Owner uid rendered when the input carries no `metadata.uid`.
+pub const PLACEHOLDER_UID: &str = "00000000-0000-0000-0000-000000000000";
+/// Account tag rendered when neither status nor spec names the account id.
+pub const PLACEHOLDER_ACCOUNT: &str = "00000000000000000000000000000000";
+/// Stands in for the tunnel secret, which only the cluster holds.
+pub const REDACTED: &str = "REDACTED";
+
+/// Settings of one `render` run.
+#[derive(Clone, Debug)]
+pub struct RenderSettings {
+    pub cluster_resource_namespace: String,
+    pub cloudflared_image: String,
+}
+
+fn non_empty(value: Option<&String>) -> Option<String> {
+    value.filter(|v| !v.is_empty()).cloned()
+}
+
+/// The facts the input carries; everything else is a placeholder.
+fn offline_facts(tunnel: &TunnelObject) -> TunnelFacts {
+    let status = tunnel.status.clone().unwrap_or_default();
+    let spec = &tunnel.spec;
+    let tunnel_id =
+        non_empty(status.tunnel_id.as_ref()).unwrap_or_else(|| PLACEHOLDER_TUNNEL_ID.to_string());
+    let tunnel_name = non_empty(status.tunnel_name.as_ref())
+        .or_else(|| spec.new_tunnel.as_ref().map(|n| n.name.clone()))
+        .or_else(|| spec.existing_tunnel.as_ref().and_then(|e| e.name.clone()))
+        .unwrap_or_default();
+    let account_tag = non_empty(status.account_id.as_ref())
+        .or_else(|| non_empty(spec.cloudflare.account_id.as_ref()))
+        .unwrap_or_else(|| PLACEHOLDER_ACCOUNT.to_string());
+    TunnelFacts {
+        tunnel_id: tunnel_id.clone(),
+        tunnel_name,
+        credentials: TunnelCredentials {
+            account_tag,
+            secret_b64: REDACTED.to_string(),
+            tunnel_id,
+        },
+        origin_ca_pem: None,
+    }
+}
+
+fn identity(tunnel: &TunnelObject, value: &Value, settings: &RenderSettings) -> OwnerIdentity {
+    let namespace = match tunnel.kind {
+        TunnelKind::ClusterTunnel => settings.cluster_resource_namespace.clone(),
+        _ => tunnel.namespace.clone(),
+    };
+    let uid = value
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .filter(|u| !u.is_empty())
+        .unwrap_or(PLACEHOLDER_UID);
+    OwnerIdentity {
+        kind: tunnel.kind,
+        namespace,
+        name: tunnel.name.clone(),
+        uid: uid.to_string(),
+    }
+}
+
+/// The whole command: YAML on `out`, diagnostics on `err`; returns the exit code (0 rendered,
+/// 1 an object could not be rendered or none was given, 2 unreadable input).
+pub fn run(
+    sources: &[String],
+    settings: &RenderSettings,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<u8> {
+    let documents = match read_sources(sources, stdin) {
+        Ok(documents) => documents,
+        Err(e) => {
+            writeln!(err, "error: {e}")?;
+            return Ok(EXIT_UNREADABLE);
+        }
+    };
+    let options = render_options(&settings.cloudflared_image);
+    let mut yaml = String::new();
+    let mut failed = false;
+    let mut rendered_any = false;
+    for document in &documents {
+        let tunnel = match decode(document, DEFAULT_NAMESPACE) {
+            Outcome::Decoded(_, decoded) => match *decoded {
+                Decoded::Tunnel(tunnel) => tunnel,
+                _ => continue,
+            },
+            Outcome::Unreadable(object, violation) => {
+                writeln!(err, "{}: {object}: {violation}", document.origin)?;
+                failed = true;
+                continue;
+            }
+            Outcome::Ignored => continue,
+        };
+        let owner = identity(&tunnel, &document.value, settings);
+        let input = tunnel_input(owner, tunnel.spec.clone(), offline_facts(&tunnel));
+        match render::render_all(&input, &options).and_then(|r| r.to_yaml()) {
+            Ok(text) => {
+                yaml.push_str(&text);
+                rendered_any = true;
+            }
+            Err(e) => {
+                writeln!(
+                    err,
+                    "{}: {:?} {}: {e}",
+                    document.origin, tunnel.kind, tunnel.name
+                )?;
+                failed = true;
+            }
+        }
+    }
+    if !rendered_any && !failed {
+        writeln!(err, "error: the input holds no Tunnel or ClusterTunnel")?;
+        return Ok(1);
+    }
+    out.write_all(yaml.as_bytes())?;
+    Ok(u8::from(failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V1ALPHA1: &str = "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: Tunnel
+metadata:
+  name: web
+  namespace: shop
+spec:
+  newTunnel:
+    name: web-tunnel
+  size: 3
+  cloudflare:
+    domain: example.com
+    secret: cloudflare-api
+    accountId: 0123456789abcdef0123456789abcdef
+";
+
+    fn render(input: &str) -> (u8, String, String) {
+        let settings = RenderSettings {
+            cluster_resource_namespace: "cftunnel-tunnels".into(),
+            cloudflared_image: "cloudflare/cloudflared:2026.11.0".into(),
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run(
+            &["-".to_string()],
+            &settings,
+            &mut input.as_bytes(),
+            &mut out,
+            &mut err,
+        )
+        .unwrap_or(99);
+        (
+            code,
+            String::from_utf8_lossy(&out).into_owned(),
+            String::from_utf8_lossy(&err).into_owned(),
+        )
+    }
+
+    #[test]
+    fn v1alpha1_input_renders_identically_twice_with_placeholders() {
+        let (code, first, err) = render(V1ALPHA1);
+        assert_eq!((code, err.as_str()), (0, ""));
+        let (_, second, _) = render(V1ALPHA1);
+        assert_eq!(first, second);
+        assert_eq!(first.matches("---\n").count(), 5);
+        let docs: Vec<Value> = first
+            .split("---\n")
+            .filter(|d| !d.is_empty())
+            .filter_map(|d| serde_yaml_ng::from_str(d).ok())
+            .collect();
+        let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "ServiceAccount",
+                "Secret",
+                "ConfigMap",
+                "Deployment",
+                "PodDisruptionBudget"
+            ]
+        );
+        // size: 3 of v1alpha1 became a deployPatch.
+        assert_eq!(docs[3]["spec"]["replicas"], 3);
+        assert_eq!(docs[3]["metadata"]["namespace"], "shop");
+        let config = docs[2]["data"]["config.yaml"].as_str().unwrap_or_default();
+        assert!(config.contains(&format!("tunnel: {PLACEHOLDER_TUNNEL_ID}")));
+        let creds = docs[1]["data"]["credentials.json"]
+            .as_str()
+            .unwrap_or_default();
+        use base64::Engine;
+        let creds = base64::engine::general_purpose::STANDARD
+            .decode(creds)
+            .unwrap_or_default();
+        let creds: Value = serde_json::from_slice(&creds).unwrap_or_default();
+        assert_eq!(creds["TunnelSecret"], REDACTED);
+        assert_eq!(creds["AccountTag"], "0123456789abcdef0123456789abcdef");
+        let owner = &docs[0]["metadata"]["ownerReferences"][0];
+        assert_eq!(owner["uid"], PLACEHOLDER_UID);
+    }
+
+    #[test]
+    fn status_tunnel_id_is_used_and_cluster_tunnels_go_to_the_given_namespace() {
+        let input = "apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: ClusterTunnel
+metadata:
+  name: edge
+  uid: 11111111-2222-3333-4444-555555555555
+spec:
+  existingTunnel:
+    name: theirs
+  cloudflare:
+    domain: example.com
+    secret: cloudflare-api
+    accountId: 0123456789abcdef0123456789abcdef
+status:
+  tunnelId: 9a0e3c4b-6b3e-4f7a-9d55-3f3b1d0c2a11
+  tunnelName: theirs
+";
+        let (code, out, err) = render(input);
+        assert_eq!((code, err.as_str()), (0, ""));
+        assert!(out.contains("tunnel: 9a0e3c4b-6b3e-4f7a-9d55-3f3b1d0c2a11"));
+        assert!(out.contains("namespace: cftunnel-tunnels"));
+        assert!(out.contains("uid: 11111111-2222-3333-4444-555555555555"));
+        assert!(!out.contains(PLACEHOLDER_TUNNEL_ID));
+    }
+
+    #[test]
+    fn no_tunnel_in_the_input_is_an_error_on_stderr() {
+        let (code, out, err) = render("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n");
+        assert_eq!(code, 1);
+        assert_eq!(out, "");
+        assert_eq!(err, "error: the input holds no Tunnel or ClusterTunnel\n");
+    }
+}

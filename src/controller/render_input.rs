@@ -1,0 +1,36 @@
+//! The renderer's input, built by one function for the reconciler and `cftunnel render` alike,
+//! so the offline output is exactly what the reconciler applies for the same facts.
+use crate::api::TunnelSpec;
+use crate::render::{OwnerIdentity, RenderOptions, TunnelCredentials, TunnelInput};
+
+/// What is known about the tunnel itself: resolved on Cloudflare, or read from the input offline.
+#[derive(Clone, Debug)]
+pub struct TunnelFacts {
+    pub tunnel_id: String,
+    pub tunnel_name: String,
+    pub credentials: TunnelCredentials,
+    /// `tls.crt` of the `originCaPool` Secret, when known.
+    pub origin_ca_pem: Option<String>,
+}
+
+/// The renderer input of one Tunnel or ClusterTunnel.
+pub fn tunnel_input(identity: OwnerIdentity, spec: TunnelSpec, facts: TunnelFacts) -> TunnelInput {
+    TunnelInput {
+        identity,
+        domain: spec.cloudflare.domain.clone(),
+        tunnel_id: facts.tunnel_id,
+        account_tag: facts.credentials.account_tag.clone(),
+        tunnel_name: facts.tunnel_name,
+        credentials: facts.credentials,
+        origin_ca_pem: facts.origin_ca_pem,
+        routes: Vec::new(),
+        spec,
+    }
+}
+
+/// The operator-wide render options.
+pub fn render_options(cloudflared_image: &str) -> RenderOptions {
+    RenderOptions {
+        cloudflared_image: cloudflared_image.to_string(),
+    }
+}

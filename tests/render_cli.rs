@@ -1,0 +1,202 @@
+//! `cftunnel render` prints exactly what the reconciler applies: the same object rendered offline
+//! from its live manifest (with status) is compared with the objects the operator applied.
+#[path = "tunnel_reconciler/harness.rs"]
+mod harness;
+
+use std::process::Command;
+
+use cftunnel::api::names::ANNOTATION_CHECKSUM;
+use harness::{Harness, TOKEN};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use serde_json::{Value, json};
+
+const API_SECRET: &str = "cloudflare-api";
+
+fn render(file: &std::path::Path, namespace: &str) -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cftunnel"))
+        .args(["render", "-f"])
+        .arg(file)
+        .args(["--cluster-resource-namespace", namespace])
+        .output()
+        .expect("run cftunnel render");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn by_kind<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} rendered"))
+}
+
+fn decoded_credentials(secret_data: &Value) -> Value {
+    use base64::Engine;
+    let b64 = secret_data["credentials.json"]
+        .as_str()
+        .expect("credentials");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .expect("base64");
+    serde_json::from_slice(&bytes).expect("json")
+}
+
+#[tokio::test]
+async fn render_output_equals_what_the_reconciler_applied_except_the_credentials() {
+    let h = Harness::start("render").await;
+    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
+        .await;
+    let mut spec = h.spec(API_SECRET, json!({"newTunnel": {"name": "shop-tunnel"}}));
+    spec["deployPatch"] = json!("spec:\n  replicas: 3\n");
+    spec["noTlsVerify"] = json!(true);
+    h.create_tunnel("shop", spec).await;
+    let tunnel = h.wait_reason(&h.tunnels(), "shop", "Ready").await;
+    let tunnel_id = tunnel
+        .status
+        .as_ref()
+        .and_then(|s| s.tunnel_id.clone())
+        .expect("tunnel id");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("tunnel.json");
+    std::fs::write(&file, serde_json::to_vec(&tunnel).expect("json")).expect("write");
+    let (first, stderr) = render(&file, &h.ns);
+    assert_eq!(stderr, "");
+    let (second, _) = render(&file, &h.ns);
+    assert_eq!(first, second, "render is deterministic");
+    let docs: Vec<Value> = first
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_yaml_ng::from_str(d).expect("yaml"))
+        .collect();
+    assert_eq!(docs.len(), 5);
+
+    let admin = h.admin.clone();
+    let ns = h.ns.as_str();
+
+    let cm = by_kind(&docs, "ConfigMap");
+    let live_cm = Api::<ConfigMap>::namespaced(admin.clone(), ns)
+        .get("shop")
+        .await
+        .expect("cm");
+    assert_eq!(cm["metadata"]["name"], "shop");
+    assert_eq!(
+        serde_json::to_value(&live_cm.data).expect("data"),
+        cm["data"]
+    );
+    assert!(
+        cm["data"]["config.yaml"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("tunnel: {tunnel_id}"))
+    );
+    assert_eq!(
+        serde_json::to_value(&live_cm.metadata.labels).expect("labels"),
+        cm["metadata"]["labels"]
+    );
+    assert_eq!(
+        serde_json::to_value(&live_cm.metadata.owner_references).expect("owners"),
+        cm["metadata"]["ownerReferences"]
+    );
+
+    let pdb = by_kind(&docs, "PodDisruptionBudget");
+    let name = pdb["metadata"]["name"].as_str().expect("pdb name");
+    let live_pdb = Api::<PodDisruptionBudget>::namespaced(admin.clone(), ns)
+        .get(name)
+        .await
+        .expect("pdb");
+    assert_eq!(
+        serde_json::to_value(&live_pdb.spec).expect("spec"),
+        pdb["spec"]
+    );
+
+    let sa = by_kind(&docs, "ServiceAccount");
+    let name = sa["metadata"]["name"].as_str().expect("sa name");
+    let live_sa = Api::<ServiceAccount>::namespaced(admin.clone(), ns)
+        .get(name)
+        .await
+        .expect("sa");
+    let mut live_sa_value = serde_json::to_value(&live_sa).expect("sa json");
+    for key in ["apiVersion", "kind"] {
+        assert_eq!(live_sa_value[key], sa[key]);
+    }
+    assert_eq!(
+        live_sa_value["automountServiceAccountToken"],
+        sa["automountServiceAccountToken"]
+    );
+    let meta = live_sa_value["metadata"].take();
+    for key in ["name", "namespace", "labels", "ownerReferences"] {
+        assert_eq!(meta[key], sa["metadata"][key], "ServiceAccount {key}");
+    }
+
+    // Credentials: same tunnel and account, the secret redacted.
+    let secret = by_kind(&docs, "Secret");
+    let live_secret = Api::<Secret>::namespaced(admin.clone(), ns)
+        .get("shop")
+        .await
+        .expect("secret");
+    let live_data = serde_json::to_value(&live_secret.data).expect("data");
+    let (rendered_creds, live_creds) = (
+        decoded_credentials(&secret["data"]),
+        decoded_credentials(&live_data),
+    );
+    assert_eq!(rendered_creds["TunnelSecret"], "REDACTED");
+    assert_ne!(live_creds["TunnelSecret"], "REDACTED");
+    for key in ["TunnelID", "AccountTag", "Endpoint"] {
+        assert_eq!(rendered_creds[key], live_creds[key], "credentials {key}");
+    }
+
+    // Deployment: the rendered one, with the live checksum, applied as a dry run under the
+    // reconciler's field manager changes nothing: any field more or less would show.
+    let deployments = Api::<Deployment>::namespaced(admin.clone(), ns);
+    let live = deployments.get("shop").await.expect("deployment");
+    let live_value = serde_json::to_value(&live).expect("json");
+    let checksum_path = "/spec/template/metadata/annotations";
+    let live_checksum = live_value
+        .pointer(checksum_path)
+        .and_then(|a| a.get(ANNOTATION_CHECKSUM))
+        .cloned()
+        .expect("live checksum");
+    let mut rendered = by_kind(&docs, "Deployment").clone();
+    let rendered_checksum = rendered
+        .pointer(checksum_path)
+        .and_then(|a| a.get(ANNOTATION_CHECKSUM))
+        .cloned()
+        .expect("rendered checksum");
+    assert_ne!(
+        rendered_checksum, live_checksum,
+        "placeholders give another checksum"
+    );
+    if let Some(annotations) = rendered.pointer_mut(checksum_path) {
+        annotations[ANNOTATION_CHECKSUM] = live_checksum;
+    }
+    assert_eq!(rendered["spec"]["replicas"], 3);
+    let dry = deployments
+        .patch(
+            "shop",
+            &PatchParams::apply("cftunnel").force().dry_run(),
+            &Patch::Apply(&rendered),
+        )
+        .await
+        .expect("dry-run apply");
+    let dry_value = serde_json::to_value(&dry).expect("json");
+    assert_eq!(dry_value["spec"], live_value["spec"]);
+    assert_eq!(
+        dry_value["metadata"]["labels"],
+        live_value["metadata"]["labels"]
+    );
+    assert_eq!(
+        dry_value["metadata"]["resourceVersion"],
+        live_value["metadata"]["resourceVersion"]
+    );
+}
