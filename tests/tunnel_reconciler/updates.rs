@@ -235,6 +235,22 @@ async fn spec_edits_reach_the_objects_only_config_changes_roll_and_none_calls_cl
     let resynced = snapshot(&h, "web").await;
     assert_eq!(resynced, patched);
     assert_eq!(h.sim.total_calls(), 0, "{:?}", h.sim.request_log());
+
+    // Back to the defaults: the first render, its checksum and the patched fields all return.
+    edit_and_wait(
+        &h,
+        "web",
+        json!({"fallbackTarget": null, "noTlsVerify": null, "protocol": null, "deployPatch": null}),
+    )
+    .await;
+    let reverted = snapshot(&h, "web").await;
+    assert_eq!(reverted.config, initial.config);
+    assert_eq!(reverted.checksum, initial.checksum);
+    assert_eq!(reverted.args, initial.args);
+    assert_eq!(reverted.replicas, Some(2));
+    assert_eq!(reverted.env, initial.env);
+    assert_eq!(reverted.secret_version, initial.secret_version);
+    assert_eq!(h.sim.total_calls(), 0, "{:?}", h.sim.request_log());
 }
 
 /// The managed credentials.json of `name`.
@@ -276,6 +292,22 @@ async fn existing_tunnel_credentials_from_a_tunnel_secret_key_or_the_token_endpo
     .await;
     h.create_api_secret("token-only", &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
+    h.create_api_secret(
+        "renamed-key",
+        &[
+            ("CLOUDFLARE_API_TOKEN", TOKEN),
+            ("tunnel-secret", &STANDARD.encode([4u8; 32])),
+            // Under the default key name, but spec.cloudflare names another key.
+            (
+                "CLOUDFLARE_TUNNEL_CREDENTIAL_SECRET",
+                &STANDARD.encode([8u8; 32]),
+            ),
+        ],
+    )
+    .await;
+    let mut renamed = h.spec("renamed-key", json!({"existingTunnel": {"id": id}}));
+    renamed["cloudflare"]["CLOUDFLARE_TUNNEL_CREDENTIAL_SECRET"] = json!("tunnel-secret");
+    h.create_tunnel("by-renamed-key", renamed).await;
     h.create_tunnel(
         "by-secret",
         h.spec("with-secret", json!({"existingTunnel": {"id": id}})),
@@ -286,7 +318,7 @@ async fn existing_tunnel_credentials_from_a_tunnel_secret_key_or_the_token_endpo
         h.spec("token-only", json!({"existingTunnel": {"name": "pre"}})),
     )
     .await;
-    for name in ["by-secret", "by-token"] {
+    for name in ["by-secret", "by-token", "by-renamed-key"] {
         let t = h.wait_reason(&h.tunnels(), name, "Ready").await;
         assert_eq!(
             t.status.as_ref().and_then(|s| s.tunnel_id.clone()),
@@ -309,7 +341,7 @@ async fn existing_tunnel_credentials_from_a_tunnel_secret_key_or_the_token_endpo
         h.sim.calls(Operation::GetTunnelToken) >= 1,
         "by-token read the token endpoint"
     );
-    for name in ["by-secret", "by-token"] {
+    for name in ["by-secret", "by-token", "by-renamed-key"] {
         h.tunnels()
             .delete(name, &DeleteParams::default())
             .await
@@ -369,6 +401,18 @@ async fn a_global_api_key_with_email_creates_the_tunnel() {
         Some(live[0].id.clone())
     );
     assert_eq!(h.sim.calls(Operation::CreateTunnel), 1);
+
+    // The key may live under another name, which spec.cloudflare.CLOUDFLARE_API_KEY gives.
+    h.create_api_secret("renamed-api", &[("global-key", API_KEY)])
+        .await;
+    let mut spec = h.spec("renamed-api", json!({"newTunnel": {"name": "renamed"}}));
+    spec["cloudflare"]["email"] = json!(EMAIL);
+    spec["cloudflare"]["CLOUDFLARE_API_KEY"] = json!("global-key");
+    h.create_tunnel("renamed", spec).await;
+    h.wait_reason(&h.tunnels(), "renamed", "Ready").await;
+    let mut names: Vec<String> = h.live_tunnels().into_iter().map(|t| t.name).collect();
+    names.sort();
+    assert_eq!(names, ["keyed", "renamed"]);
 }
 
 #[tokio::test]
