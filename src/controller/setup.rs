@@ -334,11 +334,17 @@ async fn existing_tunnel(
         Some(id) => status_id == Some(id),
         None => status_id.is_some() && non_empty(status.tunnel_name.as_ref()) == wanted_name,
     };
-    if let (true, Some(id), Stored::Credentials(c)) = (same_target, status_id, &stored)
-        && c.tunnel_id == id
-    {
+    if let (true, Some(id)) = (same_target, status_id) {
         let name = non_empty(status.tunnel_name.as_ref()).unwrap_or_default();
-        return Ok((id.to_string(), name.to_string(), c.clone()));
+        // Credentials in the API Secret win over the stored ones, so a corrected key takes effect.
+        if let Some(c) = secret_credentials(spec, api_secret, account_id, id)? {
+            return Ok((id.to_string(), name.to_string(), c));
+        }
+        if let Stored::Credentials(c) = &stored
+            && c.tunnel_id == id
+        {
+            return Ok((id.to_string(), name.to_string(), c.clone()));
+        }
     }
     let tunnel = match (wanted_id, wanted_name) {
         (Some(id), _) => live_tunnel_by_id(cf, account_id, id).await?,
@@ -368,8 +374,23 @@ async fn existing_tunnel(
             ),
         ));
     }
+    let creds = match secret_credentials(spec, api_secret, account_id, &tunnel.id)? {
+        Some(creds) => creds,
+        None => token_credentials(cf, account_id, &tunnel.id).await?,
+    };
+    Ok((tunnel.id, tunnel.name, creds))
+}
+
+/// Credentials of tunnel `tunnel_id` given by the API Secret (a credentials.json or only the
+/// tunnel secret); `None` when it gives none.
+fn secret_credentials(
+    spec: &TunnelSpec,
+    api_secret: &ApiSecret,
+    account_id: &str,
+    tunnel_id: &str,
+) -> Result<Option<TunnelCredentials>, ReconcileError> {
     let key = &spec.cloudflare;
-    let creds = if let Some(file) = &api_secret.credential_file {
+    if let Some(file) = &api_secret.credential_file {
         let creds = credentials::parse_credentials_file(file).ok_or_else(|| {
             ReconcileError::blocked(
                 ReadyReason::CredentialsInvalid,
@@ -379,35 +400,34 @@ async fn existing_tunnel(
                 ),
             )
         })?;
-        if creds.tunnel_id != tunnel.id {
+        if creds.tunnel_id != tunnel_id {
             return Err(ReconcileError::blocked(
                 ReadyReason::CredentialsInvalid,
                 format!(
-                    "key {} of the API Secret holds credentials of tunnel {}, not of tunnel {}",
-                    key.credential_file_key, creds.tunnel_id, tunnel.id
+                    "key {} of the API Secret holds credentials of tunnel {}, not of tunnel {tunnel_id}",
+                    key.credential_file_key, creds.tunnel_id
                 ),
             ));
         }
-        creds
-    } else if let Some(secret) = &api_secret.credential_secret {
-        credentials::decode_secret(secret).ok_or_else(|| {
-            ReconcileError::blocked(
-                ReadyReason::CredentialsInvalid,
-                format!(
-                    "key {} of the API Secret is not a base64 tunnel secret of at least {MIN_TUNNEL_SECRET_BYTES} bytes",
-                    key.credential_secret_key
-                ),
-            )
-        })?;
-        TunnelCredentials {
-            account_tag: account_id.to_string(),
-            secret_b64: secret.trim().to_string(),
-            tunnel_id: tunnel.id.clone(),
-        }
-    } else {
-        token_credentials(cf, account_id, &tunnel.id).await?
+        return Ok(Some(creds));
+    }
+    let Some(secret) = &api_secret.credential_secret else {
+        return Ok(None);
     };
-    Ok((tunnel.id, tunnel.name, creds))
+    credentials::decode_secret(secret).ok_or_else(|| {
+        ReconcileError::blocked(
+            ReadyReason::CredentialsInvalid,
+            format!(
+                "key {} of the API Secret is not a base64 tunnel secret of at least {MIN_TUNNEL_SECRET_BYTES} bytes",
+                key.credential_secret_key
+            ),
+        )
+    })?;
+    Ok(Some(TunnelCredentials {
+        account_tag: account_id.to_string(),
+        secret_b64: secret.trim().to_string(),
+        tunnel_id: tunnel_id.to_string(),
+    }))
 }
 
 /// `tls.crt` of the `originCaPool` Secret, when the spec names one.

@@ -457,3 +457,55 @@ async fn an_account_name_is_resolved_to_its_id() {
         "nothing created without an account"
     );
 }
+
+#[tokio::test]
+async fn a_corrected_tunnel_secret_in_the_api_secret_reaches_the_managed_credentials() {
+    let h = Harness::start("tr-upd-rotate").await;
+    let id = h
+        .precreate_tunnel("pre", &[4u8; 32], ConfigSrc::Local)
+        .await;
+    // A mistake: the tunnel secret of another tunnel.
+    h.create_api_secret(
+        API_SECRET,
+        &[
+            ("CLOUDFLARE_API_TOKEN", TOKEN),
+            (
+                "CLOUDFLARE_TUNNEL_CREDENTIAL_SECRET",
+                &STANDARD.encode([1u8; 32]),
+            ),
+        ],
+    )
+    .await;
+    h.create_tunnel(
+        "web",
+        h.spec(API_SECRET, json!({"existingTunnel": {"id": id}})),
+    )
+    .await;
+    h.wait_reason(&h.tunnels(), "web", "Ready").await;
+    let creds = managed_credentials(&h, "web").await;
+    assert_eq!(creds["TunnelSecret"], json!(STANDARD.encode([1u8; 32])));
+    let before = snapshot(&h, "web").await;
+    h.sim.reset_counters();
+
+    h.secrets()
+        .patch(
+            API_SECRET,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {
+                "CLOUDFLARE_TUNNEL_CREDENTIAL_SECRET": STANDARD.encode(STANDARD.encode([4u8; 32]))
+            }})),
+        )
+        .await
+        .expect("correct the API Secret");
+    // The API Secret is not watched: the next reconcile (here an edit) picks the fix up.
+    edit_and_wait(&h, "web", json!({"fallbackTarget": "http_status:503"})).await;
+    let creds = managed_credentials(&h, "web").await;
+    assert_eq!(creds["TunnelSecret"], json!(STANDARD.encode([4u8; 32])));
+    assert_eq!(creds["TunnelID"], json!(id));
+    let after = snapshot(&h, "web").await;
+    assert_ne!(after.secret_version, before.secret_version);
+    assert_ne!(
+        after.checksum, before.checksum,
+        "new credentials roll the pods"
+    );
+}
