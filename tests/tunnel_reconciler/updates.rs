@@ -111,6 +111,30 @@ async fn edit_and_wait(h: &Harness, name: &str, spec: Value) -> Tunnel {
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Restarts the operator (which reconciles everything) and touches each object; their snapshots
+/// after a settling pause. Counters are reset first.
+async fn resync(h: &mut Harness, names: &[&str]) -> Vec<Snapshot> {
+    h.sim.reset_counters();
+    h.stop_operator();
+    h.start_operator();
+    for name in names {
+        h.tunnels()
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"annotations": {"touched": "1"}}})),
+            )
+            .await
+            .expect("touch");
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let mut out = Vec::new();
+    for name in names {
+        out.push(snapshot(h, name).await);
+    }
+    out
+}
+
 /// The value following `flag` in the cloudflared args.
 fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
     args.iter()
@@ -221,19 +245,8 @@ async fn spec_edits_reach_the_objects_only_config_changes_roll_and_none_calls_cl
     assert_eq!(h.sim.total_calls(), 0, "{:?}", h.sim.request_log());
 
     // A resync with nothing changed (a restart reconciles everything) moves nothing.
-    h.stop_operator();
-    h.start_operator();
-    h.tunnels()
-        .patch(
-            "web",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {"touched": "1"}}})),
-        )
-        .await
-        .expect("touch");
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let resynced = snapshot(&h, "web").await;
-    assert_eq!(resynced, patched);
+    let resynced = resync(&mut h, &["web"]).await;
+    assert_eq!(resynced, [patched]);
     assert_eq!(h.sim.total_calls(), 0, "{:?}", h.sim.request_log());
 
     // Back to the defaults: the first render, its checksum and the patched fields all return.
@@ -267,7 +280,7 @@ async fn managed_credentials(h: &Harness, name: &str) -> Value {
 
 #[tokio::test]
 async fn existing_tunnel_credentials_from_a_tunnel_secret_key_or_the_token_endpoint() {
-    let h = Harness::start("tr-upd-exist").await;
+    let mut h = Harness::start("tr-upd-exist").await;
     let id = h
         .precreate_tunnel("pre", &[4u8; 32], ConfigSrc::Local)
         .await;
@@ -341,6 +354,13 @@ async fn existing_tunnel_credentials_from_a_tunnel_secret_key_or_the_token_endpo
         h.sim.calls(Operation::GetTunnelToken) >= 1,
         "by-token read the token endpoint"
     );
+    let names = ["by-secret", "by-token", "by-renamed-key"];
+    let mut settled = Vec::new();
+    for name in names {
+        settled.push(snapshot(&h, name).await);
+    }
+    assert_eq!(resync(&mut h, &names).await, settled);
+    assert_eq!(h.sim.total_calls(), 0, "{:?}", h.sim.request_log());
     for name in ["by-secret", "by-token", "by-renamed-key"] {
         h.tunnels()
             .delete(name, &DeleteParams::default())
@@ -417,11 +437,13 @@ async fn a_global_api_key_with_email_creates_the_tunnel() {
 
 #[tokio::test]
 async fn an_account_name_is_resolved_to_its_id() {
-    let h = Harness::start("tr-upd-acct").await;
+    let mut h = Harness::start("tr-upd-acct").await;
     h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
+    let base = h.spec(API_SECRET, json!({}));
     let by_name = |tunnel: &str, account: &str| {
-        let mut spec = h.spec(API_SECRET, json!({"newTunnel": {"name": tunnel}}));
+        let mut spec = base.clone();
+        spec["newTunnel"] = json!({"name": tunnel});
         if let Some(cloudflare) = spec["cloudflare"].as_object_mut() {
             cloudflare.remove("accountId");
             cloudflare.insert("accountName".into(), json!(account));
@@ -441,6 +463,10 @@ async fn an_account_name_is_resolved_to_its_id() {
     assert_eq!(live[0].name, "named");
     let creds = managed_credentials(&h, "named").await;
     assert_eq!(creds["AccountTag"], json!(h.sim.account_id()));
+    // The resolved account is kept in status: a resync looks nothing up again.
+    let settled = snapshot(&h, "named").await;
+    assert_eq!(resync(&mut h, &["named"]).await, [settled]);
+    assert_eq!(h.sim.total_calls(), 0, "{:?}", h.sim.request_log());
 
     h.create_tunnel("unknown", by_name("unknown", "no-such-account"))
         .await;
