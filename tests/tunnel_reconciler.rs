@@ -4,6 +4,8 @@
 mod drift_chaos;
 #[path = "tunnel_reconciler/harness.rs"]
 mod harness;
+#[path = "tunnel_reconciler/takeover.rs"]
+mod takeover;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
