@@ -165,8 +165,19 @@ async fn assert_taken_over(h: &mut Harness, old: (String, String, String, String
         let d = deployments.get_opt("web").await.ok().flatten()?;
         (d.uid().as_deref() != Some(old_uid.as_str())).then_some(d)
     })
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .await;
+    let fresh = match fresh {
+        Ok(d) => d,
+        Err(e) => {
+            let tunnel = h.tunnels().get_opt("web").await.ok().flatten();
+            let live = deployments.get_opt("web").await.ok().flatten();
+            panic!(
+                "{e}; tunnel status {:?}; deployment metadata {:?}",
+                tunnel.and_then(|t| t.status),
+                live.map(|d| d.metadata)
+            );
+        }
+    };
     // Orphaned, not deleted in cascade: the old ReplicaSet and its pod are still there.
     let replica_sets: Api<ReplicaSet> = Api::namespaced(h.admin.clone(), &h.ns);
     let rs = replica_sets
