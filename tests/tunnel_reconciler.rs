@@ -4,6 +4,8 @@
 mod drift_chaos;
 #[path = "tunnel_reconciler/harness.rs"]
 mod harness;
+#[path = "tunnel_reconciler/takeover.rs"]
+mod takeover;
 #[path = "tunnel_reconciler/updates.rs"]
 mod updates;
 

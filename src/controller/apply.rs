@@ -20,6 +20,7 @@ use super::PENDING_SECRET_KEY;
 use super::conditions::ReadyReason;
 use super::context::Context;
 use super::core::ReconcileError;
+use super::takeover;
 use crate::api::names::FIELD_MANAGER;
 use crate::render::labels::selector_labels;
 use crate::render::objects::owner_reference;
@@ -120,7 +121,12 @@ pub async fn apply_all(
     apply::<ServiceAccount>(ctx, namespace, &name(&sa), &sa).await?;
     apply::<Secret>(ctx, namespace, &name(&secret), &secret).await?;
     apply::<ConfigMap>(ctx, namespace, &name(&cm), &cm).await?;
+    let took_over =
+        takeover::prepare_deployment(ctx, namespace, &name(deployment), deployment).await?;
     apply::<Deployment>(ctx, namespace, &name(deployment), deployment).await?;
+    if let Some(note) = took_over {
+        takeover::record(ctx, namespace, deployment, note).await;
+    }
     apply::<PodDisruptionBudget>(ctx, namespace, &name(&pdb), &pdb).await?;
     Ok(())
 }

@@ -19,6 +19,7 @@ pub mod render_input;
 pub mod secret_guard;
 pub mod setup;
 pub mod status;
+pub mod takeover;
 
 use std::sync::Arc;
 
