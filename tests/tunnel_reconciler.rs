@@ -283,9 +283,7 @@ async fn a_user_secret_with_the_tunnel_name_is_never_touched() {
     )
     .await;
     let t = h.wait_reason(&h.tunnels(), "web", "NameConflict").await;
-    let message = harness::ready(t.status.as_ref())
-        .map(|c| c.message.clone())
-        .unwrap_or_default();
+    let message = harness::ready_message(t.status.as_ref());
     assert!(
         message.contains(&format!(
             "Secret {}/web already exists and is not controlled by Tunnel {}/web",
@@ -498,9 +496,7 @@ async fn a_same_named_foreign_tunnel_is_a_conflict_until_adopted_explicitly() {
     let t = h
         .wait_reason(&h.tunnels(), "web", "TunnelNameConflict")
         .await;
-    let message = harness::ready(t.status.as_ref())
-        .map(|c| c.message.clone())
-        .unwrap_or_default();
+    let message = harness::ready_message(t.status.as_ref());
     assert!(
         message.contains(&format!("{ANNOTATION_ADOPT_TUNNEL_ID}: {id}")),
         "{message}"
@@ -543,9 +539,7 @@ async fn a_missing_api_secret_is_reported_without_a_hot_loop_and_recovers() {
     )
     .await;
     let t = h.wait_reason(&h.tunnels(), "web", "SecretNotFound").await;
-    let message = harness::ready(t.status.as_ref())
-        .map(|c| c.message.clone())
-        .unwrap_or_default();
+    let message = harness::ready_message(t.status.as_ref());
     assert_eq!(
         message,
         format!(

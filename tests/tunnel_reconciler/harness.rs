@@ -293,6 +293,11 @@ impl Harness {
     }
 }
 
+/// The Ready condition's message, empty when there is none.
+pub fn ready_message(status: Option<&TunnelStatus>) -> String {
+    ready(status).map(|c| c.message.clone()).unwrap_or_default()
+}
+
 pub fn ready(status: Option<&TunnelStatus>) -> Option<&Condition> {
     status?
         .conditions

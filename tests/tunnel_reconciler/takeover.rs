@@ -11,7 +11,7 @@ use kube::api::{ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
-use super::harness::{Harness, POLL, TOKEN, WAIT, ready};
+use super::harness::{Harness, POLL, TOKEN, WAIT, ready, ready_message};
 
 const API_SECRET: &str = "cloudflare-api";
 const GO_MANAGER: &str = "cloudflare-operator";
@@ -303,9 +303,7 @@ async fn a_go_shaped_deployment_not_controlled_by_the_tunnel_is_a_name_conflict(
     let (old_uid, ..) = plant(&h, &go_deployment(&go_selector(), None)).await;
     h.start_operator();
     let t = h.wait_reason(&h.tunnels(), "web", "NameConflict").await;
-    let message = ready(t.status.as_ref())
-        .map(|c| c.message.clone())
-        .unwrap_or_default();
+    let message = ready_message(t.status.as_ref());
     assert!(
         message.contains(&format!(
             "Deployment {}/web already exists and is not controlled by Tunnel {}/web",

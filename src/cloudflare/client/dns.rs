@@ -54,10 +54,13 @@ impl CloudflareClient {
         zone_id: &str,
         record: &NewDnsRecord,
     ) -> Result<DnsRecord, CloudflareError> {
-        record.validate()?;
-        let path = ["zones", zone_id, "dns_records"];
-        self.fetch(Call::with_json("dns.create", Method::POST, &path, record)?)
-            .await
+        self.write_record(
+            "dns.create",
+            Method::POST,
+            &["zones", zone_id, "dns_records"],
+            record,
+        )
+        .await
     }
 
     /// Overwrites a record (PUT): fields not sent fall back to their defaults.
@@ -67,9 +70,8 @@ impl CloudflareClient {
         record_id: &str,
         record: &NewDnsRecord,
     ) -> Result<DnsRecord, CloudflareError> {
-        record.validate()?;
         let path = ["zones", zone_id, "dns_records", record_id];
-        self.fetch(Call::with_json("dns.update", Method::PUT, &path, record)?)
+        self.write_record("dns.update", Method::PUT, &path, record)
             .await
     }
 
@@ -80,9 +82,21 @@ impl CloudflareClient {
         record_id: &str,
         record: &NewDnsRecord,
     ) -> Result<DnsRecord, CloudflareError> {
-        record.validate()?;
         let path = ["zones", zone_id, "dns_records", record_id];
-        self.fetch(Call::with_json("dns.patch", Method::PATCH, &path, record)?)
+        self.write_record("dns.patch", Method::PATCH, &path, record)
+            .await
+    }
+
+    /// Create, overwrite and patch send the same validated body; only method and path differ.
+    async fn write_record(
+        &self,
+        operation: &'static str,
+        method: Method,
+        path: &[&str],
+        record: &NewDnsRecord,
+    ) -> Result<DnsRecord, CloudflareError> {
+        record.validate()?;
+        self.fetch(Call::with_json(operation, method, path, record)?)
             .await
     }
 
