@@ -10,6 +10,7 @@ pub mod cloudflare;
 pub mod controller;
 pub mod demo;
 pub mod install;
+pub mod leader;
 pub mod render;
 pub mod run;
 pub mod telemetry;
