@@ -11,6 +11,7 @@ pub mod controller;
 pub mod demo;
 pub mod install;
 pub mod render;
+pub mod routes;
 pub mod run;
 pub mod telemetry;
 pub mod testenv;
