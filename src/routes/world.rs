@@ -55,7 +55,8 @@ pub struct SourceRef {
 }
 
 impl SourceRef {
-    pub(super) fn of(kind: SourceKind, metadata: &ObjectMeta) -> SourceRef {
+    /// The source `metadata` describes (the key of [`super::RouteTable::sources`]).
+    pub fn of(kind: SourceKind, metadata: &ObjectMeta) -> SourceRef {
         SourceRef {
             kind,
             namespace: metadata.namespace.clone().unwrap_or_default(),
