@@ -12,6 +12,7 @@ pub mod demo;
 pub mod install;
 pub mod leader;
 pub mod render;
+pub mod routes;
 pub mod run;
 pub mod telemetry;
 pub mod testenv;

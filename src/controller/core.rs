@@ -178,7 +178,7 @@ async fn converge<K: TunnelKindAdapter>(
         credentials: resolved.credentials.clone(),
         origin_ca_pem,
     };
-    let input = tunnel_input(identity, spec, facts);
+    let input = tunnel_input(identity, spec, facts, Vec::new());
     let rendered = render::render_all(&input, &render_options(&ctx.options.cloudflared_image))?;
     apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
     status::ensure_labels(obj, ctx, &input).await?;
