@@ -34,6 +34,10 @@ mod sync;
 mod txt;
 
 #[cfg(test)]
+mod conflict_tests;
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
 mod plan_props;
 #[cfg(test)]
 mod plan_tests;

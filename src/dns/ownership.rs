@@ -136,15 +136,13 @@ impl Ours {
         }
     }
 
-    /// Owner of a record of another type standing where a CNAME should be.
-    pub fn other_owner(&self, record: &DnsRecord) -> Owner {
+    /// Why a record of another type standing where a CNAME should be is not ours.
+    pub fn other_owner(&self, record: &DnsRecord) -> ConflictReason {
         match record.comment.as_deref() {
-            Some(comment) if is_cftunnel_marker(comment) => {
-                Owner::Foreign(ConflictReason::OtherOwner {
-                    marker: comment.to_string(),
-                })
-            }
-            _ => Owner::Foreign(ConflictReason::Unmanaged),
+            Some(comment) if is_cftunnel_marker(comment) => ConflictReason::OtherOwner {
+                marker: comment.to_string(),
+            },
+            _ => ConflictReason::Unmanaged,
         }
     }
 }

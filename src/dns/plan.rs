@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::cloudflare::client::{DnsRecord, DnsRecordType};
 
 use super::change::{
-    DesiredRecord, DnsAction, DnsChange, DnsConflict, DnsIdSource, DnsPlan, InvalidHostname,
-    RecordRef,
+    ConflictReason, DesiredRecord, DnsAction, DnsChange, DnsConflict, DnsIdSource, DnsPlan,
+    InvalidHostname, RecordRef,
 };
 use super::desired::{DnsOptions, ZoneDns, hostname_problem, normalize_name};
 use super::ownership::{Ours, Owner};
@@ -78,8 +78,16 @@ fn txt_name_owners(wanted: &BTreeMap<String, Vec<usize>>) -> BTreeMap<String, St
     owners
 }
 
-fn is_type(record: &DnsRecord, t: DnsRecordType) -> bool {
-    record.is_type(t)
+/// What a routed hostname finds in place.
+#[derive(Default)]
+struct Found<'a> {
+    /// CNAMEs of ours, with the tunnel each belongs to.
+    cnames: Vec<(&'a DnsRecord, usize)>,
+    /// A/AAAA/CNAME records that are not ours.
+    blockers: Vec<(&'a DnsRecord, ConflictReason)>,
+    /// `_managed` TXTs of ours (empty when another hostname owns the TXT name).
+    txts: Vec<&'a DnsRecord>,
+    foreign_txts: Vec<(&'a DnsRecord, ConflictReason)>,
 }
 
 fn blocks_cname(record: &DnsRecord) -> bool {
@@ -126,7 +134,7 @@ impl<'a> Planner<'a> {
     fn txts_at(&self, name: &str) -> Vec<&'a DnsRecord> {
         self.records_at(name)
             .into_iter()
-            .filter(|r| is_type(r, DnsRecordType::Txt))
+            .filter(|r| r.is_type(DnsRecordType::Txt))
             .collect()
     }
 
@@ -142,37 +150,51 @@ impl<'a> Planner<'a> {
             .push(change);
     }
 
-    fn conflict(&mut self, tunnel: usize, hostname: &str, record: RecordRef, owner: Owner) {
-        if let Owner::Foreign(reason) = owner {
-            self.plan.conflicts.push(DnsConflict {
-                tunnel: self.zone.tunnels[tunnel].identity.clone(),
-                hostname: hostname.to_string(),
-                record,
-                reason,
-            });
+    fn conflict(
+        &mut self,
+        tunnel: usize,
+        hostname: &str,
+        record: RecordRef,
+        reason: ConflictReason,
+    ) {
+        self.plan.conflicts.push(DnsConflict {
+            tunnel: self.zone.tunnels[tunnel].identity.clone(),
+            hostname: hostname.to_string(),
+            record,
+            reason,
+        });
+    }
+
+    /// The records at a routed hostname and at its `_managed` name, sorted by owner.
+    fn found_at(&self, hostname: &str, owns_txt: bool) -> Found<'a> {
+        let txts = self.txts_at(&managed_txt_name(hostname));
+        let wildcard = hostname.starts_with("*.");
+        let mut found = Found::default();
+        for record in self.records_at(hostname) {
+            if record.is_type(DnsRecordType::Cname) {
+                match self.ours.cname_owner(record, &txts, wildcard) {
+                    Owner::Tunnel(t) => found.cnames.push((record, t)),
+                    Owner::Foreign(reason) => found.blockers.push((record, reason)),
+                }
+            } else if blocks_cname(record) {
+                found.blockers.push((record, self.ours.other_owner(record)));
+            }
         }
+        for record in txts.into_iter().filter(|_| owns_txt) {
+            match self.ours.txt_owner(record) {
+                Owner::Tunnel(_) => found.txts.push(record),
+                Owner::Foreign(reason) => found.foreign_txts.push((record, reason)),
+            }
+        }
+        found
     }
 
     fn plan_hostname(&mut self, hostname: &str, wanters: &[usize], owns_txt: bool) {
-        let txt_name = managed_txt_name(hostname);
-        let txts = self.txts_at(&txt_name);
-        let wildcard = hostname.starts_with("*.");
-        let mut owned: Vec<(&DnsRecord, usize)> = Vec::new();
-        let mut blockers: Vec<(&DnsRecord, Owner)> = Vec::new();
-        for record in self.records_at(hostname) {
-            if is_type(record, DnsRecordType::Cname) {
-                match self.ours.cname_owner(record, &txts, wildcard) {
-                    Owner::Tunnel(t) => owned.push((record, t)),
-                    foreign => blockers.push((record, foreign)),
-                }
-            } else if blocks_cname(record) {
-                blockers.push((record, self.ours.other_owner(record)));
-            }
-        }
+        let found = self.found_at(hostname, owns_txt);
         let winner = wanters
             .iter()
             .copied()
-            .find(|w| owned.iter().any(|(_, t)| t == w))
+            .find(|w| found.cnames.iter().any(|(_, t)| t == w))
             .unwrap_or(wanters[0]);
         let tunnel = &self.zone.tunnels[winner];
         let desired_cname = DesiredRecord::Cname {
@@ -180,43 +202,30 @@ impl<'a> Planner<'a> {
             tunnel_id: tunnel.tunnel_id.trim().to_ascii_lowercase(),
             marker: self.ours.marker(winner).to_string(),
         };
-        let kept = owned
+        let kept = found
+            .cnames
             .first()
             .map_or_else(|| desired_cname.to_ref(), |(r, _)| RecordRef::of(r));
-        for &loser in wanters.iter().filter(|w| **w != winner) {
-            let reason = super::change::ConflictReason::RoutedByOtherTunnel {
-                winner: tunnel.identity.clone(),
-            };
-            self.conflict(loser, hostname, kept.clone(), Owner::Foreign(reason));
-        }
-        let (txt_ours, txt_foreign): (Vec<&DnsRecord>, Vec<(&DnsRecord, Owner)>) = if owns_txt {
-            let mut ours = Vec::new();
-            let mut foreign = Vec::new();
-            for record in txts {
-                match self.ours.txt_owner(record) {
-                    Owner::Tunnel(_) => ours.push(record),
-                    other => foreign.push((record, other)),
-                }
-            }
-            (ours, foreign)
-        } else {
-            (Vec::new(), Vec::new())
+        let routed_by_winner = ConflictReason::RoutedByOtherTunnel {
+            winner: tunnel.identity.clone(),
         };
-        let overwrite = self.options.overwrite_unmanaged;
-        if !overwrite {
-            let blocking = blockers.first().or(if owned.is_empty() {
-                txt_foreign.first()
-            } else {
-                None
-            });
-            if let Some((record, owner)) = blocking {
-                self.conflict(winner, hostname, RecordRef::of(record), owner.clone());
+        for &loser in wanters.iter().filter(|w| **w != winner) {
+            self.conflict(loser, hostname, kept.clone(), routed_by_winner.clone());
+        }
+        if !self.options.overwrite_unmanaged {
+            // A foreign TXT is a claim on a hostname we hold no CNAME of yet.
+            let claim = found
+                .foreign_txts
+                .first()
+                .filter(|_| found.cnames.is_empty());
+            if let Some((record, reason)) = found.blockers.first().or(claim) {
+                self.conflict(winner, hostname, RecordRef::of(record), reason.clone());
                 return;
             }
         }
-        let dns_id = self.plan_cname(hostname, winner, desired_cname, &owned, &blockers);
+        let dns_id = self.plan_cname(hostname, winner, desired_cname, &found);
         if owns_txt {
-            self.plan_txt(hostname, winner, dns_id, &txt_ours, &txt_foreign);
+            self.plan_txt(hostname, winner, dns_id, &found);
         }
     }
 
@@ -226,15 +235,15 @@ impl<'a> Planner<'a> {
         hostname: &str,
         winner: usize,
         desired: DesiredRecord,
-        owned: &[(&DnsRecord, usize)],
-        blockers: &[(&DnsRecord, Owner)],
+        found: &Found<'_>,
     ) -> DnsIdSource {
+        let (owned, blockers) = (&found.cnames, &found.blockers);
         let take_over = match owned.first() {
             Some(_) => None,
             None => blockers
                 .iter()
                 .map(|(r, _)| *r)
-                .find(|r| is_type(r, DnsRecordType::Cname)),
+                .find(|r| r.is_type(DnsRecordType::Cname)),
         };
         for (record, _) in blockers {
             if take_over.is_none_or(|t| t.id != record.id) {
@@ -273,14 +282,8 @@ impl<'a> Planner<'a> {
         DnsIdSource::Record(current.id.clone())
     }
 
-    fn plan_txt(
-        &mut self,
-        hostname: &str,
-        winner: usize,
-        dns_id: DnsIdSource,
-        ours: &[&DnsRecord],
-        foreign: &[(&DnsRecord, Owner)],
-    ) {
+    fn plan_txt(&mut self, hostname: &str, winner: usize, dns_id: DnsIdSource, found: &Found<'_>) {
+        let (ours, foreign) = (&found.txts, &found.foreign_txts);
         let tunnel = &self.zone.tunnels[winner];
         let overwrite = self.options.overwrite_unmanaged;
         let delete = |record: &DnsRecord, take_over: bool| DnsAction::Delete {
@@ -293,8 +296,8 @@ impl<'a> Planner<'a> {
             }
             return;
         }
-        if let (false, Some((record, owner))) = (overwrite, foreign.first()) {
-            self.conflict(winner, hostname, RecordRef::of(record), owner.clone());
+        if let (false, Some((record, reason))) = (overwrite, foreign.first()) {
+            self.conflict(winner, hostname, RecordRef::of(record), reason.clone());
             return;
         }
         let desired = DesiredRecord::Txt {
@@ -353,7 +356,7 @@ impl<'a> Planner<'a> {
             let txts = self.txts_at(&managed_txt_name(name));
             let wildcard = name.starts_with("*.");
             for record in self.records_at(name) {
-                if !is_type(record, DnsRecordType::Cname) {
+                if !record.is_type(DnsRecordType::Cname) {
                     continue;
                 }
                 if let Owner::Tunnel(t) = self.ours.cname_owner(record, &txts, wildcard) {

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use proptest::prelude::*;
 use proptest::sample::{select, subsequence};
 
-use super::plan_tests::{ID_A, ID_B, ID_OLD, apply, identity, record, tunnel, zone};
+use super::fixtures::{ID_A, ID_B, ID_OLD, apply, identity, record, tunnel, zone};
 use super::*;
 use crate::cloudflare::client::DnsRecord;
 

@@ -108,9 +108,10 @@ impl TunnelDnsReport {
 pub struct ZoneDnsReport {
     /// One entry per input tunnel, in input order.
     pub tunnels: Vec<TunnelDnsReport>,
-    /// List calls made (candidate pages and re-reads after "record exists").
+    /// List calls made (candidate pages and re-reads after "record exists"); the client's own
+    /// retries of a call are not counted again.
     pub reads: u32,
-    /// Create, update and delete calls made, failed ones included.
+    /// Create, update and delete calls made, failed ones included (retries as above).
     pub writes: u32,
 }
 

@@ -14,8 +14,9 @@
 //! an error, never retried in a loop. A 404 on delete counts as done.
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::admission::TunnelIdentity;
 use crate::cloudflare::client::{
-    CloudflareClient, CloudflareError, DnsRecord, DnsRecordType, MAX_DNS_PER_PAGE,
+    CloudflareClient, CloudflareError, DnsRecord, DnsRecordType, MAX_DNS_PER_PAGE, NewDnsRecord,
 };
 
 use super::candidates::Reader;
@@ -51,6 +52,14 @@ pub async fn sync_zone(
     zone: &ZoneDns,
     options: &DnsOptions,
 ) -> Result<ZoneDnsReport, DnsSyncError> {
+    if zone.tunnels.is_empty() {
+        // Nothing can be ours: no read at all.
+        return Ok(ZoneDnsReport {
+            tunnels: Vec::new(),
+            reads: 0,
+            writes: 0,
+        });
+    }
     let ours = Ours::new(&zone.tunnels, options.cluster_id.as_ref());
     let hostnames: BTreeSet<String> = zone
         .tunnels
@@ -84,12 +93,14 @@ pub async fn sync_zone(
         writes: 0,
     };
     for conflict in plan.conflicts {
-        let index = run.index_of(&conflict.tunnel);
-        run.reports[index].conflicts.push(conflict);
+        if let Some(report) = run.report_of(&conflict.tunnel) {
+            report.conflicts.push(conflict);
+        }
     }
     for invalid in plan.invalid {
-        let index = run.index_of(&invalid.tunnel);
-        run.reports[index].invalid.push(invalid);
+        if let Some(report) = run.report_of(&invalid.tunnel) {
+            report.invalid.push(invalid);
+        }
     }
     for group in group_by_hostname(plan.changes) {
         run.apply_group(group, true).await;
@@ -172,12 +183,8 @@ enum Failure {
 }
 
 impl Run<'_> {
-    fn index_of(&self, identity: &crate::admission::TunnelIdentity) -> usize {
-        self.zone
-            .tunnels
-            .iter()
-            .position(|t| &t.identity == identity)
-            .unwrap_or(0)
+    fn report_of(&mut self, identity: &TunnelIdentity) -> Option<&mut TunnelDnsReport> {
+        self.reports.iter_mut().find(|r| &r.identity == identity)
     }
 
     /// Applies one hostname's changes in order; on a changed name, re-plans it once.
@@ -185,9 +192,8 @@ impl Run<'_> {
         let mut created_cname: Option<String> = None;
         let total = group.len();
         for (done, change) in group.iter().enumerate() {
-            let tunnel = self.index_of(&change.tunnel);
             let kind = write_kind(&change.action);
-            match self.apply(&change.action, created_cname.as_deref()).await {
+            let error = match self.apply(&change.action, created_cname.as_deref()).await {
                 Ok(record) => {
                     if let (DnsAction::Create(DesiredRecord::Cname { .. }), Some(r)) =
                         (&change.action, &record)
@@ -197,51 +203,38 @@ impl Run<'_> {
                     let record = record
                         .as_ref()
                         .map_or_else(|| target_of(change), RecordRef::of);
-                    self.reports[tunnel]
-                        .written
-                        .push(WrittenRecord { kind, record });
+                    if let Some(report) = self.report_of(&change.tunnel) {
+                        report.written.push(WrittenRecord { kind, record });
+                    }
+                    continue;
                 }
                 Err(Failure::NameChanged(_)) if may_replan => {
-                    self.replan(&change.hostname, record_name(&change.action))
-                        .await;
-                    return;
+                    match self.reader.at_name(&record_name(&change.action)).await {
+                        Ok(fresh) => return self.replan(change, fresh).await,
+                        Err(read_error) => read_error,
+                    }
                 }
-                Err(Failure::NameChanged(error) | Failure::Failed(error)) => {
-                    self.reports[tunnel].errors.push(DnsWriteError {
-                        hostname: change.hostname.clone(),
-                        kind,
-                        record: target_of(change),
-                        error,
-                        skipped: total - done - 1,
-                    });
-                    return;
-                }
+                Err(Failure::NameChanged(error) | Failure::Failed(error)) => error,
+            };
+            if let Some(report) = self.report_of(&change.tunnel) {
+                report.errors.push(DnsWriteError {
+                    hostname: change.hostname.clone(),
+                    kind,
+                    record: target_of(change),
+                    error,
+                    skipped: total - done - 1,
+                });
             }
+            return;
         }
     }
 
-    /// Re-reads `name`, plans the zone again and applies `hostname`'s new changes (no further
-    /// re-plan). New conflicts of `hostname` are reported.
-    async fn replan(&mut self, hostname: &str, name: String) {
-        let fresh = match self.reader.at_name(&name).await {
-            Ok(fresh) => fresh,
-            Err(error) => {
-                let index = self.owner_of_hostname(hostname);
-                self.reports[index].errors.push(DnsWriteError {
-                    hostname: hostname.to_string(),
-                    kind: WriteKind::Create,
-                    record: RecordRef {
-                        id: None,
-                        record_type: "*".into(),
-                        name,
-                        content: String::new(),
-                    },
-                    error,
-                    skipped: 0,
-                });
-                return;
-            }
-        };
+    /// Puts the `fresh` records at `failed`'s name into the mirror, plans the zone again and
+    /// applies the new changes of that hostname (no further re-plan). New conflicts of the
+    /// hostname are reported.
+    async fn replan(&mut self, failed: &DnsChange, fresh: Vec<DnsRecord>) {
+        let name = record_name(&failed.action);
+        let hostname = failed.hostname.as_str();
         self.mirror.retain(|r| normalize_name(&r.name) != name);
         self.mirror.extend(fresh);
         let plan = plan_zone(self.zone, &self.mirror, self.options);
@@ -250,9 +243,10 @@ impl Run<'_> {
             .into_iter()
             .filter(|c| c.hostname == hostname)
         {
-            let index = self.index_of(&conflict.tunnel);
-            if !self.reports[index].conflicts.contains(&conflict) {
-                self.reports[index].conflicts.push(conflict);
+            if let Some(report) = self.report_of(&conflict.tunnel)
+                && !report.conflicts.contains(&conflict)
+            {
+                report.conflicts.push(conflict);
             }
         }
         let group: Vec<DnsChange> = plan
@@ -261,14 +255,6 @@ impl Run<'_> {
             .filter(|c| c.hostname == hostname)
             .collect();
         Box::pin(self.apply_group(group, false)).await;
-    }
-
-    fn owner_of_hostname(&self, hostname: &str) -> usize {
-        self.zone
-            .tunnels
-            .iter()
-            .position(|t| t.hostnames.iter().any(|h| normalize_name(h) == hostname))
-            .unwrap_or(0)
     }
 
     /// One API call; the answer updates the mirror. `Ok(None)` for a delete.
@@ -330,10 +316,7 @@ impl Run<'_> {
     }
 }
 
-fn body_of(
-    desired: &DesiredRecord,
-    created_cname: Option<&str>,
-) -> Result<crate::cloudflare::client::NewDnsRecord, Failure> {
+fn body_of(desired: &DesiredRecord, created_cname: Option<&str>) -> Result<NewDnsRecord, Failure> {
     desired.body(created_cname).ok_or_else(|| {
         Failure::Failed(CloudflareError::InvalidInput(format!(
             "the TXT {} needs the id of a CNAME that was not created",
