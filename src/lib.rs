@@ -9,6 +9,7 @@ pub mod cli;
 pub mod cloudflare;
 pub mod controller;
 pub mod demo;
+pub mod dns;
 pub mod install;
 pub mod leader;
 pub mod render;

@@ -1,0 +1,155 @@
+//! One simulated Cloudflare zone and a client on it, with call counters for the DNS sync tests.
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use cftunnel::admission::{TunnelIdentity, TunnelKind};
+use cftunnel::cloudflare::client::{CloudflareClient, Credentials, RateLimit, Transport};
+use cftunnel::cloudflare::sim::{Operation, SimConfig, SimDnsRecord, Simulator};
+use cftunnel::dns::{DnsOptions, TunnelDns, ZoneDns, ZoneDnsReport, sync_zone};
+
+use crate::openapi::OpenApi;
+
+pub const ZONE: &str = "example.com";
+pub const ID_A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
+pub const ID_B: &str = "bbbbbbbb-0000-4000-8000-000000000002";
+pub const ID_OLD: &str = "0dd0dd00-0000-4000-8000-000000000003";
+const TOKEN: &str = "dns-sync-token";
+
+const WRITES: [Operation; 4] = [
+    Operation::CreateDnsRecord,
+    Operation::UpdateDnsRecord,
+    Operation::PatchDnsRecord,
+    Operation::DeleteDnsRecord,
+];
+
+pub struct Env {
+    pub sim: Simulator,
+    pub client: CloudflareClient,
+    pub zone_id: String,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        let sim = Simulator::new(SimConfig {
+            zones: vec![ZONE.into()],
+            tokens: vec![TOKEN.into()],
+            ..SimConfig::default()
+        });
+        let zone_id = sim.zone_id(ZONE).expect("zone");
+        let client = client(&sim);
+        Self {
+            sim,
+            client,
+            zone_id,
+        }
+    }
+
+    /// A new client on the same Cloudflare: what an operator restart starts with.
+    pub fn restart(&mut self) {
+        self.client = client(&self.sim);
+    }
+
+    pub async fn sync(&self, zone: &ZoneDns) -> ZoneDnsReport {
+        self.sync_with(zone, &DnsOptions::default()).await
+    }
+
+    pub async fn sync_with(&self, zone: &ZoneDns, options: &DnsOptions) -> ZoneDnsReport {
+        let report = sync_zone(&self.client, &self.zone_id, zone, options)
+            .await
+            .expect("candidate reads");
+        // The client's own retries reach the simulator but are one call for the report.
+        assert!(u64::from(report.reads) <= self.reads(), "reads counted");
+        assert!(u64::from(report.writes) <= self.writes(), "writes counted");
+        report
+    }
+
+    /// Starts counting from zero.
+    pub fn reset(&self) {
+        self.sim.reset_counters();
+    }
+
+    pub fn reads(&self) -> u64 {
+        self.sim.calls(Operation::ListDnsRecords)
+    }
+
+    pub fn writes(&self) -> u64 {
+        WRITES.iter().map(|op| self.sim.calls(*op)).sum()
+    }
+
+    pub fn records(&self) -> Vec<SimDnsRecord> {
+        self.sim.dns_records(ZONE)
+    }
+
+    pub fn record(&self, record_type: &str, name: &str) -> Option<SimDnsRecord> {
+        self.records()
+            .into_iter()
+            .find(|r| r.record_type == record_type && r.name == name)
+    }
+
+    /// Seeds a record as the dashboard or another tool would; returns its id.
+    pub fn seed(&self, record: serde_json::Value) -> String {
+        self.sim.insert_dns_record(ZONE, record).expect("seeded")
+    }
+
+    /// Every request of the sync used only parameters and bodies the OpenAPI subset documents.
+    pub fn assert_contract(&self) {
+        let api = OpenApi::load();
+        for entry in self.sim.request_log() {
+            let op_id = entry
+                .operation
+                .and_then(|op| op.operation_id())
+                .expect("a DNS operation");
+            api.validate_query(op_id, &entry.query)
+                .and_then(|()| api.validate_request(op_id, entry.request_body.as_ref()))
+                .and_then(|()| api.validate_response(op_id, entry.status, &entry.response_body))
+                .unwrap_or_else(|e| panic!("{} {}?{}: {e}", entry.method, entry.path, entry.query));
+        }
+    }
+}
+
+fn client(sim: &Simulator) -> CloudflareClient {
+    CloudflareClient::builder(Credentials::ApiToken(TOKEN.into()))
+        .transport(Transport::InProcess(sim.router()))
+        .rate_limit(RateLimit {
+            per_second: 100_000,
+            burst: 100_000,
+        })
+        .backoff(Duration::from_millis(1), Duration::from_millis(5))
+        .build()
+        .expect("client")
+}
+
+pub fn identity(name: &str) -> TunnelIdentity {
+    TunnelIdentity {
+        kind: TunnelKind::Tunnel,
+        namespace: "shop".into(),
+        name: name.into(),
+    }
+}
+
+pub fn tunnel(name: &str, id: &str, hostnames: &[&str]) -> TunnelDns {
+    TunnelDns {
+        identity: identity(name),
+        tunnel_id: id.into(),
+        previous_tunnel_ids: Vec::new(),
+        tunnel_name: format!("{name}-cf"),
+        hostnames: hostnames.iter().map(|h| h.to_string()).collect(),
+        txt_records: true,
+    }
+}
+
+pub fn zone(tunnels: Vec<TunnelDns>) -> ZoneDns {
+    ZoneDns {
+        zone_name: ZONE.into(),
+        tunnels,
+    }
+}
+
+/// `n` hostnames `app-<i>.example.com`.
+pub fn hostnames(prefix: &str, n: usize) -> BTreeSet<String> {
+    (0..n).map(|i| format!("{prefix}-{i}.{ZONE}")).collect()
+}
+
+pub fn target(id: &str) -> String {
+    format!("{id}.cfargotunnel.com")
+}
