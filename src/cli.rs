@@ -112,6 +112,14 @@ pub struct RunArgs {
     /// Namespace of the Go cloudflare-operator's lease: cftunnel does not lead while it is held.
     #[arg(long, default_value = crate::leader::DEFAULT_GO_OPERATOR_NAMESPACE)]
     pub go_operator_lease_namespace: String,
+    /// Replace or delete DNS records cftunnel does not own when they stand in the way of a
+    /// routed hostname (default: leave them and report DNSConflict).
+    #[arg(long)]
+    pub overwrite_unmanaged_dns: bool,
+    /// Do not write the `_managed.<hostname>` TXT records the Go operator reads (they are
+    /// public and name the tunnel); cftunnel's own ownership proof is the CNAME's comment.
+    #[arg(long)]
+    pub no_dns_txt_records: bool,
 }
 
 impl RunArgs {
@@ -238,6 +246,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         cluster_resource_namespace: args.cluster_resource_namespace,
         cloudflared_image: args.cloudflared_image,
         drift_interval: args.drift_interval,
+        overwrite_unmanaged_dns: args.overwrite_unmanaged_dns,
+        dns_txt_records: !args.no_dns_txt_records,
         ..Default::default()
     };
     let leader = crate::leader::LeaderStatus::new();

@@ -14,6 +14,7 @@ pub mod install;
 pub mod leader;
 pub mod render;
 pub mod routes;
+pub mod routing;
 pub mod run;
 pub mod telemetry;
 pub mod testenv;

@@ -6,6 +6,8 @@ mod api_secret;
 mod drift_chaos;
 #[path = "tunnel_reconciler/harness.rs"]
 mod harness;
+#[path = "tunnel_reconciler/routes.rs"]
+mod routes;
 #[path = "tunnel_reconciler/takeover.rs"]
 mod takeover;
 #[path = "tunnel_reconciler/updates.rs"]

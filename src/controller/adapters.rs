@@ -48,6 +48,15 @@ pub trait TunnelKindAdapter:
         }
     }
 
+    /// The identity routes are indexed by (a ClusterTunnel has no namespace).
+    fn route_identity(&self) -> crate::admission::TunnelIdentity {
+        crate::admission::TunnelIdentity {
+            kind: Self::KIND,
+            namespace: self.namespace().unwrap_or_default(),
+            name: self.name_any(),
+        }
+    }
+
     /// `Tunnel ns/name` or `ClusterTunnel name`, for messages.
     fn display(&self) -> String {
         match self.namespace() {

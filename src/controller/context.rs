@@ -31,6 +31,11 @@ pub struct ControllerOptions {
     pub retry_max: Duration,
     /// Attempts per Cloudflare call (`None`: the client's default budget).
     pub cloudflare_max_attempts: Option<u32>,
+    /// `--overwrite-unmanaged-dns`: replace DNS records cftunnel does not own.
+    pub overwrite_unmanaged_dns: bool,
+    /// Write the `_managed.<fqdn>` TXT records the Go operator reads (public: they name the
+    /// tunnel).
+    pub dns_txt_records: bool,
 }
 
 impl Default for ControllerOptions {
@@ -43,6 +48,8 @@ impl Default for ControllerOptions {
             retry_base: Duration::from_secs(2),
             retry_max: Duration::from_secs(300),
             cloudflare_max_attempts: None,
+            overwrite_unmanaged_dns: false,
+            dns_txt_records: true,
         }
     }
 }
@@ -54,6 +61,8 @@ pub struct Context {
     pub limiters: RateLimiters,
     pub options: ControllerOptions,
     pub scope: WatchScope,
+    /// Every tunnel's routes, published by the route reconciler.
+    pub routes: std::sync::Arc<crate::routing::RouteIndex>,
     /// Consecutive failures per object, for exponential backoff (no hot loop).
     failures: Mutex<HashMap<String, u32>>,
     /// When each object's next drift check is due, by uid (in memory: a restart only delays it).
@@ -72,6 +81,7 @@ impl Context {
             limiters: RateLimiters::new(),
             options,
             scope,
+            routes: Default::default(),
             failures: Mutex::new(HashMap::new()),
             drift_due: Mutex::new(HashMap::new()),
         }
@@ -151,7 +161,7 @@ impl Context {
     }
 
     /// The drift interval ±10 %, so many tunnels do not check in lockstep.
-    fn jittered_drift_interval(&self) -> Duration {
+    pub fn jittered_drift_interval(&self) -> Duration {
         use rand::Rng;
         let factor = rand::rng().random_range(0.9..=1.1);
         self.options.drift_interval.mul_f64(factor)

@@ -14,6 +14,9 @@ use crate::api::names::FINALIZER;
 use crate::cloudflare::client::CloudflareError;
 use crate::render::{self, RenderError};
 
+/// How long a reconcile waits for the first route table.
+const ROUTES_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Why a reconcile did not converge. Messages never carry credentials.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
@@ -135,6 +138,10 @@ async fn converge<K: TunnelKindAdapter>(
     ctx: &Context,
 ) -> Result<Action, ReconcileError> {
     let obj = &*current;
+    let Some(routes) = ctx.routes.tunnel(&obj.route_identity()) else {
+        // The route caches are still listing: rendering now would drop every ingress rule.
+        return Ok(Action::requeue(ROUTES_WAIT));
+    };
     let spec = obj.tunnel_spec();
     let (is_new, is_existing) = spec.tunnel_sources();
     if is_new == is_existing {
@@ -178,7 +185,7 @@ async fn converge<K: TunnelKindAdapter>(
         credentials: resolved.credentials.clone(),
         origin_ca_pem,
     };
-    let input = tunnel_input(identity, spec, facts, Vec::new());
+    let input = tunnel_input(identity, spec, facts, routes.routes);
     let rendered = render::render_all(&input, &render_options(&ctx.options.cloudflared_image))?;
     apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
     status::ensure_labels(obj, ctx, &input).await?;

@@ -10,9 +10,13 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::adapters::TunnelKindAdapter;
+use super::conditions::ReadyReason;
 use super::context::Context;
 use super::core::ReconcileError;
 use super::{credentials, events};
+use crate::api::TunnelStatus;
+use crate::cloudflare::client::CloudflareClient;
+use crate::dns::{DnsOptions, TunnelDns, ZoneDns, sync_zone};
 use crate::render::ObjectNames;
 use crate::render::labels::selector_labels;
 
@@ -69,8 +73,8 @@ pub async fn cleanup<K: TunnelKindAdapter>(
     }
     let status = obj.tunnel_status().cloned().unwrap_or_default();
     let (Some(account), Some(tunnel)) = (
-        status.account_id.filter(|s| !s.is_empty()),
-        status.tunnel_id.filter(|s| !s.is_empty()),
+        status.account_id.clone().filter(|s| !s.is_empty()),
+        status.tunnel_id.clone().filter(|s| !s.is_empty()),
     ) else {
         return Ok(None);
     };
@@ -79,6 +83,7 @@ pub async fn cleanup<K: TunnelKindAdapter>(
     let cf = ctx
         .cloudflare(api_secret.credentials)
         .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?;
+    remove_dns_records(obj, &cf, &status, &tunnel).await?;
     match cf
         .clean_up_tunnel_connections(&account, &tunnel, None)
         .await
@@ -105,4 +110,47 @@ pub async fn cleanup<K: TunnelKindAdapter>(
     )
     .await;
     Ok(None)
+}
+
+/// Removes every DNS record this tunnel owns (current or previous ids) before the tunnel goes:
+/// a sync of its zone with no hostname wanted. The route reconciler leaves a deleting tunnel
+/// out, so nothing re-creates them meanwhile.
+async fn remove_dns_records<K: TunnelKindAdapter>(
+    obj: &K,
+    cf: &CloudflareClient,
+    status: &TunnelStatus,
+    tunnel_id: &str,
+) -> Result<(), ReconcileError> {
+    let (Some(zone_id), Some(zone_name)) = (
+        status.zone_id.as_deref().filter(|s| !s.is_empty()),
+        status.zone_domain.as_deref().filter(|s| !s.is_empty()),
+    ) else {
+        return Ok(());
+    };
+    let zone = ZoneDns {
+        zone_name: zone_name.to_string(),
+        tunnels: vec![TunnelDns {
+            identity: obj.route_identity(),
+            tunnel_id: tunnel_id.to_string(),
+            previous_tunnel_ids: status.previous_tunnel_ids.clone().unwrap_or_default(),
+            tunnel_name: status.tunnel_name.clone().unwrap_or_default(),
+            hostnames: Default::default(),
+            txt_records: true,
+        }],
+    };
+    let report = sync_zone(cf, zone_id, &zone, &DnsOptions::default())
+        .await
+        .map_err(|e| ReconcileError::cloudflare("removing the tunnel's DNS records", e.source))?;
+    let left = report.tunnels.first();
+    if let Some(t) = left.filter(|t| t.records_left > 0 || !t.errors.is_empty()) {
+        return Err(ReconcileError::blocked(
+            ReadyReason::CloudflareError,
+            format!(
+                "{} DNS record(s) of this tunnel could not be removed yet: {}",
+                t.records_left,
+                t.problems().join("; ")
+            ),
+        ));
+    }
+    Ok(())
 }

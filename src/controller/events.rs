@@ -7,14 +7,8 @@ use super::context::Context;
 /// Event notes are bounded by the API (1 kB).
 const MAX_NOTE: usize = 1000;
 
-async fn publish<K: TunnelKindAdapter>(
-    ctx: &Context,
-    obj: &K,
-    type_: EventType,
-    reason: &str,
-    note: String,
-) {
-    let mut note = note;
+/// `note` cut to the API's limit on a character boundary.
+pub fn bounded(mut note: String) -> String {
     if note.len() > MAX_NOTE {
         let mut cut = MAX_NOTE;
         while !note.is_char_boundary(cut) {
@@ -22,10 +16,20 @@ async fn publish<K: TunnelKindAdapter>(
         }
         note.truncate(cut);
     }
+    note
+}
+
+async fn publish<K: TunnelKindAdapter>(
+    ctx: &Context,
+    obj: &K,
+    type_: EventType,
+    reason: &str,
+    note: String,
+) {
     let event = Event {
         type_,
         reason: reason.to_string(),
-        note: Some(note),
+        note: Some(bounded(note)),
         action: "Reconcile".to_string(),
         secondary: None,
     };

@@ -9,42 +9,53 @@ use super::context::Context;
 use super::core::ReconcileError;
 use crate::api::names::FINALIZER;
 
-pub async fn add<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<(), ReconcileError> {
-    let finalizers = obj.finalizers();
-    if finalizers.iter().any(|f| f == FINALIZER) {
-        return Ok(());
+/// The JSON patch adding `finalizer`; `None` when it is already there.
+pub fn add_patch(finalizers: &[String], finalizer: &str) -> Option<json_patch::Patch> {
+    if finalizers.iter().any(|f| f == finalizer) {
+        return None;
     }
     let patch = if finalizers.is_empty() {
         json!([
             {"op": "test", "path": "/metadata/finalizers", "value": null},
-            {"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]},
+            {"op": "add", "path": "/metadata/finalizers", "value": [finalizer]},
         ])
     } else {
-        json!([{"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER}])
+        json!([{"op": "add", "path": "/metadata/finalizers/-", "value": finalizer}])
     };
-    send(obj, ctx, patch, "adding the finalizer").await
+    serde_json::from_value(patch).ok()
+}
+
+/// The JSON patch removing `finalizer` (only if still at the index seen); `None` when absent.
+pub fn remove_patch(finalizers: &[String], finalizer: &str) -> Option<json_patch::Patch> {
+    let index = finalizers.iter().position(|f| f == finalizer)?;
+    let path = format!("/metadata/finalizers/{index}");
+    serde_json::from_value(json!([
+        {"op": "test", "path": path, "value": finalizer},
+        {"op": "remove", "path": path},
+    ]))
+    .ok()
+}
+
+pub async fn add<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<(), ReconcileError> {
+    match add_patch(obj.finalizers(), FINALIZER) {
+        Some(patch) => send(obj, ctx, patch, "adding the finalizer").await,
+        None => Ok(()),
+    }
 }
 
 pub async fn remove<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<(), ReconcileError> {
-    let Some(index) = obj.finalizers().iter().position(|f| f == FINALIZER) else {
-        return Ok(());
-    };
-    let path = format!("/metadata/finalizers/{index}");
-    let patch = json!([
-        {"op": "test", "path": path, "value": FINALIZER},
-        {"op": "remove", "path": path},
-    ]);
-    send(obj, ctx, patch, "removing the finalizer").await
+    match remove_patch(obj.finalizers(), FINALIZER) {
+        Some(patch) => send(obj, ctx, patch, "removing the finalizer").await,
+        None => Ok(()),
+    }
 }
 
 async fn send<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
-    patch: serde_json::Value,
+    patch: json_patch::Patch,
     action: &'static str,
 ) -> Result<(), ReconcileError> {
-    let patch: json_patch::Patch = serde_json::from_value(patch)
-        .map_err(|e| crate::render::RenderError::Encode(e.to_string()))?;
     let name = obj.meta().name.clone().unwrap_or_default();
     obj.object_api(&ctx.client)
         .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))

@@ -40,13 +40,17 @@ pub use context::{
 };
 pub use core::ReconcileError;
 
+use tokio::sync::mpsc;
+
+use crate::admission::{TunnelIdentity, TunnelKind};
 use crate::api::{ClusterTunnel, Tunnel};
 use crate::view_cache::WatchScope;
 
 /// Key of the managed Secret holding the base64 tunnel secret before the tunnel exists.
 pub const PENDING_SECRET_KEY: &str = "tunnelSecret";
 
-/// Runs the Tunnel and ClusterTunnel controllers until the process ends.
+/// Runs the Tunnel and ClusterTunnel controllers, and the route reconciler that feeds them,
+/// until the process ends.
 pub async fn run(client: Client, options: ControllerOptions, scope: WatchScope) {
     let ctx = Arc::new(Context::new(client, options, scope));
     tokio::spawn(secret_guard::sweep(
@@ -57,9 +61,28 @@ pub async fn run(client: Client, options: ControllerOptions, scope: WatchScope) 
         let cluster_ns = Some(ctx.options.cluster_resource_namespace.clone());
         tokio::spawn(secret_guard::sweep(ctx.clone(), cluster_ns));
     }
+    let (route_tx, mut route_rx) = mpsc::unbounded_channel::<TunnelIdentity>();
+    let (tunnel_tx, tunnel_rx) = mpsc::unbounded_channel::<ObjectRef<Tunnel>>();
+    let (cluster_tx, cluster_rx) = mpsc::unbounded_channel::<ObjectRef<ClusterTunnel>>();
+    // Route changes re-run exactly the tunnels they touch.
+    let dispatch = async move {
+        while let Some(tunnel) = route_rx.recv().await {
+            let sent = match tunnel.kind {
+                TunnelKind::ClusterTunnel => cluster_tx.send(ObjectRef::new(&tunnel.name)).is_ok(),
+                _ => tunnel_tx
+                    .send(ObjectRef::new(&tunnel.name).within(&tunnel.namespace))
+                    .is_ok(),
+            };
+            if !sent {
+                return;
+            }
+        }
+    };
     futures::join!(
-        run_kind::<Tunnel>(ctx.clone()),
-        run_kind::<ClusterTunnel>(ctx)
+        crate::routing::run(ctx.clone(), route_tx),
+        dispatch,
+        run_kind::<Tunnel>(ctx.clone(), receiver_stream(tunnel_rx)),
+        run_kind::<ClusterTunnel>(ctx, receiver_stream(cluster_rx))
     );
 }
 
@@ -67,7 +90,10 @@ pub async fn run(client: Client, options: ControllerOptions, scope: WatchScope) 
 /// and by every Secret of the watched namespaces (an API Secret that appears, is fixed or rotates
 /// re-runs the tunnels that name it at once). All trigger watches are metadata-only and keep no
 /// cache: memory never holds Secret data or unrelated objects.
-async fn run_kind<K: TunnelKindAdapter>(ctx: Arc<Context>) {
+async fn run_kind<K: TunnelKindAdapter>(
+    ctx: Arc<Context>,
+    route_changes: impl futures::Stream<Item = ObjectRef<K>> + Send + 'static,
+) {
     let client = ctx.client.clone();
     let mut config = watcher::Config::default();
     if let Some(selector) = &ctx.scope.label_selector {
@@ -79,6 +105,7 @@ async fn run_kind<K: TunnelKindAdapter>(ctx: Arc<Context>) {
     let tunnels = controller.store();
     let secrets_ctx = ctx.clone();
     controller
+        .reconcile_on(route_changes)
         .watches(
             child_api::<Secret>(&client, child_ns.as_deref()),
             watcher::Config::default(),
@@ -107,6 +134,12 @@ async fn run_kind<K: TunnelKindAdapter>(ctx: Arc<Context>) {
             }
         })
         .await;
+}
+
+fn receiver_stream<T: Send + 'static>(
+    rx: mpsc::UnboundedReceiver<T>,
+) -> impl futures::Stream<Item = T> + Send + 'static {
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|v| (v, rx)) })
 }
 
 /// The tunnels whose API Secret is `secret`.

@@ -1,0 +1,303 @@
+//! When and with what the DNS records are synced (SPEC §3.3): one sync per group of tunnels
+//! sharing a zone and an API Secret, run when the group's routed hostnames, tunnel ids or
+//! previous ids change, retried with backoff while it has problems, and repeated on the slow
+//! drift interval. A group whose input did not change makes no Cloudflare call.
+//!
+//! Choice: after a restart, a group is synced once if it routes any hostname (its paged
+//! candidate reads cost O(pages), never one call per hostname); a group with no hostname at all
+//! waits for the drift interval, so restarting cftunnel with route-less tunnels costs nothing.
+//! Records left by a labelled Service deleted while cftunnel was down are removed then.
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use super::cache::TunnelRecord;
+use crate::admission::TunnelIdentity;
+use crate::controller::Context;
+use crate::controller::credentials::read_api_secret;
+use crate::dns::{DnsOptions, TunnelDns, ZoneDns, sync_zone};
+use crate::routes::RouteTable;
+
+/// One problem of a tunnel's DNS: the hostname it concerns (`None`: all of them) and what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsProblem {
+    pub hostname: Option<String>,
+    /// The condition reason: `DNSConflict` (a record that is not ours is in the way) or
+    /// `DNSError` (Cloudflare refused or failed, or the hostname cannot have a record).
+    pub reason: &'static str,
+    pub message: String,
+}
+
+pub const REASON_DNS_CONFLICT: &str = "DNSConflict";
+pub const REASON_DNS_ERROR: &str = "DNSError";
+
+/// Tunnels sharing one zone and one API Secret are synced together.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct GroupKey {
+    zone_id: String,
+    secret_namespace: String,
+    secret: String,
+}
+
+struct GroupState {
+    input: ZoneDns,
+    clean: bool,
+    failures: u32,
+    /// Next retry (after problems) or drift sync.
+    due: Option<Instant>,
+}
+
+/// Memory of the syncs, owned by the route reconciler.
+pub struct DnsSync {
+    options: DnsOptions,
+    txt_records: bool,
+    drift: Option<Duration>,
+    retry_base: Duration,
+    retry_max: Duration,
+    groups: HashMap<GroupKey, GroupState>,
+    /// Problems of the last sync, per tunnel.
+    problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
+}
+
+impl DnsSync {
+    pub fn new(ctx: &Context) -> DnsSync {
+        let o = &ctx.options;
+        DnsSync {
+            options: DnsOptions {
+                overwrite_unmanaged: o.overwrite_unmanaged_dns,
+                ..DnsOptions::default()
+            },
+            txt_records: o.dns_txt_records,
+            drift: (!o.drift_interval.is_zero()).then_some(o.drift_interval),
+            retry_base: o.retry_base,
+            retry_max: o.retry_max,
+            groups: HashMap::new(),
+            problems: BTreeMap::new(),
+        }
+    }
+
+    /// When the next retry or drift sync is due.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.groups.values().filter_map(|g| g.due).min()
+    }
+
+    pub fn problems(&self, tunnel: &TunnelIdentity) -> &[DnsProblem] {
+        self.problems
+            .get(tunnel)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// Is `tunnel`'s DNS in step with `table` (its group synced cleanly with the current input,
+    /// or it has no DNS at all)?
+    pub fn settled(
+        &self,
+        tunnel: &TunnelIdentity,
+        table: &RouteTable,
+        records: &[TunnelRecord],
+    ) -> bool {
+        let groups = self.wanted(table, records);
+        let Some((key, zone)) = groups
+            .iter()
+            .find(|(_, z)| z.tunnels.iter().any(|t| &t.identity == tunnel))
+        else {
+            return true;
+        };
+        self.groups
+            .get(key)
+            .is_some_and(|state| state.clean && &state.input == zone)
+    }
+
+    /// Syncs every group whose input changed or whose retry or drift time has come.
+    /// `force`: tunnels whose group must be synced now even after a restart (a binding of
+    /// theirs is being deleted).
+    pub async fn run(
+        &mut self,
+        ctx: &Context,
+        table: &RouteTable,
+        records: &[TunnelRecord],
+        force: &BTreeSet<TunnelIdentity>,
+    ) {
+        let wanted = self.wanted(table, records);
+        self.groups.retain(|key, _| wanted.contains_key(key));
+        let live: BTreeSet<&TunnelIdentity> = wanted
+            .values()
+            .flat_map(|z| z.tunnels.iter().map(|t| &t.identity))
+            .collect();
+        self.problems.retain(|id, _| live.contains(id));
+        let now = Instant::now();
+        for (key, zone) in wanted {
+            let due = match self.groups.get(&key) {
+                None => {
+                    zone.tunnels.iter().any(|t| !t.hostnames.is_empty())
+                        || zone.tunnels.iter().any(|t| force.contains(&t.identity))
+                }
+                Some(state) => state.input != zone || state.due.is_some_and(|d| d <= now),
+            };
+            if due {
+                self.sync_group(ctx, key, zone, records).await;
+            }
+        }
+    }
+
+    /// The input of every group, from the route table and the tunnels' status.
+    fn wanted(&self, table: &RouteTable, records: &[TunnelRecord]) -> BTreeMap<GroupKey, ZoneDns> {
+        let mut groups: BTreeMap<GroupKey, ZoneDns> = BTreeMap::new();
+        for r in records.iter().filter(|r| !r.deleting) {
+            let s = &r.status;
+            let (Some(tunnel_id), Some(zone_id), Some(zone_name)) = (
+                s.tunnel_id.as_deref().filter(|v| !v.is_empty()),
+                s.zone_id.as_deref().filter(|v| !v.is_empty()),
+                s.zone_domain.as_deref().filter(|v| !v.is_empty()),
+            ) else {
+                continue;
+            };
+            let hostnames: BTreeSet<String> = table
+                .tunnels
+                .get(&r.identity)
+                .map(|t| {
+                    t.dns
+                        .iter()
+                        .filter(|d| !d.dns_updates_disabled)
+                        .map(|d| d.fqdn.clone())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let key = GroupKey {
+                zone_id: zone_id.to_string(),
+                secret_namespace: r.secret_namespace.clone(),
+                secret: r.cloudflare.secret.clone(),
+            };
+            groups
+                .entry(key)
+                .or_insert_with(|| ZoneDns {
+                    zone_name: zone_name.to_string(),
+                    tunnels: Vec::new(),
+                })
+                .tunnels
+                .push(TunnelDns {
+                    identity: r.identity.clone(),
+                    tunnel_id: tunnel_id.to_string(),
+                    previous_tunnel_ids: s.previous_tunnel_ids.clone().unwrap_or_default(),
+                    tunnel_name: s.tunnel_name.clone().unwrap_or_default(),
+                    hostnames,
+                    txt_records: self.txt_records,
+                });
+        }
+        for zone in groups.values_mut() {
+            zone.tunnels.sort_by(|a, b| a.identity.cmp(&b.identity));
+        }
+        groups
+    }
+
+    async fn sync_group(
+        &mut self,
+        ctx: &Context,
+        key: GroupKey,
+        zone: ZoneDns,
+        records: &[TunnelRecord],
+    ) {
+        let outcome = sync_once(ctx, &key, &zone, &self.options, records).await;
+        let clean = outcome.values().all(Vec::is_empty);
+        for t in &zone.tunnels {
+            let problems = outcome.get(&t.identity).cloned().unwrap_or_default();
+            self.problems.insert(t.identity.clone(), problems);
+        }
+        let failures = match self.groups.get(&key) {
+            Some(state) if !clean => state.failures.saturating_add(1),
+            None if !clean => 1,
+            _ => 0,
+        };
+        let due = if clean {
+            self.drift
+                .map(|_| Instant::now() + ctx.jittered_drift_interval())
+        } else {
+            let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
+            Some(Instant::now() + self.retry_base.saturating_mul(factor).min(self.retry_max))
+        };
+        self.groups.insert(
+            key,
+            GroupState {
+                input: zone,
+                clean,
+                failures,
+                due,
+            },
+        );
+    }
+}
+
+/// One sync of one group; the problems per tunnel (empty: clean).
+async fn sync_once(
+    ctx: &Context,
+    key: &GroupKey,
+    zone: &ZoneDns,
+    options: &DnsOptions,
+    records: &[TunnelRecord],
+) -> BTreeMap<TunnelIdentity, Vec<DnsProblem>> {
+    let everyone = |message: String| -> BTreeMap<TunnelIdentity, Vec<DnsProblem>> {
+        zone.tunnels
+            .iter()
+            .map(|t| {
+                let problem = DnsProblem {
+                    hostname: None,
+                    reason: REASON_DNS_ERROR,
+                    message: message.clone(),
+                };
+                (t.identity.clone(), vec![problem])
+            })
+            .collect()
+    };
+    let Some(details) = records
+        .iter()
+        .find(|r| {
+            zone.tunnels
+                .first()
+                .is_some_and(|t| t.identity == r.identity)
+        })
+        .map(|r| r.cloudflare.clone())
+    else {
+        return BTreeMap::new();
+    };
+    let secret = match read_api_secret(&ctx.client, &key.secret_namespace, &details).await {
+        Ok(secret) => secret,
+        Err(error) => return everyone(format!("DNS records not synced: {error}")),
+    };
+    let client = match ctx.cloudflare(secret.credentials) {
+        Ok(client) => client,
+        Err(error) => return everyone(format!("DNS records not synced: {error}")),
+    };
+    match sync_zone(&client, &key.zone_id, zone, options).await {
+        Ok(report) => {
+            tracing::debug!(zone = %zone.zone_name, reads = report.reads, writes = report.writes, "DNS synced");
+            report
+                .tunnels
+                .iter()
+                .map(|t| {
+                    let conflicts = t.conflicts.iter().map(|c| DnsProblem {
+                        hostname: Some(c.hostname.clone()),
+                        reason: REASON_DNS_CONFLICT,
+                        message: c.to_string(),
+                    });
+                    let invalid = t.invalid.iter().map(|i| DnsProblem {
+                        hostname: Some(i.hostname.clone()),
+                        reason: REASON_DNS_ERROR,
+                        message: i.to_string(),
+                    });
+                    let errors = t.errors.iter().map(|e| DnsProblem {
+                        hostname: Some(e.hostname.clone()),
+                        reason: REASON_DNS_ERROR,
+                        message: e.to_string(),
+                    });
+                    (
+                        t.identity.clone(),
+                        conflicts.chain(invalid).chain(errors).collect(),
+                    )
+                })
+                .collect()
+        }
+        Err(error) => {
+            tracing::warn!(zone = %zone.zone_name, %error, "DNS sync failed");
+            everyone(format!("DNS records not synced: {error}"))
+        }
+    }
+}
