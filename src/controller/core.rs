@@ -189,7 +189,7 @@ async fn converge<K: TunnelKindAdapter>(
     let rendered = render::render_all(&input, &render_options(&ctx.options.cloudflared_image))?;
     apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
     status::ensure_labels(obj, ctx, &input).await?;
-    status::report_ready(obj, ctx, &resolved).await?;
+    status::report_ready(obj, ctx, &resolved, &routes.entries).await?;
     Ok(match ctx.drift_requeue(&obj.uid().unwrap_or_default()) {
         Some(wait) => Action::requeue(wait),
         None => Action::await_change(),

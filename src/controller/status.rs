@@ -13,9 +13,10 @@ use super::context::Context;
 use super::core::ReconcileError;
 use super::events;
 use super::setup::Resolved;
-use crate::api::TunnelStatus;
+use crate::api::{RouteStatus, TunnelStatus};
 use crate::render::TunnelInput;
 use crate::render::labels::{object_labels, selector_labels};
+use crate::routes::{RouteEntry, RouteReason};
 
 fn now() -> Time {
     Time(jiff::Timestamp::now())
@@ -82,8 +83,10 @@ pub async fn report_ready<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
     resolved: &Resolved,
+    routes: &[RouteEntry],
 ) -> Result<(), ReconcileError> {
     let mut next = obj.tunnel_status().cloned().unwrap_or_default();
+    next.routes = Some(route_statuses(routes));
     next.account_id = Some(resolved.account_id.clone());
     next.tunnel_id = Some(resolved.tunnel_id.clone());
     next.tunnel_name = Some(resolved.tunnel_name.clone());
@@ -94,6 +97,33 @@ pub async fn report_ready<K: TunnelKindAdapter>(
         resolved.tunnel_name, resolved.tunnel_id
     );
     set_ready(obj, ctx, next, ReadyReason::Ready, &message).await
+}
+
+/// `status.routes[]`: every route declared against the tunnel and what became of it.
+pub fn route_statuses(entries: &[RouteEntry]) -> Vec<RouteStatus> {
+    entries
+        .iter()
+        .map(|e| RouteStatus {
+            hostname: e.hostname.clone(),
+            path: e.path.clone(),
+            target: e.service.clone(),
+            source: e.source.to_string(),
+            state: match e.reason {
+                RouteReason::Routed | RouteReason::UdpPort => "Active",
+                RouteReason::ServiceNotFound | RouteReason::PortNotFound => "Pending",
+                RouteReason::HostnameConflict => "Conflict",
+                _ => "Error",
+            }
+            .to_string(),
+            reason: (e.reason != RouteReason::Routed).then(|| {
+                if e.message.is_empty() {
+                    e.reason.as_str().to_string()
+                } else {
+                    format!("{}: {}", e.reason.as_str(), e.message)
+                }
+            }),
+        })
+        .collect()
 }
 
 /// Writes the ids as soon as the tunnel is known, before anything else can fail.

@@ -228,6 +228,27 @@ async fn bindings_and_labelled_services_are_routed_recorded_and_removed_without_
     let (_, _, message) = wait_binding_reason(&h, "late", "HostnameConflict").await;
     assert!(message.contains("web"), "{message}");
     assert_eq!(records(&h, "web.example.com").len(), 1);
+    let late_source = format!("TunnelBinding {ns}/late");
+    poll_until(
+        "status.routes lists the winner and the loser",
+        WAIT,
+        POLL,
+        || async {
+            let t = h.tunnels().get("edge").await.ok()?;
+            let routes = t.status?.routes?;
+            let state = |source: &str| {
+                routes
+                    .iter()
+                    .find(|r| r.hostname == "web.example.com" && r.source == source)
+                    .map(|r| r.state.clone())
+            };
+            (state(&format!("TunnelBinding {ns}/web")).as_deref() == Some("Active")
+                && state(&late_source).as_deref() == Some("Conflict"))
+            .then_some(())
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
 
     // A new hostname costs at most two writes (CNAME + TXT).
     h.sim.reset_counters();
