@@ -8,7 +8,10 @@
 //! waits for the drift interval, so restarting cftunnel with route-less tunnels costs nothing.
 //! Records left by a labelled Service deleted while cftunnel was down are removed then.
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
 
 use super::cache::TunnelRecord;
 use crate::admission::TunnelIdentity;
@@ -46,7 +49,45 @@ struct GroupState {
     due: Option<Instant>,
 }
 
-/// Memory of the syncs, owned by the route reconciler.
+/// A snapshot of the syncs for status writers: problems per tunnel, and which groups synced
+/// cleanly with which input.
+#[derive(Clone, Debug, Default)]
+pub struct DnsView {
+    txt_records: bool,
+    groups: HashMap<GroupKey, (ZoneDns, bool)>,
+    problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
+}
+
+impl DnsView {
+    pub fn problems(&self, tunnel: &TunnelIdentity) -> &[DnsProblem] {
+        self.problems
+            .get(tunnel)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// Is `tunnel`'s DNS in step with `table` (its group synced cleanly with the current input,
+    /// or it has no DNS at all)?
+    pub fn settled(
+        &self,
+        tunnel: &TunnelIdentity,
+        table: &RouteTable,
+        records: &[TunnelRecord],
+    ) -> bool {
+        let groups = wanted(table, records, self.txt_records);
+        let Some((key, zone)) = groups
+            .iter()
+            .find(|(_, z)| z.tunnels.iter().any(|t| &t.identity == tunnel))
+        else {
+            return true;
+        };
+        self.groups
+            .get(key)
+            .is_some_and(|(input, clean)| *clean && input == zone)
+    }
+}
+
+/// Memory of the syncs, owned by the DNS task of the route reconciler.
 pub struct DnsSync {
     options: DnsOptions,
     txt_records: bool,
@@ -80,31 +121,17 @@ impl DnsSync {
         self.groups.values().filter_map(|g| g.due).min()
     }
 
-    pub fn problems(&self, tunnel: &TunnelIdentity) -> &[DnsProblem] {
-        self.problems
-            .get(tunnel)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-    }
-
-    /// Is `tunnel`'s DNS in step with `table` (its group synced cleanly with the current input,
-    /// or it has no DNS at all)?
-    pub fn settled(
-        &self,
-        tunnel: &TunnelIdentity,
-        table: &RouteTable,
-        records: &[TunnelRecord],
-    ) -> bool {
-        let groups = self.wanted(table, records);
-        let Some((key, zone)) = groups
-            .iter()
-            .find(|(_, z)| z.tunnels.iter().any(|t| &t.identity == tunnel))
-        else {
-            return true;
-        };
-        self.groups
-            .get(key)
-            .is_some_and(|state| state.clean && &state.input == zone)
+    /// What statuses read of the syncs so far.
+    pub fn view(&self) -> DnsView {
+        DnsView {
+            txt_records: self.txt_records,
+            groups: self
+                .groups
+                .iter()
+                .map(|(k, g)| (k.clone(), (g.input.clone(), g.clean)))
+                .collect(),
+            problems: self.problems.clone(),
+        }
     }
 
     /// Syncs every group whose input changed or whose retry or drift time has come.
@@ -116,8 +143,9 @@ impl DnsSync {
         table: &RouteTable,
         records: &[TunnelRecord],
         force: &BTreeSet<TunnelIdentity>,
+        publish: &watch::Sender<Arc<DnsView>>,
     ) {
-        let wanted = self.wanted(table, records);
+        let wanted = wanted(table, records, self.txt_records);
         self.groups.retain(|key, _| wanted.contains_key(key));
         let live: BTreeSet<&TunnelIdentity> = wanted
             .values()
@@ -135,60 +163,67 @@ impl DnsSync {
             };
             if due {
                 self.sync_group(ctx, key, zone, records).await;
+                publish.send_replace(Arc::new(self.view()));
             }
         }
     }
+}
 
-    /// The input of every group, from the route table and the tunnels' status.
-    fn wanted(&self, table: &RouteTable, records: &[TunnelRecord]) -> BTreeMap<GroupKey, ZoneDns> {
-        let mut groups: BTreeMap<GroupKey, ZoneDns> = BTreeMap::new();
-        for r in records.iter().filter(|r| !r.deleting) {
-            let s = &r.status;
-            let (Some(tunnel_id), Some(zone_id), Some(zone_name)) = (
-                s.tunnel_id.as_deref().filter(|v| !v.is_empty()),
-                s.zone_id.as_deref().filter(|v| !v.is_empty()),
-                s.zone_domain.as_deref().filter(|v| !v.is_empty()),
-            ) else {
-                continue;
-            };
-            let hostnames: BTreeSet<String> = table
-                .tunnels
-                .get(&r.identity)
-                .map(|t| {
-                    t.dns
-                        .iter()
-                        .filter(|d| !d.dns_updates_disabled)
-                        .map(|d| d.fqdn.clone())
-                        .collect()
-                })
-                .unwrap_or_default();
-            let key = GroupKey {
-                zone_id: zone_id.to_string(),
-                secret_namespace: r.secret_namespace.clone(),
-                secret: r.cloudflare.secret.clone(),
-            };
-            groups
-                .entry(key)
-                .or_insert_with(|| ZoneDns {
-                    zone_name: zone_name.to_string(),
-                    tunnels: Vec::new(),
-                })
-                .tunnels
-                .push(TunnelDns {
-                    identity: r.identity.clone(),
-                    tunnel_id: tunnel_id.to_string(),
-                    previous_tunnel_ids: s.previous_tunnel_ids.clone().unwrap_or_default(),
-                    tunnel_name: s.tunnel_name.clone().unwrap_or_default(),
-                    hostnames,
-                    txt_records: self.txt_records,
-                });
-        }
-        for zone in groups.values_mut() {
-            zone.tunnels.sort_by(|a, b| a.identity.cmp(&b.identity));
-        }
+/// The input of every group, from the route table and the tunnels' status.
+fn wanted(
+    table: &RouteTable,
+    records: &[TunnelRecord],
+    txt_records: bool,
+) -> BTreeMap<GroupKey, ZoneDns> {
+    let mut groups: BTreeMap<GroupKey, ZoneDns> = BTreeMap::new();
+    for r in records.iter().filter(|r| !r.deleting) {
+        let s = &r.status;
+        let (Some(tunnel_id), Some(zone_id), Some(zone_name)) = (
+            s.tunnel_id.as_deref().filter(|v| !v.is_empty()),
+            s.zone_id.as_deref().filter(|v| !v.is_empty()),
+            s.zone_domain.as_deref().filter(|v| !v.is_empty()),
+        ) else {
+            continue;
+        };
+        let hostnames: BTreeSet<String> = table
+            .tunnels
+            .get(&r.identity)
+            .map(|t| {
+                t.dns
+                    .iter()
+                    .filter(|d| !d.dns_updates_disabled)
+                    .map(|d| d.fqdn.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let key = GroupKey {
+            zone_id: zone_id.to_string(),
+            secret_namespace: r.secret_namespace.clone(),
+            secret: r.cloudflare.secret.clone(),
+        };
         groups
+            .entry(key)
+            .or_insert_with(|| ZoneDns {
+                zone_name: zone_name.to_string(),
+                tunnels: Vec::new(),
+            })
+            .tunnels
+            .push(TunnelDns {
+                identity: r.identity.clone(),
+                tunnel_id: tunnel_id.to_string(),
+                previous_tunnel_ids: s.previous_tunnel_ids.clone().unwrap_or_default(),
+                tunnel_name: s.tunnel_name.clone().unwrap_or_default(),
+                hostnames,
+                txt_records,
+            });
     }
+    for zone in groups.values_mut() {
+        zone.tunnels.sort_by(|a, b| a.identity.cmp(&b.identity));
+    }
+    groups
+}
 
+impl DnsSync {
     async fn sync_group(
         &mut self,
         ctx: &Context,
@@ -299,5 +334,121 @@ async fn sync_once(
             tracing::warn!(zone = %zone.zone_name, %error, "DNS sync failed");
             everyone(format!("DNS records not synced: {error}"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::TunnelKind;
+    use crate::api::{CloudflareDetails, TunnelStatus};
+    use crate::routes::{DnsName, TunnelRoutes};
+
+    fn record(name: &str, secret: &str, zone: Option<&str>, deleting: bool) -> TunnelRecord {
+        let details: CloudflareDetails = serde_json::from_value(serde_json::json!({
+            "domain": "example.com", "secret": secret,
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        TunnelRecord {
+            identity: TunnelIdentity {
+                kind: TunnelKind::Tunnel,
+                namespace: "ns".into(),
+                name: name.into(),
+            },
+            secret_namespace: "ns".into(),
+            cloudflare: details,
+            status: TunnelStatus {
+                tunnel_id: Some(format!("id-{name}")),
+                zone_id: zone.map(str::to_string),
+                zone_domain: zone.map(|_| "example.com".to_string()),
+                ..TunnelStatus::default()
+            },
+            deleting,
+        }
+    }
+
+    fn table(entries: &[(&str, &[(&str, bool)])]) -> RouteTable {
+        let mut table = RouteTable::default();
+        for (name, hosts) in entries {
+            let id = record(name, "s", None, false).identity;
+            let dns = hosts
+                .iter()
+                .map(|(h, off)| DnsName {
+                    fqdn: h.to_string(),
+                    dns_updates_disabled: *off,
+                })
+                .collect();
+            table.tunnels.insert(
+                id,
+                TunnelRoutes {
+                    dns,
+                    ..TunnelRoutes::default()
+                },
+            );
+        }
+        table
+    }
+
+    #[test]
+    fn groups_are_per_zone_and_api_secret_and_skip_what_cannot_have_dns() {
+        let table = table(&[
+            (
+                "a",
+                &[("a.example.com", false), ("quiet.example.com", true)],
+            ),
+            ("b", &[("b.example.com", false)]),
+            ("c", &[("c.example.com", false)]),
+        ]);
+        let records = vec![
+            record("a", "s1", Some("z1"), false),
+            record("b", "s2", Some("z1"), false),
+            record("c", "s1", Some("z1"), true),
+            record("d", "s1", None, false),
+        ];
+        let groups = wanted(&table, &records, true);
+        assert_eq!(groups.len(), 2, "{groups:?}");
+        let hosts: Vec<Vec<String>> = groups
+            .values()
+            .map(|z| {
+                z.tunnels
+                    .iter()
+                    .flat_map(|t| t.hostnames.iter().cloned())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            hosts,
+            vec![
+                vec!["a.example.com".to_string()],
+                vec!["b.example.com".to_string()]
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tunnel_is_settled_only_after_a_clean_sync_of_its_current_input() {
+        let table = table(&[("a", &[("a.example.com", false)])]);
+        let records = vec![record("a", "s1", Some("z1"), false)];
+        let id = records[0].identity.clone();
+        let mut view = DnsView {
+            txt_records: true,
+            ..DnsView::default()
+        };
+        assert!(!view.settled(&id, &table, &records));
+        let (key, zone) = wanted(&table, &records, true)
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("no group"));
+        view.groups.insert(key.clone(), (zone.clone(), false));
+        assert!(!view.settled(&id, &table, &records), "a sync with problems");
+        view.groups.insert(key, (zone, true));
+        assert!(view.settled(&id, &table, &records));
+        let moved = self::table(&[("a", &[("a2.example.com", false)])]);
+        assert!(
+            !view.settled(&id, &moved, &records),
+            "the input changed since"
+        );
+        let unknown = record("zz", "s1", None, false).identity;
+        assert!(view.settled(&unknown, &table, &records), "no DNS at all");
     }
 }

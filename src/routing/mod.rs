@@ -16,19 +16,31 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::watch;
 
 pub use cache::{RouteCache, TunnelRecord};
-pub use dns::{DnsProblem, DnsSync};
+pub use dns::{DnsProblem, DnsSync, DnsView};
 pub use index::{RouteIndex, changed_tunnels};
 
 use crate::admission::TunnelIdentity;
 use crate::controller::Context;
-use crate::routes::compute_routes;
+use crate::routes::{RouteTable, compute_routes};
 
 /// Quiet time after a change before routes are recomputed: a burst becomes one render.
 pub const DEBOUNCE: Duration = Duration::from_millis(500);
 
+/// What the DNS task syncs: a route table and the tunnels as they were when it was computed.
+struct DnsInput {
+    table: Arc<RouteTable>,
+    records: Vec<TunnelRecord>,
+    /// Tunnels with a binding being deleted: their group is synced even right after a start.
+    force: BTreeSet<TunnelIdentity>,
+}
+
 /// Runs until the process ends. `triggers` receives the tunnels whose routes changed.
+///
+/// DNS runs in its own task: a first sync of many hostnames is paced by the Cloudflare rate
+/// limit (minutes for a thousand), and route changes must reach config.yaml meanwhile.
 pub async fn run(ctx: Arc<Context>, triggers: UnboundedSender<TunnelIdentity>) {
     let (mut cache, synced) = RouteCache::start(
         &ctx.client,
@@ -37,10 +49,13 @@ pub async fn run(ctx: Arc<Context>, triggers: UnboundedSender<TunnelIdentity>) {
     );
     synced.await;
     tracing::info!("route caches synced");
-    let mut dns = DnsSync::new(&ctx);
+    let (input_tx, input_rx) = watch::channel::<Option<Arc<DnsInput>>>(None);
+    let (view_tx, mut view_rx) = watch::channel(Arc::new(DnsView::default()));
+    tokio::spawn(run_dns(ctx.clone(), input_rx, view_tx));
     let mut statuses = status::StatusWriter::default();
     loop {
         cache.mark_seen();
+        view_rx.borrow_and_update();
         let table = Arc::new(compute_routes(&cache.world()));
         let previous = ctx.routes.publish(table.clone());
         for tunnel in changed_tunnels(previous.as_deref(), &table) {
@@ -53,14 +68,52 @@ pub async fn run(ctx: Arc<Context>, triggers: UnboundedSender<TunnelIdentity>) {
             .filter(|b| b.metadata.deletion_timestamp.is_some())
             .filter_map(|b| status::binding_tunnel(b))
             .collect();
-        dns.run(&ctx, &table, &records, &force).await;
+        input_tx.send_replace(Some(Arc::new(DnsInput {
+            table: table.clone(),
+            records: records.clone(),
+            force,
+        })));
+        let view = view_rx.borrow().clone();
         statuses
-            .write(&ctx, &table, &dns, &records, &bindings)
+            .write(&ctx, &table, &view, &records, &bindings)
             .await;
-        let due = dns.next_due();
         tokio::select! {
             _ = cache.changed() => tokio::time::sleep(DEBOUNCE).await,
-            _ = sleep_until(due) => {}
+            changed = view_rx.changed() => {
+                if changed.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
+    }
+}
+
+/// The DNS task: syncs on every new input, and when a retry or drift sync comes due.
+async fn run_dns(
+    ctx: Arc<Context>,
+    mut input: watch::Receiver<Option<Arc<DnsInput>>>,
+    view: watch::Sender<Arc<DnsView>>,
+) {
+    let mut dns = DnsSync::new(&ctx);
+    loop {
+        let current = input.borrow_and_update().clone();
+        if let Some(current) = current {
+            dns.run(
+                &ctx,
+                &current.table,
+                &current.records,
+                &current.force,
+                &view,
+            )
+            .await;
+        }
+        tokio::select! {
+            changed = input.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            _ = sleep_until(dns.next_due()) => {}
         }
     }
 }

@@ -11,7 +11,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::cache::TunnelRecord;
-use super::dns::{DnsProblem, DnsSync};
+use super::dns::{DnsProblem, DnsView};
 use crate::admission::{TunnelIdentity, TunnelKind};
 use crate::api::binding::ServiceInfo;
 use crate::api::names::FINALIZER;
@@ -119,7 +119,7 @@ impl StatusWriter {
         &mut self,
         ctx: &Context,
         table: &RouteTable,
-        dns: &DnsSync,
+        dns: &DnsView,
         records: &[TunnelRecord],
         bindings: &[std::sync::Arc<TunnelBinding>],
     ) {
@@ -135,7 +135,7 @@ impl StatusWriter {
         &self,
         ctx: &Context,
         table: &RouteTable,
-        dns: &DnsSync,
+        dns: &DnsView,
         records: &[TunnelRecord],
         binding: &TunnelBinding,
     ) -> Result<(), kube::Error> {
@@ -191,7 +191,7 @@ impl StatusWriter {
     }
 
     /// One Event per change of a labelled Service's outcome (Warning unless routed).
-    async fn write_services(&mut self, ctx: &Context, table: &RouteTable, dns: &DnsSync) {
+    async fn write_services(&mut self, ctx: &Context, table: &RouteTable, dns: &DnsView) {
         let services = table
             .sources
             .iter()
