@@ -59,7 +59,7 @@ pub struct RenderArgs {
     pub cloudflared_image: String,
 }
 
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     crate::admission::duration::parse_go_duration(text)
         .and_then(|nanos| u64::try_from(nanos).ok())
         .map(std::time::Duration::from_nanos)
@@ -74,7 +74,8 @@ pub struct RunArgs {
     /// Plain-HTTP address of /healthz, /readyz and /metrics.
     #[arg(long, default_value = "0.0.0.0:8080")]
     pub health_listen: std::net::SocketAddr,
-    /// Serving certificate (PEM); re-read when it changes, e.g. a mounted Secret.
+    /// Serving certificate (PEM); re-read when it changes. Written here in self-managed
+    /// certificate mode; read as given (e.g. a mounted cert-manager Secret) in files mode.
     #[arg(long, default_value = "/etc/cftunnel/tls/tls.crt")]
     pub tls_cert_file: std::path::PathBuf,
     /// Serving key (PEM).
@@ -99,6 +100,8 @@ pub struct RunArgs {
     /// How often each tunnel is checked on Cloudflare (jittered; `0` disables), e.g. `10m`.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub drift_interval: std::time::Duration,
+    #[command(flatten)]
+    pub startup: crate::startup::StartupArgs,
 }
 
 const VALIDATE_HELP: &str =
@@ -186,6 +189,13 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(future: F) -> a
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let client = kube::Client::try_default().await?;
+    crate::startup::prepare(
+        &client,
+        &args.startup,
+        &args.tls_cert_file,
+        &args.tls_key_file,
+    )
+    .await?;
     let scope = crate::view_cache::WatchScope {
         namespace: args.watch_namespace,
         label_selector: args.watch_selector,

@@ -4,6 +4,7 @@
 //! piece so that tests, the demo and the binary share one implementation.
 pub mod admission;
 pub mod api;
+pub mod certs;
 pub mod checksum_watcher;
 pub mod cli;
 pub mod cloudflare;
@@ -12,6 +13,7 @@ pub mod demo;
 pub mod install;
 pub mod render;
 pub mod run;
+pub mod startup;
 pub mod telemetry;
 pub mod testenv;
 pub mod validate;
