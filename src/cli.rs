@@ -154,6 +154,10 @@ pub struct CrdsArgs {
     /// Name of the webhook Service that serves CRD conversion.
     #[arg(long, default_value = "cftunnel-webhook")]
     pub webhook_service: String,
+    /// Print the Helm chart's CRD template instead (charts/cftunnel/templates/crds.yaml):
+    /// conversion in the release namespace, kept on uninstall, cert-manager CA injection.
+    #[arg(long, conflicts_with_all = ["webhook_namespace", "webhook_service"])]
+    pub helm: bool,
 }
 
 pub fn main() -> ExitCode {
@@ -228,6 +232,11 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
 }
 
 fn print_crds(args: &CrdsArgs) -> anyhow::Result<()> {
+    if args.helm {
+        let text = crate::chart::crds_template()?;
+        std::io::stdout().lock().write_all(text.as_bytes())?;
+        return Ok(());
+    }
     let service = ConversionService {
         namespace: args.webhook_namespace.clone(),
         name: args.webhook_service.clone(),

@@ -5,6 +5,7 @@
 pub mod admission;
 pub mod api;
 pub mod certs;
+pub mod chart;
 pub mod checksum_watcher;
 pub mod cli;
 pub mod cloudflare;

@@ -1,0 +1,388 @@
+//! Installing cftunnel (SPEC §7.1, §7.2) against a real kube-apiserver: `kubectl apply -k
+//! manifests/` and the Helm chart pass a server-side dry run with pods that meet the restricted
+//! profile, the chart grants exactly the manifests' RBAC, and the certificate manager — run as
+//! cftunnel's ServiceAccount, twice at once — ends with one CA that it injects into the shipped
+//! webhook configurations and CRD conversion, keeping the old CA beside a rotated one.
+mod common;
+mod install_support;
+
+use cftunnel::api::crds::{self, ConversionService};
+use cftunnel::certs::lifetime::{read_cert, signed_by};
+use cftunnel::certs::{CertManager, CertSettings};
+use cftunnel::install::{CONVERTED_CRDS, shipped_webhooks};
+use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, shared};
+use install_support::{
+    NAMESPACE, documents, find, install_namespaces_and_rbac, kubectl_ok, operator_client, repo_path,
+};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
+use serde_json::Value;
+use tokio::sync::OnceCell;
+
+static INSTALLED: OnceCell<()> = OnceCell::const_new();
+
+/// The shared plane with the shipped CRDs, namespaces, RBAC and webhook configurations (whose
+/// Service does not exist: nothing in this binary creates objects they intercept).
+async fn plane() -> &'static ControlPlane {
+    let plane = shared(|| ControlPlaneOptions {
+        crds: crds::all(&ConversionService::default()),
+        ..Default::default()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    INSTALLED
+        .get_or_init(|| async {
+            install_namespaces_and_rbac(plane).await;
+            let webhooks = repo_path("manifests/webhooks.yaml");
+            kubectl_ok(plane, &["apply", "-f", &webhooks.to_string_lossy()], "");
+        })
+        .await;
+    plane
+}
+
+fn helm_template(plane: &ControlPlane, extra: &[&str]) -> String {
+    let chart = repo_path("charts/cftunnel");
+    let out = plane
+        .helm()
+        .args(["template", "cftunnel", &chart.to_string_lossy()])
+        .args(["--namespace", NAMESPACE, "--kube-version", "1.37.2"])
+        .args(extra)
+        .output()
+        .expect("run helm");
+    assert!(
+        out.status.success(),
+        "helm template failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("helm prints UTF-8")
+}
+
+/// A server-side dry run of `yaml`; fails on any error or PodSecurity warning.
+fn dry_run(plane: &ControlPlane, args: &[&str], yaml: &str) -> String {
+    let printed = kubectl_ok(
+        plane,
+        &[&["apply", "--dry-run=server"], args].concat(),
+        yaml,
+    );
+    assert!(
+        !printed.contains("PodSecurity"),
+        "pods must meet the restricted profile:\n{printed}"
+    );
+    printed
+}
+
+fn manifest_docs(file: &str) -> Vec<Value> {
+    documents(&std::fs::read_to_string(repo_path(file)).expect("read manifest"))
+}
+
+fn deployment_args(docs: &[Value]) -> Vec<String> {
+    let deployment = find(docs, "Deployment", Some("cftunnel"));
+    assert_eq!(deployment.len(), 1);
+    deployment[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(|a| a.as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn kubectl_apply_k_manifests_passes_a_server_dry_run() {
+    let plane = plane().await;
+    let dir = repo_path("manifests");
+    let printed = dry_run(plane, &["-k", &dir.to_string_lossy()], "");
+    for object in [
+        "namespace/cftunnel-system",
+        "namespace/cftunnel-tunnels",
+        "customresourcedefinition.apiextensions.k8s.io/tunnels.networking.cfargotunnel.com",
+        "customresourcedefinition.apiextensions.k8s.io/clustertunnels.networking.cfargotunnel.com",
+        "customresourcedefinition.apiextensions.k8s.io/tunnelbindings.networking.cfargotunnel.com",
+        "serviceaccount/cftunnel",
+        "clusterrole.rbac.authorization.k8s.io/cftunnel",
+        "clusterrolebinding.rbac.authorization.k8s.io/cftunnel",
+        "validatingwebhookconfiguration.admissionregistration.k8s.io/cftunnel",
+        "mutatingwebhookconfiguration.admissionregistration.k8s.io/cftunnel",
+        "service/cftunnel-webhook",
+        "deployment.apps/cftunnel",
+        "poddisruptionbudget.policy/cftunnel",
+    ] {
+        assert!(printed.contains(object), "{object} missing:\n{printed}");
+    }
+    let docs = manifest_docs("manifests/deployment.yaml");
+    let pod = &find(&docs, "Deployment", None)[0]["spec"]["template"]["spec"];
+    let env: Vec<&Value> = pod["containers"][0]["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .collect();
+    assert_eq!(
+        env[0]["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.name"
+    );
+    assert_eq!(
+        env[1]["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.namespace"
+    );
+    assert_eq!(
+        pod["containers"][0]["readinessProbe"]["httpGet"]["path"],
+        "/readyz"
+    );
+    assert_eq!(
+        pod["containers"][0]["livenessProbe"]["httpGet"]["path"],
+        "/healthz"
+    );
+}
+
+#[tokio::test]
+async fn helm_chart_passes_a_server_dry_run_and_grants_exactly_the_manifests_rbac() {
+    let plane = plane().await;
+    let rendered = helm_template(plane, &[]);
+    dry_run(plane, &["-f", "-"], &rendered);
+    let chart = documents(&rendered);
+
+    let rbac = manifest_docs("manifests/rbac.yaml");
+    assert_eq!(
+        find(&chart, "ClusterRole", Some("cftunnel"))[0]["rules"],
+        find(&rbac, "ClusterRole", Some("cftunnel"))[0]["rules"],
+        "charts/cftunnel/templates/rbac.yaml must grant what manifests/rbac.yaml grants"
+    );
+    assert_eq!(
+        find(&chart, "ClusterRoleBinding", None)[0]["subjects"],
+        find(&rbac, "ClusterRoleBinding", None)[0]["subjects"]
+    );
+    let webhooks = manifest_docs("manifests/webhooks.yaml");
+    for kind in [
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+    ] {
+        assert_eq!(
+            find(&chart, kind, Some("cftunnel"))[0]["webhooks"],
+            find(&webhooks, kind, Some("cftunnel"))[0]["webhooks"],
+            "{kind} of the chart differs from manifests/webhooks.yaml"
+        );
+    }
+    let shipped: Vec<Value> = crds::all(&ConversionService::default())
+        .iter()
+        .map(|crd| serde_json::to_value(crd).expect("CRD as JSON"))
+        .collect();
+    let charted = find(&chart, "CustomResourceDefinition", None);
+    assert_eq!(charted.len(), shipped.len());
+    for (charted, shipped) in charted.iter().zip(&shipped) {
+        assert_eq!(charted["spec"], shipped["spec"]);
+        assert_eq!(
+            charted["metadata"]["annotations"]["helm.sh/resource-policy"],
+            "keep"
+        );
+        assert!(
+            charted["metadata"]["annotations"]
+                .get("cert-manager.io/inject-ca-from")
+                .is_none()
+        );
+    }
+    let args = deployment_args(&chart);
+    assert!(
+        args.contains(&"--certificate-mode=self-managed".to_owned()),
+        "{args:?}"
+    );
+    assert!(args.contains(&"--cluster-resource-namespace=cftunnel-tunnels".to_owned()));
+    let volume = &find(&chart, "Deployment", None)[0]["spec"]["template"]["spec"]["volumes"][0];
+    assert_eq!(volume["emptyDir"]["medium"], "Memory");
+}
+
+#[tokio::test]
+async fn helm_chart_in_cert_manager_mode_issues_and_injects_through_cert_manager() {
+    let plane = plane().await;
+    let rendered = helm_template(
+        plane,
+        &[
+            "--set",
+            "certificates.mode=cert-manager",
+            "--set",
+            "clusterResourceNamespace.name=cloudflare-operator-system",
+        ],
+    );
+    let docs = documents(&rendered);
+    let (cert_manager, rest): (Vec<Value>, Vec<Value>) = docs
+        .into_iter()
+        .partition(|d| d["apiVersion"] == "cert-manager.io/v1");
+    assert_eq!(find(&cert_manager, "Issuer", None).len(), 2);
+    let serving = find(&cert_manager, "Certificate", Some("cftunnel-webhook"));
+    assert_eq!(
+        serving[0]["spec"]["dnsNames"],
+        serde_json::json!(["cftunnel-webhook.cftunnel-system.svc"])
+    );
+    let yaml: String = rest
+        .iter()
+        .map(|d| format!("---\n{}", serde_yaml_ng::to_string(d).expect("YAML")))
+        .collect();
+    dry_run(plane, &["-f", "-"], &yaml);
+
+    let injected = |d: &Value| {
+        d["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+            == "cftunnel-system/cftunnel-webhook"
+    };
+    for kind in [
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+    ] {
+        assert!(
+            find(&rest, kind, None).iter().all(|d| injected(d)),
+            "{kind}"
+        );
+    }
+    let crds = find(&rest, "CustomResourceDefinition", None);
+    let names: Vec<&str> = crds
+        .iter()
+        .filter(|d| injected(d))
+        .filter_map(|d| d["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, CONVERTED_CRDS);
+    let args = deployment_args(&rest);
+    assert!(
+        args.contains(&"--certificate-mode=files".to_owned()),
+        "{args:?}"
+    );
+    assert!(args.contains(&"--cluster-resource-namespace=cloudflare-operator-system".to_owned()));
+    let volume = &find(&rest, "Deployment", None)[0]["spec"]["template"]["spec"]["volumes"][0];
+    assert_eq!(
+        volume["secret"]["secretName"],
+        serving[0]["spec"]["secretName"]
+    );
+}
+
+async fn ca_bundles(client: &kube::Client) -> Vec<String> {
+    let text = |b: Option<&k8s_openapi::ByteString>| {
+        b.map(|b| String::from_utf8_lossy(&b.0).into_owned())
+            .unwrap_or_default()
+    };
+    let mut bundles = Vec::new();
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let config = validating
+        .get("cftunnel")
+        .await
+        .expect("validating configuration");
+    for webhook in config.webhooks.iter().flatten() {
+        bundles.push(text(webhook.client_config.ca_bundle.as_ref()));
+    }
+    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let config = mutating
+        .get("cftunnel")
+        .await
+        .expect("mutating configuration");
+    for webhook in config.webhooks.iter().flatten() {
+        bundles.push(text(webhook.client_config.ca_bundle.as_ref()));
+    }
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for name in CONVERTED_CRDS {
+        let crd = crds.get(name).await.expect("CRD");
+        let config = crd
+            .spec
+            .conversion
+            .and_then(|c| c.webhook)
+            .and_then(|w| w.client_config);
+        bundles.push(text(config.as_ref().and_then(|c| c.ca_bundle.as_ref())));
+    }
+    bundles
+}
+
+fn secret_text(secret: &Secret, key: &str) -> String {
+    secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn certificate_managers_racing_end_with_one_ca_injected_everywhere() {
+    let plane = plane().await;
+    let settings = CertSettings::default();
+    let first = CertManager::new(operator_client(plane), settings.clone());
+    let second = CertManager::new(operator_client(plane), settings.clone());
+    let now = Timestamp::now();
+    let (a, b) = tokio::join!(first.reconcile(now), second.reconcile(now));
+    let (a, b) = (a.expect("first manager"), b.expect("second manager"));
+    assert_eq!(
+        a.cert_pem, b.cert_pem,
+        "both replicas serve the winner's certificate"
+    );
+
+    let admin = plane.admin_client().expect("admin client");
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), NAMESPACE);
+    let ca_secret = secrets.get(&settings.ca_secret).await.expect("CA Secret");
+    let ca = secret_text(&ca_secret, "tls.crt");
+    let bundle = secret_text(&ca_secret, "ca.crt");
+    assert_eq!(bundle, ca, "one CA, and the bundle holds exactly it");
+    let mut names: Vec<String> = secrets
+        .list(&Default::default())
+        .await
+        .expect("list Secrets")
+        .items
+        .into_iter()
+        .filter_map(|s| s.metadata.name)
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [settings.ca_secret.clone(), settings.serving_secret.clone()]
+    );
+    assert!(signed_by(&a.cert_pem, &ca));
+    let facts = read_cert(&a.cert_pem).expect("serving certificate");
+    assert_eq!(
+        facts.dns_names,
+        vec!["cftunnel-webhook.cftunnel-system.svc".to_owned()]
+    );
+    // Every webhook of both shipped configurations, then both CRDs.
+    let (validating, mutating) = shipped_webhooks().expect("manifests/webhooks.yaml");
+    let webhooks =
+        validating.webhooks.map_or(0, |w| w.len()) + mutating.webhooks.map_or(0, |w| w.len());
+    let bundles = ca_bundles(&admin).await;
+    assert_eq!(bundles.len(), webhooks + CONVERTED_CRDS.len());
+    assert!(bundles.iter().all(|b| *b == ca), "{bundles:?}");
+
+    // A second pass writes nothing.
+    let version = |s: &Secret| s.metadata.resource_version.clone();
+    let before = version(&ca_secret);
+    let serving_before = version(
+        &secrets
+            .get(&settings.serving_secret)
+            .await
+            .expect("serving"),
+    );
+    first
+        .reconcile(Timestamp::now())
+        .await
+        .expect("second pass");
+    assert_eq!(
+        version(&secrets.get(&settings.ca_secret).await.expect("CA")),
+        before
+    );
+    assert_eq!(
+        version(
+            &secrets
+                .get(&settings.serving_secret)
+                .await
+                .expect("serving")
+        ),
+        serving_before
+    );
+
+    // Seven years on, the ten-year CA rotates: the bundle holds the new CA first and the old
+    // one after it, everywhere, and the serving certificate is re-issued by the new CA.
+    let later = Timestamp::now() + SignedDuration::from_hours(7 * 365 * 24);
+    let renewed = first.reconcile(later).await.expect("rotation pass");
+    let rotated = secrets.get(&settings.ca_secret).await.expect("CA");
+    let new_ca = secret_text(&rotated, "tls.crt");
+    assert_ne!(new_ca, ca);
+    let both = format!("{new_ca}{ca}");
+    assert_eq!(secret_text(&rotated, "ca.crt"), both);
+    assert!(ca_bundles(&admin).await.iter().all(|b| *b == both));
+    assert!(signed_by(&renewed.cert_pem, &new_ca));
+    assert!(!signed_by(&renewed.cert_pem, &ca));
+}
