@@ -31,7 +31,7 @@ pub enum Command {
     /// Run cftunnel: the admission webhook (validating, mutating, conversion), the tunnel
     /// reconcilers and health/metrics in one process. Uses $KUBECONFIG or the in-cluster
     /// configuration.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Run the whole product locally: a control plane on loopback (binaries from
     /// scripts/build-control-plane.sh), the Cloudflare simulator and cftunnel; applies examples/.
     Demo(crate::demo::DemoArgs),
@@ -171,7 +171,7 @@ pub fn main() -> ExitCode {
         }
         Command::Validate(args) => validate_manifests(&args),
         Command::Certs(args) => write_certs(&args).map(|()| ExitCode::SUCCESS),
-        Command::Run(args) => block_on(run(args)).map(|()| ExitCode::SUCCESS),
+        Command::Run(args) => block_on(run(*args)).map(|()| ExitCode::SUCCESS),
         Command::Demo(args) => block_on(crate::demo::run(args)).map(|()| ExitCode::SUCCESS),
         Command::Render(args) => render_manifests(&args),
     };

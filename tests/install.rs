@@ -3,24 +3,17 @@
 //! profile, the chart grants exactly the manifests' RBAC, and the certificate manager — run as
 //! cftunnel's ServiceAccount, twice at once — ends with one CA that it injects into the shipped
 //! webhook configurations and CRD conversion, keeping the old CA beside a rotated one.
+#[path = "install/certificates.rs"]
+mod certificates;
 mod common;
 mod install_support;
 
 use cftunnel::api::crds::{self, ConversionService};
-use cftunnel::certs::lifetime::{read_cert, signed_by};
-use cftunnel::certs::{CertManager, CertSettings};
-use cftunnel::install::{CONVERTED_CRDS, shipped_webhooks};
+use cftunnel::install::CONVERTED_CRDS;
 use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, shared};
 use install_support::{
-    NAMESPACE, documents, find, install_namespaces_and_rbac, kubectl_ok, operator_client, repo_path,
+    NAMESPACE, documents, find, install_namespaces_and_rbac, kubectl_ok, repo_path,
 };
-use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-};
-use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Api;
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
@@ -28,7 +21,7 @@ static INSTALLED: OnceCell<()> = OnceCell::const_new();
 
 /// The shared plane with the shipped CRDs, namespaces, RBAC and webhook configurations (whose
 /// Service does not exist: nothing in this binary creates objects they intercept).
-async fn plane() -> &'static ControlPlane {
+pub(crate) async fn plane() -> &'static ControlPlane {
     let plane = shared(|| ControlPlaneOptions {
         crds: crds::all(&ConversionService::default()),
         ..Default::default()
@@ -253,136 +246,4 @@ async fn helm_chart_in_cert_manager_mode_issues_and_injects_through_cert_manager
         volume["secret"]["secretName"],
         serving[0]["spec"]["secretName"]
     );
-}
-
-async fn ca_bundles(client: &kube::Client) -> Vec<String> {
-    let text = |b: Option<&k8s_openapi::ByteString>| {
-        b.map(|b| String::from_utf8_lossy(&b.0).into_owned())
-            .unwrap_or_default()
-    };
-    let mut bundles = Vec::new();
-    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let config = validating
-        .get("cftunnel")
-        .await
-        .expect("validating configuration");
-    for webhook in config.webhooks.iter().flatten() {
-        bundles.push(text(webhook.client_config.ca_bundle.as_ref()));
-    }
-    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let config = mutating
-        .get("cftunnel")
-        .await
-        .expect("mutating configuration");
-    for webhook in config.webhooks.iter().flatten() {
-        bundles.push(text(webhook.client_config.ca_bundle.as_ref()));
-    }
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for name in CONVERTED_CRDS {
-        let crd = crds.get(name).await.expect("CRD");
-        let config = crd
-            .spec
-            .conversion
-            .and_then(|c| c.webhook)
-            .and_then(|w| w.client_config);
-        bundles.push(text(config.as_ref().and_then(|c| c.ca_bundle.as_ref())));
-    }
-    bundles
-}
-
-fn secret_text(secret: &Secret, key: &str) -> String {
-    secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get(key))
-        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
-        .unwrap_or_default()
-}
-
-#[tokio::test]
-async fn certificate_managers_racing_end_with_one_ca_injected_everywhere() {
-    let plane = plane().await;
-    let settings = CertSettings::default();
-    let first = CertManager::new(operator_client(plane), settings.clone());
-    let second = CertManager::new(operator_client(plane), settings.clone());
-    let now = Timestamp::now();
-    let (a, b) = tokio::join!(first.reconcile(now), second.reconcile(now));
-    let (a, b) = (a.expect("first manager"), b.expect("second manager"));
-    assert_eq!(
-        a.cert_pem, b.cert_pem,
-        "both replicas serve the winner's certificate"
-    );
-
-    let admin = plane.admin_client().expect("admin client");
-    let secrets: Api<Secret> = Api::namespaced(admin.clone(), NAMESPACE);
-    let ca_secret = secrets.get(&settings.ca_secret).await.expect("CA Secret");
-    let ca = secret_text(&ca_secret, "tls.crt");
-    let bundle = secret_text(&ca_secret, "ca.crt");
-    assert_eq!(bundle, ca, "one CA, and the bundle holds exactly it");
-    let mut names: Vec<String> = secrets
-        .list(&Default::default())
-        .await
-        .expect("list Secrets")
-        .items
-        .into_iter()
-        .filter_map(|s| s.metadata.name)
-        .collect();
-    names.sort();
-    assert_eq!(
-        names,
-        [settings.ca_secret.clone(), settings.serving_secret.clone()]
-    );
-    assert!(signed_by(&a.cert_pem, &ca));
-    let facts = read_cert(&a.cert_pem).expect("serving certificate");
-    assert_eq!(
-        facts.dns_names,
-        vec!["cftunnel-webhook.cftunnel-system.svc".to_owned()]
-    );
-    // Every webhook of both shipped configurations, then both CRDs.
-    let (validating, mutating) = shipped_webhooks().expect("manifests/webhooks.yaml");
-    let webhooks =
-        validating.webhooks.map_or(0, |w| w.len()) + mutating.webhooks.map_or(0, |w| w.len());
-    let bundles = ca_bundles(&admin).await;
-    assert_eq!(bundles.len(), webhooks + CONVERTED_CRDS.len());
-    assert!(bundles.iter().all(|b| *b == ca), "{bundles:?}");
-
-    // A second pass writes nothing.
-    let version = |s: &Secret| s.metadata.resource_version.clone();
-    let before = version(&ca_secret);
-    let serving_before = version(
-        &secrets
-            .get(&settings.serving_secret)
-            .await
-            .expect("serving"),
-    );
-    first
-        .reconcile(Timestamp::now())
-        .await
-        .expect("second pass");
-    assert_eq!(
-        version(&secrets.get(&settings.ca_secret).await.expect("CA")),
-        before
-    );
-    assert_eq!(
-        version(
-            &secrets
-                .get(&settings.serving_secret)
-                .await
-                .expect("serving")
-        ),
-        serving_before
-    );
-
-    // Seven years on, the ten-year CA rotates: the bundle holds the new CA first and the old
-    // one after it, everywhere, and the serving certificate is re-issued by the new CA.
-    let later = Timestamp::now() + SignedDuration::from_hours(7 * 365 * 24);
-    let renewed = first.reconcile(later).await.expect("rotation pass");
-    let rotated = secrets.get(&settings.ca_secret).await.expect("CA");
-    let new_ca = secret_text(&rotated, "tls.crt");
-    assert_ne!(new_ca, ca);
-    let both = format!("{new_ca}{ca}");
-    assert_eq!(secret_text(&rotated, "ca.crt"), both);
-    assert!(ca_bundles(&admin).await.iter().all(|b| *b == both));
-    assert!(signed_by(&renewed.cert_pem, &new_ca));
-    assert!(!signed_by(&renewed.cert_pem, &ca));
 }
