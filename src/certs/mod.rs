@@ -100,9 +100,7 @@ pub struct TlsFiles {
 /// Why a certificate pass failed. Messages name objects and files, never key material.
 #[derive(Debug, thiserror::Error)]
 pub enum CertError {
-    #[error(
-        "cannot {action}: {source}; cftunnel's ServiceAccount needs the permissions of manifests/rbac.yaml"
-    )]
+    #[error("cannot {action}: {source}{}", rbac_hint(source))]
     Kube {
         action: String,
         #[source]
@@ -128,6 +126,16 @@ pub enum CertError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Names the fix when the API server refused for lack of permission.
+fn rbac_hint(error: &kube::Error) -> &'static str {
+    match error {
+        kube::Error::Api(status) if status.is_forbidden() => {
+            "; cftunnel's ServiceAccount needs the permissions of manifests/rbac.yaml"
+        }
+        _ => "",
+    }
 }
 
 impl CertError {
@@ -179,10 +187,11 @@ impl CertManager {
     pub async fn reconcile_into(&self, files: &TlsFiles) -> Result<(), CertError> {
         let pair = self.reconcile(Timestamp::now()).await?;
         let files = files.clone();
+        let cert = files.cert.clone();
         tokio::task::spawn_blocking(move || write_pair(&files, &pair))
             .await
             .map_err(|e| CertError::WriteFile {
-                path: PathBuf::new(),
+                path: cert,
                 source: std::io::Error::other(e),
             })?
     }
@@ -290,5 +299,22 @@ mod tests {
             "Secret cftunnel-system/cftunnel-webhook-ca kept changing while it was written (5 attempts); another replica is renewing it, retrying later"
         );
         assert_eq!(error.metric_label(), "contended");
+    }
+
+    #[test]
+    fn only_a_refusal_points_at_the_rbac_manifest() {
+        let status = |code: u16, reason: &str| {
+            let mut status = kube::core::Status::failure("no", reason);
+            status.code = code;
+            kube::Error::Api(Box::new(status))
+        };
+        let forbidden = CertError::kube("read Secret a/b", status(403, "Forbidden"));
+        assert!(
+            forbidden
+                .to_string()
+                .ends_with("needs the permissions of manifests/rbac.yaml")
+        );
+        let missing = CertError::kube("read Secret a/b", status(500, "InternalError"));
+        assert!(!missing.to_string().contains("rbac"), "{missing}");
     }
 }

@@ -11,10 +11,15 @@ use crate::api::crds::{self, ConversionService};
 /// What to do about any problem found.
 pub const FIX: &str = "apply the CRDs of this cftunnel release (kubectl apply -k manifests/, or helm upgrade of the cftunnel chart, whose CRDs are templates)";
 
-/// The problems of the installed `live` CRD compared with the `shipped` one; empty when current.
+/// cert-manager's CA injector overwrites `caBundle` of an object carrying this annotation.
+pub const CERT_MANAGER_INJECT: &str = "cert-manager.io/inject-ca-from";
+
+/// The problems of the installed `live` CRD compared with the `shipped` one (whose conversion
+/// calls `service`); empty when current.
 pub fn problems(
     shipped: &CustomResourceDefinition,
     live: Option<&CustomResourceDefinition>,
+    service: &ConversionService,
 ) -> Vec<String> {
     let Some(live) = live else {
         return vec!["it is not installed".to_owned()];
@@ -62,6 +67,21 @@ pub fn problems(
             )),
         }
     }
+    // The Go operator's CRDs name its own Certificate; kept by `kubectl apply`, the annotation
+    // would make cert-manager replace cftunnel's CA with the Go operator's.
+    let own = format!("{}/{}", service.namespace, service.name);
+    if let Some(source) = live
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CERT_MANAGER_INJECT))
+        .filter(|source| **source != own)
+    {
+        found.push(format!(
+            "the annotation {CERT_MANAGER_INJECT}: {source} makes cert-manager inject another CA; remove it (kubectl annotate crd {} {CERT_MANAGER_INJECT}-)",
+            live.metadata.name.as_deref().unwrap_or_default()
+        ));
+    }
     found
 }
 
@@ -80,7 +100,7 @@ pub async fn check_installed_crds(client: &Client, service: &ConversionService) 
                 continue;
             }
         };
-        let found = problems(&shipped, live.as_ref());
+        let found = problems(&shipped, live.as_ref(), service);
         if !found.is_empty() {
             stale += 1;
             tracing::error!(
@@ -141,14 +161,14 @@ mod tests {
     #[test]
     fn the_shipped_crds_are_current() {
         for crd in crds::all(&service()) {
-            assert_eq!(problems(&crd, Some(&crd)), Vec::<String>::new());
+            assert_eq!(problems(&crd, Some(&crd), &service()), Vec::<String>::new());
         }
     }
 
     #[test]
     fn a_missing_crd_is_reported() {
         assert_eq!(
-            problems(&shipped_tunnel(), None),
+            problems(&shipped_tunnel(), None, &service()),
             vec!["it is not installed".to_owned()]
         );
     }
@@ -174,13 +194,37 @@ mod tests {
             ..service()
         };
         live.spec.conversion = crds::tunnel(&other).spec.conversion;
+        live.metadata.annotations = Some(
+            [(
+                CERT_MANAGER_INJECT.to_owned(),
+                "cloudflare-operator-system/cloudflare-operator-serving-cert".to_owned(),
+            )]
+            .into(),
+        );
         assert_eq!(
-            problems(&shipped_tunnel(), Some(&live)),
+            problems(&shipped_tunnel(), Some(&live), &service()),
             vec![
                 "the v1alpha2 schema has no status.conditions".to_owned(),
                 "the v1alpha1 schema has no status.conditions".to_owned(),
                 "conversion calls the Service cloudflare-operator-system/cloudflare-operator-webhook-service:443/convert, not cftunnel's cftunnel-system/cftunnel-webhook:443/convert".to_owned(),
+                "the annotation cert-manager.io/inject-ca-from: cloudflare-operator-system/cloudflare-operator-serving-cert makes cert-manager inject another CA; remove it (kubectl annotate crd tunnels.networking.cfargotunnel.com cert-manager.io/inject-ca-from-)".to_owned(),
             ]
+        );
+    }
+
+    #[test]
+    fn cftunnels_own_cert_manager_annotation_is_fine() {
+        let mut live = shipped_tunnel();
+        live.metadata.annotations = Some(
+            [(
+                CERT_MANAGER_INJECT.to_owned(),
+                "cftunnel-system/cftunnel-webhook".to_owned(),
+            )]
+            .into(),
+        );
+        assert_eq!(
+            problems(&shipped_tunnel(), Some(&live), &service()),
+            Vec::<String>::new()
         );
     }
 
@@ -191,7 +235,7 @@ mod tests {
             version.storage = version.name == "v1alpha1";
         }
         live.spec.conversion = None;
-        let mut found = problems(&shipped_tunnel(), Some(&live));
+        let mut found = problems(&shipped_tunnel(), Some(&live), &service());
         found.sort();
         assert_eq!(
             found,
@@ -202,7 +246,7 @@ mod tests {
         );
         live.spec.versions.retain(|v| v.name != "v1alpha2");
         assert!(
-            problems(&shipped_tunnel(), Some(&live))
+            problems(&shipped_tunnel(), Some(&live), &service())
                 .contains(&"version v1alpha2 is missing".to_owned())
         );
     }
