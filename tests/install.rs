@@ -73,6 +73,44 @@ fn manifest_docs(file: &str) -> Vec<Value> {
     documents(&std::fs::read_to_string(repo_path(file)).expect("read manifest"))
 }
 
+/// What the restricted profile does not check: a read-only root, both downward-API variables
+/// and the probes on the health port.
+fn assert_runs_hardened(docs: &[Value]) {
+    let pod = &find(docs, "Deployment", Some("cftunnel"))[0]["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(
+        container["securityContext"]["capabilities"]["drop"],
+        serde_json::json!(["ALL"])
+    );
+    let env: Vec<(&str, &str)> = container["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .filter_map(|e| {
+            Some((
+                e["name"].as_str()?,
+                e["valueFrom"]["fieldRef"]["fieldPath"].as_str()?,
+            ))
+        })
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("POD_NAME", "metadata.name"),
+            ("POD_NAMESPACE", "metadata.namespace")
+        ]
+    );
+    for (probe, path) in [
+        ("readinessProbe", "/readyz"),
+        ("livenessProbe", "/healthz"),
+        ("startupProbe", "/healthz"),
+    ] {
+        assert_eq!(container[probe]["httpGet"]["path"], path, "{probe}");
+        assert_eq!(container[probe]["httpGet"]["port"], "health", "{probe}");
+    }
+}
+
 fn deployment_args(docs: &[Value]) -> Vec<String> {
     let deployment = find(docs, "Deployment", Some("cftunnel"));
     assert_eq!(deployment.len(), 1);
@@ -106,29 +144,7 @@ async fn kubectl_apply_k_manifests_passes_a_server_dry_run() {
     ] {
         assert!(printed.contains(object), "{object} missing:\n{printed}");
     }
-    let docs = manifest_docs("manifests/deployment.yaml");
-    let pod = &find(&docs, "Deployment", None)[0]["spec"]["template"]["spec"];
-    let env: Vec<&Value> = pod["containers"][0]["env"]
-        .as_array()
-        .expect("env")
-        .iter()
-        .collect();
-    assert_eq!(
-        env[0]["valueFrom"]["fieldRef"]["fieldPath"],
-        "metadata.name"
-    );
-    assert_eq!(
-        env[1]["valueFrom"]["fieldRef"]["fieldPath"],
-        "metadata.namespace"
-    );
-    assert_eq!(
-        pod["containers"][0]["readinessProbe"]["httpGet"]["path"],
-        "/readyz"
-    );
-    assert_eq!(
-        pod["containers"][0]["livenessProbe"]["httpGet"]["path"],
-        "/healthz"
-    );
+    assert_runs_hardened(&manifest_docs("manifests/deployment.yaml"));
 }
 
 #[tokio::test]
@@ -177,6 +193,7 @@ async fn helm_chart_passes_a_server_dry_run_and_grants_exactly_the_manifests_rba
                 .is_none()
         );
     }
+    assert_runs_hardened(&chart);
     let args = deployment_args(&chart);
     assert!(
         args.contains(&"--certificate-mode=self-managed".to_owned()),
