@@ -100,8 +100,39 @@ pub struct RunArgs {
     /// How often each tunnel is checked on Cloudflare (jittered; `0` disables), e.g. `10m`.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub drift_interval: std::time::Duration,
+    /// Elect one leader among the replicas to run the reconcilers on a Lease (every replica
+    /// serves the webhook); `--leader-elect=false` reconciles in every replica.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    /// Namespace of the leader Lease (default: the pod's namespace, else cftunnel-system).
+    #[arg(long)]
+    pub leader_election_namespace: Option<String>,
+    /// Name of the leader Lease.
+    #[arg(long, default_value = crate::leader::DEFAULT_LEASE_NAME)]
+    pub leader_election_id: String,
+    /// Namespace of the Go cloudflare-operator's lease: cftunnel does not lead while it is held.
+    #[arg(long, default_value = crate::leader::DEFAULT_GO_OPERATOR_NAMESPACE)]
+    pub go_operator_lease_namespace: String,
     #[command(flatten)]
     pub startup: crate::startup::StartupArgs,
+}
+
+impl RunArgs {
+    /// The leader election settings, or `None` with `--leader-elect=false`.
+    fn leader_election(&self) -> anyhow::Result<Option<crate::leader::LeaderElectionConfig>> {
+        if !self.leader_elect {
+            return Ok(None);
+        }
+        let namespace = self
+            .leader_election_namespace
+            .clone()
+            .unwrap_or_else(crate::leader::default_namespace);
+        let mut config =
+            crate::leader::LeaderElectionConfig::new(namespace, &self.leader_election_id);
+        config.go_operator_lease_namespace = Some(self.go_operator_lease_namespace.clone());
+        config.validate()?;
+        Ok(Some(config))
+    }
 }
 
 const VALIDATE_HELP: &str =
@@ -192,6 +223,7 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(future: F) -> a
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let election = args.leader_election()?;
     let client = kube::Client::try_default().await?;
     crate::startup::prepare(
         &client,
@@ -210,9 +242,11 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         args.tls_cert_file,
         args.tls_key_file,
     );
-    let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        stop.send_replace(true);
+    });
     let options = crate::controller::ControllerOptions {
         cloudflare_api_url: args.cloudflare_api_url,
         cluster_resource_namespace: args.cluster_resource_namespace,
@@ -220,15 +254,48 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         drift_interval: args.drift_interval,
         ..Default::default()
     };
-    tokio::spawn(crate::controller::run(
-        client.clone(),
-        options,
-        scope.clone(),
+    let leader = crate::leader::LeaderStatus::new();
+    let reconcilers = tokio::spawn({
+        let (client, scope) = (client.clone(), scope.clone());
+        crate::leader::run_while_leading(
+            client.clone(),
+            election,
+            leader.clone(),
+            until_stopped(stopped.clone()),
+            move || crate::controller::run(client.clone(), options.clone(), scope.clone()),
+        )
+    });
+    let handle = crate::run::start_webhook(client, &scope, config, until_stopped(stopped)).await?;
+    tokio::spawn(crate::leader::report_to_metrics(
+        leader,
+        handle.metrics().clone(),
     ));
-    let handle = crate::run::start_webhook(client, &scope, config, shutdown).await?;
     tracing::info!(https = %handle.https_addr(), health = %handle.health_addr(), "cftunnel is serving");
     handle.join().await?;
+    reconcilers.await??;
     Ok(())
+}
+
+/// SIGTERM (what the kubelet sends) or Ctrl-C.
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let terminated = async {
+        match term.as_mut() {
+            Some(term) => {
+                term.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminated => {}
+    }
+}
+
+/// Resolves once shutdown was asked for.
+async fn until_stopped(mut stopped: tokio::sync::watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|stop| *stop).await;
 }
 
 fn print_crds(args: &CrdsArgs) -> anyhow::Result<()> {

@@ -89,3 +89,20 @@ fn cloudflare_sim_refuses_a_non_loopback_listen_address() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("loopback"), "{stderr}");
 }
+
+#[test]
+fn run_refuses_an_invalid_leader_election_id_before_connecting() {
+    let out = cftunnel()
+        .args(["run", "--leader-election-id", "Leader_Lease"])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .expect("run cftunnel run");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "--leader-election-id \"Leader_Lease\" is not a Lease name (lowercase DNS subdomain)"
+        ),
+        "{stderr}"
+    );
+}

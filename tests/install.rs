@@ -155,15 +155,29 @@ async fn helm_chart_passes_a_server_dry_run_and_grants_exactly_the_manifests_rba
     let chart = documents(&rendered);
 
     let rbac = manifest_docs("manifests/rbac.yaml");
-    assert_eq!(
-        find(&chart, "ClusterRole", Some("cftunnel"))[0]["rules"],
-        find(&rbac, "ClusterRole", Some("cftunnel"))[0]["rules"],
-        "charts/cftunnel/templates/rbac.yaml must grant what manifests/rbac.yaml grants"
-    );
-    assert_eq!(
-        find(&chart, "ClusterRoleBinding", None)[0]["subjects"],
-        find(&rbac, "ClusterRoleBinding", None)[0]["subjects"]
-    );
+    for kind in ["ClusterRole", "Role"] {
+        let rules = |docs: &[Value]| -> Vec<(Value, Value)> {
+            find(docs, kind, None)
+                .iter()
+                .map(|d| (d["metadata"]["name"].clone(), d["rules"].clone()))
+                .collect()
+        };
+        assert!(!rules(&rbac).is_empty(), "manifests/rbac.yaml has a {kind}");
+        assert_eq!(
+            rules(&chart),
+            rules(&rbac),
+            "charts/cftunnel/templates/rbac.yaml must grant what manifests/rbac.yaml grants ({kind})"
+        );
+    }
+    for kind in ["ClusterRoleBinding", "RoleBinding"] {
+        let bound = |docs: &[Value]| -> Vec<(Value, Value)> {
+            find(docs, kind, None)
+                .iter()
+                .map(|d| (d["roleRef"].clone(), d["subjects"].clone()))
+                .collect()
+        };
+        assert_eq!(bound(&chart), bound(&rbac), "{kind}");
+    }
     let webhooks = manifest_docs("manifests/webhooks.yaml");
     for kind in [
         "ValidatingWebhookConfiguration",

@@ -200,3 +200,81 @@ async fn render_output_equals_what_the_reconciler_applied_except_the_credentials
         live_value["metadata"]["resourceVersion"]
     );
 }
+
+const ROUTED: &str = r#"apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: Tunnel
+metadata: {name: edge, namespace: shop}
+spec:
+  newTunnel: {name: shop-edge}
+  noTlsVerify: true
+  cloudflare: {domain: example.com, secret: cloudflare-api, accountId: 0123456789abcdef0123456789abcdef}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  ports: [{name: metrics, port: 9090}, {name: http, port: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: api
+  namespace: shop
+  labels: {cfargotunnel.com/expose-tunnel: edge}
+  annotations: {cfargotunnel.com/hostname: api.example.com, cfargotunnel.com/path: "^/v1(/|$)"}
+spec:
+  ports: [{name: https, port: 443}]
+---
+apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {name: late, namespace: shop, creationTimestamp: "2026-02-01T00:00:00Z"}
+subjects:
+  - name: api
+    spec: {fqdn: app.example.com, noTlsVerify: false}
+tunnelRef: {kind: Tunnel, name: edge}
+---
+apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {name: web, namespace: shop, creationTimestamp: "2026-01-01T00:00:00Z"}
+subjects:
+  - name: web
+    spec: {fqdn: app.example.com, port: http}
+  - name: gone
+tunnelRef: {kind: Tunnel, name: edge}
+"#;
+
+#[test]
+fn render_routes_bindings_and_labelled_services_and_the_older_binding_owns_a_hostname() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("routes.yaml");
+    std::fs::write(&file, ROUTED).expect("write");
+    let (out, stderr) = render(&file, "cftunnel-tunnels");
+    let docs: Vec<Value> = out
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_yaml_ng::from_str(d).expect("yaml"))
+        .collect();
+    let config: Value = serde_yaml_ng::from_str(
+        by_kind(&docs, "ConfigMap")["data"]["config.yaml"]
+            .as_str()
+            .expect("config.yaml"),
+    )
+    .expect("config yaml");
+    assert_eq!(config["originRequest"], json!({"noTLSVerify": true}));
+    // Longer paths first, then by hostname; the later binding's claim on app.example.com lost,
+    // and no rule turns the tunnel's noTLSVerify off.
+    assert_eq!(
+        config["ingress"],
+        json!([
+            {"hostname": "api.example.com", "path": "^/v1(/|$)", "service": "https://api.shop.svc:443"},
+            {"hostname": "app.example.com", "service": "http://web.shop.svc:8080"},
+            {"hostname": "gone.example.com", "service": "http_status:404"},
+            {"service": "http_status:404"},
+        ])
+    );
+    assert_eq!(
+        stderr,
+        "warning: TunnelBinding shop/late: HostnameConflict: subjects[0].spec.fqdn: app.example.com is already exposed by TunnelBinding shop/web (subject web), which is older; remove it from one of them\n\
+         warning: TunnelBinding shop/web: ServiceNotFound: subjects[1].name: Service shop/gone does not exist; create it or fix the name (the hostname answers 404 until then)\n"
+    );
+}

@@ -1,12 +1,13 @@
 //! Validation of TunnelBinding (SPEC §2.2).
 use std::collections::BTreeSet;
 
-use super::route::{Field, RouteInput, check_fields, check_ownership};
+use super::route::{Field, PortRef, RouteInput, check_fields, check_ownership, deny_not_admitted};
 use super::syntax::is_service_name;
 use super::verdict::Verdict;
 use super::view::{AdmissionView, TunnelKind, admits};
 use crate::api::TunnelBinding;
 use crate::api::binding::TunnelBindingSubject;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 /// All rules of a binding against the view; `namespace` is the binding's.
 pub fn validate(binding: &TunnelBinding, namespace: &str, view: &AdmissionView) -> Verdict {
@@ -15,31 +16,14 @@ pub fn validate(binding: &TunnelBinding, namespace: &str, view: &AdmissionView) 
     let object = format!("TunnelBinding {namespace}/{name}");
     let fields = &binding.spec;
 
-    let kind = TunnelKind::parse(&fields.tunnel_ref.kind);
-    if kind.is_none() {
-        v.deny(
-            "tunnelRef.kind",
-            format!(
-                "{:?} is not a tunnel kind; use Tunnel (same namespace) or ClusterTunnel",
-                fields.tunnel_ref.kind
-            ),
-        );
-    }
+    let kind = tunnel_ref_kind(&fields.tunnel_ref.kind, &mut v);
     let tunnel = kind.and_then(|k| view.tunnel(k, namespace, &fields.tunnel_ref.name));
     if let Some(t) = tunnel
         && !admits(view, &t.allowed, &t.identity.namespace, namespace)
     {
-        v.deny(
-            "tunnelRef",
-            format!("{} does not admit routes from namespace {namespace:?} (allowedRoutes.namespaces); ask its owner to allow it, or use a tunnel of this namespace", t.identity),
-        );
+        deny_not_admitted("tunnelRef", t, namespace, &mut v);
     }
-    if fields.subjects.is_empty() {
-        v.deny(
-            "subjects",
-            "must list at least one Service; add {name: <service>}",
-        );
-    }
+    check_subjects_present(&fields.subjects, &mut v);
     let mut seen = BTreeSet::new();
     for (i, subject) in fields.subjects.iter().enumerate() {
         let route = subject_route(i, subject, namespace);
@@ -62,7 +46,30 @@ pub fn validate(binding: &TunnelBinding, namespace: &str, view: &AdmissionView) 
     v
 }
 
-fn check_subject_identity(i: usize, subject: &TunnelBindingSubject, v: &mut Verdict) {
+/// `tunnelRef.kind`, any case; an unknown kind is denied.
+pub fn tunnel_ref_kind(kind: &str, v: &mut Verdict) -> Option<TunnelKind> {
+    let parsed = TunnelKind::parse(kind);
+    if parsed.is_none() {
+        v.deny(
+            "tunnelRef.kind",
+            format!("{kind:?} is not a tunnel kind; use Tunnel (same namespace) or ClusterTunnel"),
+        );
+    }
+    parsed
+}
+
+/// A binding routes at least one Service.
+pub fn check_subjects_present(subjects: &[TunnelBindingSubject], v: &mut Verdict) {
+    if subjects.is_empty() {
+        v.deny(
+            "subjects",
+            "must list at least one Service; add {name: <service>}",
+        );
+    }
+}
+
+/// A subject names a Service by a valid name.
+pub fn check_subject_identity(i: usize, subject: &TunnelBindingSubject, v: &mut Verdict) {
     if subject.kind != "Service" {
         v.deny(
             format!("subjects[{i}].kind"),
@@ -119,5 +126,16 @@ pub fn subject_route<'a>(
         .into_iter()
         .filter_map(|(name, d)| d.as_deref().map(|d| (at(name), d)))
         .collect(),
+        port: spec.port.as_ref().map(|port| {
+            let port = match port {
+                IntOrString::Int(n) => PortRef::Number(i64::from(*n)),
+                IntOrString::String(s) => PortRef::parse(s),
+            };
+            (at("port"), port)
+        }),
+        no_tls_verify: spec.no_tls_verify,
+        http2_origin: spec.http2_origin,
+        http_host_header: set("httpHostHeader", spec.http_host_header.as_ref()),
+        origin_server_name: set("originServerName", spec.origin_server_name.as_ref()),
     }
 }

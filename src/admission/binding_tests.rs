@@ -286,3 +286,40 @@ fn both_expose_labels_are_refused_and_unlabelled_services_ignored() {
         "the tunnel's own label never exposes a Service"
     );
 }
+
+#[test]
+fn refuses_ports_that_cannot_name_a_service_port_and_ca_pool_keys_that_are_not_file_names() {
+    let (errors, _) = binding_messages(
+        binding_json(
+            json!([
+                {"name": "a", "spec": {"port": 0, "caPool": "../etc/ca"}},
+                {"name": "b", "spec": {"port": "HTTP_1"}},
+                {"name": "c", "spec": {"port": "8443", "caPool": "ca.crt"}},
+                {"name": "d", "spec": {"port": "web-tls"}},
+            ]),
+            "ClusterTunnel",
+            "edge",
+        ),
+        "shop",
+    );
+    assert_eq!(
+        errors,
+        vec![
+            "subjects[0].spec.port: 0 is not a port number; use 1 to 65535, or a port name such as http",
+            "subjects[0].spec.caPool: \"../etc/ca\" is not a key of a Secret; use a key of the tunnel's originCaPool Secret such as ca.crt",
+            "subjects[1].spec.port: \"HTTP_1\" is not a port name; use the name of a port of the Service (lowercase letters, digits and '-', at most 15) or its number",
+        ]
+    );
+    let svc = service_json(
+        json!({"cfargotunnel.com/expose-cluster-tunnel": "edge"}),
+        json!({"cfargotunnel.com/port": "70000"}),
+    );
+    let v = service::validate(&svc, "shop", &view());
+    let messages: Vec<&str> = v.violations.iter().map(|x| x.message()).collect();
+    assert_eq!(
+        messages,
+        vec![
+            "metadata.annotations[cfargotunnel.com/port]: 70000 is not a port number; use 1 to 65535, or a port name such as http"
+        ]
+    );
+}

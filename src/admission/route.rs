@@ -35,6 +35,34 @@ impl std::fmt::Display for Field {
     }
 }
 
+/// A Service port as a route names it: by number or by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortRef<'a> {
+    Number(i64),
+    Name(&'a str),
+}
+
+impl<'a> PortRef<'a> {
+    /// Digits are a number (a port name always holds a letter), anything else a name.
+    pub fn parse(text: &'a str) -> PortRef<'a> {
+        let text = text.trim();
+        if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+            PortRef::Number(text.parse().unwrap_or(i64::MAX))
+        } else {
+            PortRef::Name(text)
+        }
+    }
+}
+
+impl std::fmt::Display for PortRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PortRef::Number(n) => write!(f, "{n}"),
+            PortRef::Name(name) => write!(f, "{name:?}"),
+        }
+    }
+}
+
 /// One route as declared, borrowing its values from the declaring object.
 #[derive(Clone, Debug, Default)]
 pub struct RouteInput<'a> {
@@ -51,6 +79,13 @@ pub struct RouteInput<'a> {
     pub proxy_port: Option<(Field, i64)>,
     pub proxy_type: Option<(Field, &'a str)>,
     pub durations: Vec<(Field, &'a str)>,
+    /// Service port by name or number; `None` means the Service's first port.
+    pub port: Option<(Field, PortRef<'a>)>,
+    /// Only `true` counts: a route never turns off what the tunnel turned on (SPEC §3.4).
+    pub no_tls_verify: bool,
+    pub http2_origin: bool,
+    pub http_host_header: Option<(Field, &'a str)>,
+    pub origin_server_name: Option<(Field, &'a str)>,
 }
 
 impl<'a> RouteInput<'a> {
@@ -125,7 +160,19 @@ pub fn check_fields(route: &RouteInput<'_>, tunnel: Option<&TunnelFacts>, v: &mu
             );
         }
     }
+    if let Some((field, port)) = &route.port
+        && let Some(problem) = port_problem(*port)
+    {
+        v.deny(field, problem);
+    }
     if let Some((field, key)) = &route.ca_pool
+        && !is_secret_key(key)
+    {
+        v.deny(
+            field,
+            format!("{key:?} is not a key of a Secret; use a key of the tunnel's originCaPool Secret such as ca.crt"),
+        );
+    } else if let Some((field, key)) = &route.ca_pool
         && tunnel.is_some_and(|t| !t.has_origin_ca_pool)
     {
         v.warn(
@@ -167,7 +214,48 @@ pub fn check_fields(route: &RouteInput<'_>, tunnel: Option<&TunnelFacts>, v: &mu
     }
 }
 
-fn check_fqdn(field: Field, fqdn: &str, tunnel: Option<&TunnelFacts>, v: &mut Verdict) {
+/// Why a port reference cannot name a Service port, if it cannot.
+fn port_problem(port: PortRef<'_>) -> Option<String> {
+    match port {
+        PortRef::Number(n) if !(1..=65535).contains(&n) => Some(format!(
+            "{n} is not a port number; use 1 to 65535, or a port name such as http"
+        )),
+        PortRef::Name(name) if !is_port_name(name) => Some(format!(
+            "{name:?} is not a port name; use the name of a port of the Service (lowercase letters, digits and '-', at most 15) or its number"
+        )),
+        _ => None,
+    }
+}
+
+/// An IANA service name, as Kubernetes requires of port names.
+fn is_port_name(name: &str) -> bool {
+    (1..=15).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name.bytes().any(|b| b.is_ascii_lowercase())
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+}
+
+/// A Secret data key that is a plain file name under the mounted `originCaPool` volume.
+fn is_secret_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 253
+        && !key.starts_with('.')
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// A hostname's own rules: syntax, length, inside the tunnel's domain.
+pub fn check_fqdn(
+    field: impl std::fmt::Display,
+    fqdn: &str,
+    tunnel: Option<&TunnelFacts>,
+    v: &mut Verdict,
+) {
     if let Some(problem) = hostname_problem(fqdn) {
         v.deny(
             field,
@@ -222,6 +310,19 @@ pub fn check_ownership(
             }
         }
     }
+}
+
+/// The refusal when a tunnel's `allowedRoutes` does not admit a route's namespace.
+pub fn deny_not_admitted(
+    field: impl std::fmt::Display,
+    tunnel: &TunnelFacts,
+    namespace: &str,
+    v: &mut Verdict,
+) {
+    v.deny(
+        field,
+        format!("{} does not admit routes from namespace {namespace:?} (allowedRoutes.namespaces); ask its owner to allow it, or use a tunnel of this namespace", tunnel.identity),
+    );
 }
 
 /// `*.example.com` and `a.example.com` are inside `example.com`; `example.com` itself is too.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Service;
 
-use super::route::{Field, RouteInput, check_fields, check_ownership};
+use super::route::{Field, PortRef, RouteInput, check_fields, check_ownership, deny_not_admitted};
 use super::verdict::Verdict;
 use super::view::{AdmissionView, TunnelKind, admits};
 use crate::api::names::{
@@ -42,6 +42,27 @@ pub fn validate(service: &Service, namespace: &str, view: &AdmissionView) -> Ver
     let name = service.metadata.name.as_deref().unwrap_or("");
     let object = format!("Service {namespace}/{name}");
     let route = annotation_route(name, namespace, annotations);
+    check_boolean_annotations(annotations, &mut v);
+    let tunnel = view.tunnel(kind, namespace, tunnel_name);
+    if let Some(t) = tunnel
+        && !admits(view, &t.allowed, &t.identity.namespace, namespace)
+    {
+        let label = if kind == TunnelKind::Tunnel {
+            LABEL_EXPOSE_TUNNEL
+        } else {
+            LABEL_EXPOSE_CLUSTER_TUNNEL
+        };
+        deny_not_admitted(format!("metadata.labels[{label}]"), t, namespace, &mut v);
+    }
+    check_fields(&route, tunnel, &mut v);
+    if let Some(t) = tunnel {
+        check_ownership(&route, t, &object, view, &mut v);
+    }
+    v
+}
+
+/// The annotations read as booleans must say `true` or `false`.
+pub fn check_boolean_annotations(annotations: &BTreeMap<String, String>, v: &mut Verdict) {
     for key in [ann::NO_TLS_VERIFY, ann::HTTP2_ORIGIN, ann::DISABLE_DNS] {
         if let Some(value) = annotations.get(key)
             && !matches!(value.as_str(), "true" | "false")
@@ -52,25 +73,12 @@ pub fn validate(service: &Service, namespace: &str, view: &AdmissionView) -> Ver
             );
         }
     }
-    let tunnel = view.tunnel(kind, namespace, tunnel_name);
-    if let Some(t) = tunnel
-        && !admits(view, &t.allowed, &t.identity.namespace, namespace)
-    {
-        let label = if kind == TunnelKind::Tunnel {
-            LABEL_EXPOSE_TUNNEL
-        } else {
-            LABEL_EXPOSE_CLUSTER_TUNNEL
-        };
-        v.deny(
-            format!("metadata.labels[{label}]"),
-            format!("{} does not admit routes from namespace {namespace:?} (allowedRoutes.namespaces); ask its owner to allow it, or use a tunnel of this namespace", t.identity),
-        );
-    }
-    check_fields(&route, tunnel, &mut v);
-    if let Some(t) = tunnel {
-        check_ownership(&route, t, &object, view, &mut v);
-    }
-    v
+}
+
+/// Is the boolean annotation `key` set to `true`? (Anything else is refused by
+/// [`check_boolean_annotations`].)
+pub fn annotation_is_true(annotations: &BTreeMap<String, String>, key: &str) -> bool {
+    annotations.get(key).is_some_and(|v| v == "true")
 }
 
 /// The route the annotations declare, with `metadata.annotations[...]` field paths.
@@ -102,6 +110,11 @@ pub fn annotation_route<'a>(
         protocol: get(ann::PROTOCOL),
         path: get(ann::PATH),
         ca_pool: get(ann::CA_POOL),
+        port: get(ann::PORT).map(|(field, port)| (field, PortRef::parse(port))),
+        no_tls_verify: annotation_is_true(annotations, ann::NO_TLS_VERIFY),
+        http2_origin: annotation_is_true(annotations, ann::HTTP2_ORIGIN),
+        http_host_header: get(ann::HTTP_HOST_HEADER),
+        origin_server_name: get(ann::ORIGIN_SERVER_NAME),
         ..Default::default()
     }
 }

@@ -158,12 +158,22 @@ pub fn admits(
     tunnel_namespace: &str,
     namespace: &str,
 ) -> bool {
+    admits_namespace(&view.namespace_labels, policy, tunnel_namespace, namespace)
+}
+
+/// [`admits`] against a map of namespace labels (a namespace missing from it has no labels).
+pub fn admits_namespace(
+    namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
+    policy: &RouteNamespacePolicy,
+    tunnel_namespace: &str,
+    namespace: &str,
+) -> bool {
     match policy {
         RouteNamespacePolicy::All => true,
         RouteNamespacePolicy::Same => tunnel_namespace == namespace,
         RouteNamespacePolicy::Selector(selector) => {
             let empty = BTreeMap::new();
-            let labels = view.namespace_labels.get(namespace).unwrap_or(&empty);
+            let labels = namespace_labels.get(namespace).unwrap_or(&empty);
             selector_matches(selector, labels)
         }
     }

@@ -32,6 +32,8 @@ pub trait TunnelKindAdapter:
     fn managed_namespace(&self, ctx: &Context) -> String;
     /// The v1alpha2 spec (both kinds share one shape).
     fn tunnel_spec(&self) -> TunnelSpec;
+    /// `spec.cloudflare.secret`: the API Secret, in [`Self::managed_namespace`].
+    fn api_secret_name(&self) -> &str;
     fn tunnel_status(&self) -> Option<&TunnelStatus>;
     /// The status, writable: a reconcile carries its own writes forward.
     fn tunnel_status_mut(&mut self) -> &mut Option<TunnelStatus>;
@@ -101,6 +103,10 @@ impl TunnelKindAdapter for Tunnel {
         self.spec.clone()
     }
 
+    fn api_secret_name(&self) -> &str {
+        &self.spec.cloudflare.secret
+    }
+
     fn tunnel_status(&self) -> Option<&TunnelStatus> {
         self.status.as_ref()
     }
@@ -136,6 +142,10 @@ impl TunnelKindAdapter for ClusterTunnel {
 
     fn tunnel_spec(&self) -> TunnelSpec {
         cluster_spec_as_tunnel_spec(&self.spec)
+    }
+
+    fn api_secret_name(&self) -> &str {
+        &self.spec.cloudflare.secret
     }
 
     fn tunnel_status(&self) -> Option<&TunnelStatus> {

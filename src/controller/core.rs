@@ -108,7 +108,10 @@ pub fn error_policy<K: TunnelKindAdapter>(
 }
 
 /// Deletion: cleanup on Cloudflare, then the finalizer goes, then the API Secret guard.
-async fn delete<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<Action, ReconcileError> {
+async fn delete<K: TunnelKindAdapter>(
+    obj: &K,
+    ctx: &Arc<Context>,
+) -> Result<Action, ReconcileError> {
     if !obj.finalizers().iter().any(|f| f == FINALIZER) {
         return Ok(Action::await_change());
     }
@@ -117,9 +120,12 @@ async fn delete<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Result<Action, 
     }
     finalizer::remove(obj, ctx).await?;
     ctx.forget_drift(&obj.uid().unwrap_or_default());
-    let spec = obj.tunnel_spec();
-    secret_guard::release_if_unused(ctx, &obj.managed_namespace(ctx), &spec.cloudflare.secret)
-        .await?;
+    let (namespace, secret) = (obj.managed_namespace(ctx), obj.api_secret_name());
+    if let Err(error) = secret_guard::release_if_unused(ctx, &namespace, secret).await {
+        // The object is gone now and cannot be requeued: the release is retried on its own.
+        tracing::warn!(object = %obj.display(), %error, "API Secret guard not released yet; retrying");
+        secret_guard::release_later(ctx.clone(), namespace, secret.to_string());
+    }
     Ok(Action::await_change())
 }
 
@@ -172,7 +178,7 @@ async fn converge<K: TunnelKindAdapter>(
         credentials: resolved.credentials.clone(),
         origin_ca_pem,
     };
-    let input = tunnel_input(identity, spec, facts);
+    let input = tunnel_input(identity, spec, facts, Vec::new());
     let rendered = render::render_all(&input, &render_options(&ctx.options.cloudflared_image))?;
     apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
     status::ensure_labels(obj, ctx, &input).await?;

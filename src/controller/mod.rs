@@ -26,8 +26,10 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Controller;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 
@@ -47,13 +49,24 @@ pub const PENDING_SECRET_KEY: &str = "tunnelSecret";
 /// Runs the Tunnel and ClusterTunnel controllers until the process ends.
 pub async fn run(client: Client, options: ControllerOptions, scope: WatchScope) {
     let ctx = Arc::new(Context::new(client, options, scope));
+    tokio::spawn(secret_guard::sweep(
+        ctx.clone(),
+        ctx.scope.namespace.clone(),
+    ));
+    if ctx.scope.namespace.is_some() {
+        let cluster_ns = Some(ctx.options.cluster_resource_namespace.clone());
+        tokio::spawn(secret_guard::sweep(ctx.clone(), cluster_ns));
+    }
     futures::join!(
         run_kind::<Tunnel>(ctx.clone()),
         run_kind::<ClusterTunnel>(ctx)
     );
 }
 
-/// One controller: the custom resources of kind `K` plus their label-selected children.
+/// One controller: the custom resources of kind `K`, triggered by their label-selected children
+/// and by every Secret of the watched namespaces (an API Secret that appears, is fixed or rotates
+/// re-runs the tunnels that name it at once). All trigger watches are metadata-only and keep no
+/// cache: memory never holds Secret data or unrelated objects.
 async fn run_kind<K: TunnelKindAdapter>(ctx: Arc<Context>) {
     let client = ctx.client.clone();
     let mut config = watcher::Config::default();
@@ -62,11 +75,20 @@ async fn run_kind<K: TunnelKindAdapter>(ctx: Arc<Context>) {
     }
     let children = watcher::Config::default().labels(&K::child_selector());
     let child_ns = K::children_namespace(&ctx);
-    Controller::new(K::watch_api(&client, &ctx.scope), config)
+    let controller = Controller::new(K::watch_api(&client, &ctx.scope), config);
+    let tunnels = controller.store();
+    let secrets_ctx = ctx.clone();
+    controller
         .watches(
             child_api::<Secret>(&client, child_ns.as_deref()),
-            children.clone(),
-            |child| K::controlling_object(&child.metadata),
+            watcher::Config::default(),
+            move |secret| {
+                let mut refs: Vec<ObjectRef<K>> = K::controlling_object(&secret.metadata)
+                    .into_iter()
+                    .collect();
+                refs.extend(api_secret_users(&tunnels, &secret.metadata, &secrets_ctx));
+                refs
+            },
         )
         .watches(
             child_api::<ConfigMap>(&client, child_ns.as_deref()),
@@ -87,7 +109,26 @@ async fn run_kind<K: TunnelKindAdapter>(ctx: Arc<Context>) {
         .await;
 }
 
-/// Metadata-only view of children: memory holds names and owners, never Secret data.
+/// The tunnels whose API Secret is `secret`.
+fn api_secret_users<K: TunnelKindAdapter>(
+    tunnels: &Store<K>,
+    secret: &ObjectMeta,
+    ctx: &Context,
+) -> Vec<ObjectRef<K>> {
+    let (Some(namespace), Some(name)) = (secret.namespace.as_deref(), secret.name.as_deref())
+    else {
+        return Vec::new();
+    };
+    tunnels
+        .state()
+        .iter()
+        .filter(|t| t.api_secret_name() == name && t.managed_namespace(ctx) == namespace)
+        .map(|t| ObjectRef::from_obj(&**t))
+        .collect()
+}
+
+/// Metadata-only view (kube sends metadata-only requests for `PartialObjectMeta`): memory and
+/// traffic hold names and owners, never Secret data. `None`: all namespaces.
 fn child_api<C>(client: &Client, namespace: Option<&str>) -> Api<PartialObjectMeta<C>>
 where
     C: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,

@@ -1,14 +1,21 @@
 //! `cftunnel render` (SPEC §6): what the reconciler would apply for Tunnels and ClusterTunnels
 //! given as files, without a cluster or Cloudflare. Deterministic: no secret is ever generated;
 //! what only Cloudflare knows is a fixed placeholder and the Secret's values are redacted.
+//! TunnelBindings and labelled Services in the input are routed by `routes::compute_routes`,
+//! against the Services the input holds; a route that is not served as declared is reported on
+//! stderr (the render still succeeds, as the reconciler would still apply it).
+mod world;
+
 use std::io::{Read, Write};
 
 use serde_json::Value;
 
 use super::render_input::{TunnelFacts, render_options, tunnel_input};
 use crate::admission::TunnelKind;
+use crate::admission::facts::referenced;
 use crate::render::{self, OwnerIdentity, TunnelCredentials};
-use crate::validate::decode::{Decoded, Outcome, TunnelObject, decode};
+use crate::routes::compute_routes;
+use crate::validate::decode::{Decoded, Outcome, TunnelObject, decode, plain_service};
 use crate::validate::{DEFAULT_NAMESPACE, EXIT_UNREADABLE, read_sources};
 
 /// Tunnel id rendered when the input carries no `status.tunnelId`.
@@ -91,24 +98,42 @@ pub fn run(
         }
     };
     let options = render_options(&settings.cloudflared_image);
-    let mut yaml = String::new();
     let mut failed = false;
-    let mut rendered_any = false;
+    let mut builder = world::WorldBuilder::default();
+    let mut tunnels = Vec::new();
     for document in &documents {
-        let tunnel = match decode(document, DEFAULT_NAMESPACE) {
-            Outcome::Decoded(_, decoded) => match *decoded {
-                Decoded::Tunnel(tunnel) => tunnel,
-                _ => continue,
-            },
+        match decode(document, DEFAULT_NAMESPACE) {
+            Outcome::Decoded(_, decoded) => {
+                builder.add(&decoded);
+                if let Decoded::Tunnel(tunnel) = *decoded {
+                    tunnels.push((document, tunnel));
+                }
+            }
             Outcome::Unreadable(object, violation) => {
                 writeln!(err, "{}: {object}: {violation}", document.origin)?;
                 failed = true;
-                continue;
             }
-            Outcome::Ignored => continue,
-        };
+            Outcome::Ignored => match plain_service(document, DEFAULT_NAMESPACE) {
+                Some(Ok(service)) => {
+                    let namespace = service.metadata.namespace.clone().unwrap_or_default();
+                    builder.add_service(service, &namespace);
+                }
+                Some(Err(violation)) => {
+                    writeln!(err, "{}: Service: {violation}", document.origin)?;
+                    failed = true;
+                }
+                None => {}
+            },
+        }
+    }
+    let table = compute_routes(&builder.finish());
+    world::report(&table, err)?;
+    let mut yaml = String::new();
+    let mut rendered_any = false;
+    for (document, tunnel) in tunnels {
         let owner = identity(&tunnel, &document.value, settings);
-        let input = tunnel_input(owner, tunnel.spec.clone(), offline_facts(&tunnel));
+        let routes = table.routes_of(&referenced(tunnel.kind, &tunnel.namespace, &tunnel.name));
+        let input = tunnel_input(owner, tunnel.spec.clone(), offline_facts(&tunnel), routes);
         match render::render_all(&input, &options).and_then(|r| r.to_yaml()) {
             Ok(text) => {
                 yaml.push_str(&text);
@@ -238,6 +263,69 @@ status:
         assert!(out.contains("namespace: cftunnel-tunnels"));
         assert!(out.contains("uid: 11111111-2222-3333-4444-555555555555"));
         assert!(!out.contains(PLACEHOLDER_TUNNEL_ID));
+    }
+
+    fn ingress(out: &str, namespace: &str) -> Vec<Value> {
+        out.split("---\n")
+            .filter_map(|d| serde_yaml_ng::from_str::<Value>(d).ok())
+            .filter(|d| d["kind"] == "ConfigMap" && d["metadata"]["namespace"] == namespace)
+            .filter_map(|d| d["data"]["config.yaml"].as_str().map(str::to_string))
+            .filter_map(|c| serde_yaml_ng::from_str::<Value>(&c).ok())
+            .filter_map(|c| c["ingress"].as_array().cloned())
+            .next()
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn bindings_route_per_tunnel_identity_and_problems_go_to_stderr() {
+        let tunnel = |ns: &str| {
+            format!(
+                "apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: Tunnel
+metadata: {{name: edge, namespace: {ns}}}
+spec:
+  newTunnel: {{name: {ns}-edge}}
+  cloudflare: {{domain: example.com, secret: cf, accountId: 0123456789abcdef0123456789abcdef}}
+---
+apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {{name: b, namespace: {ns}}}
+subjects: [{{name: web, spec: {{fqdn: {ns}.example.com, port: http}}}}]
+tunnelRef: {{kind: Tunnel, name: edge}}
+---
+"
+            )
+        };
+        let input = format!(
+            "{}{}apiVersion: v1
+kind: Service
+metadata: {{name: web, namespace: shop}}
+spec:
+  ports: [{{name: http, port: 8080}}]
+",
+            tunnel("shop"),
+            tunnel("blog")
+        );
+        let (code, out, err) = render(&input);
+        assert_eq!(code, 0);
+        assert_eq!(
+            ingress(&out, "shop"),
+            vec![
+                serde_json::json!({"hostname": "shop.example.com", "service": "http://web.shop.svc:8080"}),
+                serde_json::json!({"service": "http_status:404"}),
+            ]
+        );
+        assert_eq!(
+            ingress(&out, "blog"),
+            vec![
+                serde_json::json!({"hostname": "blog.example.com", "service": "http_status:404"}),
+                serde_json::json!({"service": "http_status:404"}),
+            ]
+        );
+        assert_eq!(
+            err,
+            "warning: TunnelBinding blog/b: ServiceNotFound: subjects[0].name: Service blog/web does not exist; create it or fix the name (the hostname answers 404 until then)\n"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The renderer's input, built by one function for the reconciler and `cftunnel render` alike,
 //! so the offline output is exactly what the reconciler applies for the same facts.
 use crate::api::TunnelSpec;
-use crate::render::{OwnerIdentity, RenderOptions, TunnelCredentials, TunnelInput};
+use crate::render::{OwnerIdentity, RenderOptions, Route, TunnelCredentials, TunnelInput};
 
 /// What is known about the tunnel itself: resolved on Cloudflare, or read from the input offline.
 #[derive(Clone, Debug)]
@@ -13,8 +13,14 @@ pub struct TunnelFacts {
     pub origin_ca_pem: Option<String>,
 }
 
-/// The renderer input of one Tunnel or ClusterTunnel.
-pub fn tunnel_input(identity: OwnerIdentity, spec: TunnelSpec, facts: TunnelFacts) -> TunnelInput {
+/// The renderer input of one Tunnel or ClusterTunnel; `routes` are its share of
+/// `routes::compute_routes` (`RouteTable::routes_of` its identity).
+pub fn tunnel_input(
+    identity: OwnerIdentity,
+    spec: TunnelSpec,
+    facts: TunnelFacts,
+    routes: Vec<Route>,
+) -> TunnelInput {
     TunnelInput {
         identity,
         domain: spec.cloudflare.domain.clone(),
@@ -23,7 +29,7 @@ pub fn tunnel_input(identity: OwnerIdentity, spec: TunnelSpec, facts: TunnelFact
         tunnel_name: facts.tunnel_name,
         credentials: facts.credentials,
         origin_ca_pem: facts.origin_ca_pem,
-        routes: Vec::new(),
+        routes,
         spec,
     }
 }

@@ -1,7 +1,17 @@
 //! The API Secret guard (SPEC §3.1 step 6): while a tunnel holding the finalizer references an
 //! API Secret, the Secret carries `cfargotunnel.com/secret-in-use`, applied by SSA under its own
 //! field manager touching only `metadata.finalizers`, so deleting a namespace cannot remove the
-//! credentials a tunnel's cleanup needs.
+//! credentials a tunnel's cleanup needs. Server-side apply removes only what its own manager
+//! set: a release never strips a `secret-in-use` finalizer written by anyone else.
+//!
+//! A release runs after the tunnel's own finalizer is gone, so the tunnel cannot be requeued if it
+//! fails: [`release_later`] retries it with backoff in the background, and [`sweep`] releases, at
+//! start-up, guards left behind by a process that stopped between the two steps. A guard released
+//! by mistake (a race with a tunnel adding its finalizer) comes back at once: the Secret's change
+//! re-runs the tunnels that name it, and their reconcile puts the guard back.
+use std::sync::Arc;
+use std::time::Duration;
+
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
@@ -114,4 +124,90 @@ pub async fn release_if_unused(
     }
     let rv = secret.resource_version().unwrap_or_default();
     apply(ctx, namespace, name, &rv, false).await
+}
+
+/// First and largest wait of [`release_later`].
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(300);
+
+/// The wait before retry `attempt` (0-based): doubling from one second, at most five minutes.
+fn retry_delay(attempt: u32) -> Duration {
+    RETRY_FIRST
+        .saturating_mul(2u32.saturating_pow(attempt.min(16)))
+        .min(RETRY_MAX)
+}
+
+/// Retries a failed release in the background until it succeeds.
+pub fn release_later(ctx: Arc<Context>, namespace: String, name: String) {
+    tokio::spawn(async move {
+        let mut attempt = 0;
+        loop {
+            tokio::time::sleep(retry_delay(attempt)).await;
+            match release_if_unused(&ctx, &namespace, &name).await {
+                Ok(()) => {
+                    tracing::info!(secret = %format!("{namespace}/{name}"), "API Secret guard released after a retry");
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(secret = %format!("{namespace}/{name}"), %error, attempt, "API Secret guard release failed; retrying");
+                    attempt = attempt.saturating_add(1);
+                }
+            }
+        }
+    });
+}
+
+/// At start-up: every guarded Secret of `namespace` (`None`: all namespaces) that no tunnel
+/// holding the finalizer names any more is released. Reads metadata only.
+pub async fn sweep(ctx: Arc<Context>, namespace: Option<String>) {
+    let api: Api<Secret> = match &namespace {
+        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
+        None => Api::all(ctx.client.clone()),
+    };
+    let secrets = match api.list_metadata(&ListParams::default()).await {
+        Ok(list) => list.items,
+        Err(error) => {
+            tracing::warn!(%error, "listing Secrets for the guard sweep failed; guards are released as tunnels go");
+            return;
+        }
+    };
+    for secret in secrets {
+        if !secret
+            .finalizers()
+            .iter()
+            .any(|f| f == FINALIZER_SECRET_IN_USE)
+        {
+            continue;
+        }
+        let (ns, name) = (secret.namespace().unwrap_or_default(), secret.name_any());
+        if let Err(error) = release_if_unused(&ctx, &ns, &name).await {
+            tracing::warn!(secret = %format!("{ns}/{name}"), %error, "API Secret guard sweep failed; retrying");
+            release_later(ctx.clone(), ns, name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_double_from_one_second_up_to_five_minutes() {
+        let waits: Vec<u64> = (0..12).map(|a| retry_delay(a).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
+        assert_eq!(retry_delay(u32::MAX), RETRY_MAX);
+    }
+
+    #[test]
+    fn the_guard_object_holds_or_clears_only_the_finalizer() {
+        let held = guard_object("ns", "api", "7", true);
+        assert_eq!(
+            held["metadata"]["finalizers"],
+            json!([FINALIZER_SECRET_IN_USE])
+        );
+        assert_eq!(held["metadata"]["resourceVersion"], "7");
+        let released = guard_object("ns", "api", "8", false);
+        assert!(released["metadata"].get("finalizers").is_none());
+        assert!(released.get("data").is_none());
+    }
 }

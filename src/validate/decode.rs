@@ -141,6 +141,26 @@ pub fn decode(document: &Document, default_namespace: &str) -> Outcome {
     }
 }
 
+/// A Service without expose labels, which the rules ignore but `cftunnel render` routes binding
+/// subjects to: `None` when the document is not a `v1` Service.
+pub fn plain_service(
+    document: &Document,
+    default_namespace: &str,
+) -> Option<Result<Service, Violation>> {
+    let value = &document.value;
+    let is_service = value.get("apiVersion").and_then(Value::as_str) == Some("v1")
+        && value.get("kind").and_then(Value::as_str) == Some("Service");
+    if !is_service {
+        return None;
+    }
+    Some(service(value).map(|mut svc| {
+        if svc.metadata.namespace.as_deref().is_none_or(str::is_empty) {
+            svc.metadata.namespace = Some(default_namespace.to_string());
+        }
+        svc
+    }))
+}
+
 fn has_expose_label(value: &Value) -> bool {
     [LABEL_EXPOSE_TUNNEL, LABEL_EXPOSE_CLUSTER_TUNNEL]
         .iter()

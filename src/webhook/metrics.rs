@@ -1,4 +1,5 @@
-//! Admission request counters and a latency histogram, rendered in Prometheus text format.
+//! Admission request counters, a latency histogram and the leader gauge, rendered in
+//! Prometheus text format.
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::{Mutex, PoisonError};
@@ -70,6 +71,8 @@ struct Histogram {
 struct Counts {
     requests: BTreeMap<(Endpoint, Outcome), u64>,
     latency: BTreeMap<Endpoint, Histogram>,
+    /// Whether this process runs the reconcilers; unset until leader election reports.
+    leading: Option<bool>,
 }
 
 /// Counters shared by the HTTPS router and the health server.
@@ -109,9 +112,28 @@ impl WebhookMetrics {
             .unwrap_or(0)
     }
 
+    /// Sets the `cftunnel_leader` gauge.
+    pub fn set_leading(&self, leading: bool) {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        counts.leading = Some(leading);
+    }
+
+    /// The `cftunnel_leader` gauge, if leader election has reported.
+    pub fn leading(&self) -> Option<bool> {
+        self.counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .leading
+    }
+
     /// Appends the metrics in Prometheus text exposition format (0.0.4).
     pub fn encode(&self, out: &mut String) {
         let counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(leading) = counts.leading {
+            out.push_str("# HELP cftunnel_leader Whether this replica holds the leader lease and runs the reconcilers (1) or not (0).\n");
+            out.push_str("# TYPE cftunnel_leader gauge\n");
+            let _ = writeln!(out, "cftunnel_leader {}", u8::from(leading));
+        }
         out.push_str("# HELP cftunnel_admission_requests_total Admission and conversion requests by endpoint and result.\n");
         out.push_str("# TYPE cftunnel_admission_requests_total counter\n");
         for ((endpoint, outcome), value) in &counts.requests {
@@ -195,5 +217,25 @@ mod tests {
         ] {
             assert!(lines.contains(&expected), "missing {expected:?} in\n{text}");
         }
+    }
+
+    #[test]
+    fn leader_gauge_appears_once_reported() {
+        let metrics = WebhookMetrics::new();
+        let mut before = String::new();
+        metrics.encode(&mut before);
+        assert!(!before.contains("cftunnel_leader"), "{before}");
+        metrics.set_leading(true);
+        let mut text = String::new();
+        metrics.encode(&mut text);
+        assert!(
+            text.lines().any(|l| l == "# TYPE cftunnel_leader gauge"),
+            "{text}"
+        );
+        assert!(text.lines().any(|l| l == "cftunnel_leader 1"), "{text}");
+        metrics.set_leading(false);
+        let mut text = String::new();
+        metrics.encode(&mut text);
+        assert!(text.lines().any(|l| l == "cftunnel_leader 0"), "{text}");
     }
 }

@@ -1,0 +1,110 @@
+//! The route world of `cftunnel render`, built from its input documents, and the diagnostics
+//! its route table gives.
+//!
+//! Objects without `metadata.creationTimestamp` count as created in input order, before any
+//! object that carries one: the earlier one owns a contested hostname, as `cftunnel validate`
+//! decides too.
+use std::io::Write;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+use crate::admission::facts::tunnel_facts;
+use crate::routes::{RouteReason, RouteTable, RouteWorld};
+use crate::validate::decode::Decoded;
+
+/// Collects the route world document by document.
+#[derive(Default)]
+pub(super) struct WorldBuilder {
+    world: RouteWorld,
+    /// Objects given an input-order creation time so far.
+    undated: i64,
+}
+
+impl WorldBuilder {
+    /// Learns what `decoded` tells about routes: a tunnel, a binding, a labelled Service or a
+    /// Namespace's labels.
+    pub(super) fn add(&mut self, decoded: &Decoded) {
+        match decoded {
+            Decoded::Tunnel(t) => {
+                self.world
+                    .tunnels
+                    .push(tunnel_facts(t.kind, &t.namespace, &t.name, &t.spec))
+            }
+            Decoded::Binding { namespace, binding } => {
+                let mut binding = binding.clone();
+                self.date(&mut binding.metadata, namespace);
+                self.world.bindings.push(Arc::new(binding));
+            }
+            Decoded::Service { namespace, service } => self.add_service(service.clone(), namespace),
+            Decoded::Namespace { name, labels } => {
+                self.world
+                    .namespace_labels
+                    .insert(name.clone(), labels.clone());
+            }
+        }
+    }
+
+    /// A Service that binding subjects may name (labelled ones come through [`Self::add`]).
+    pub(super) fn add_service(&mut self, mut service: Service, namespace: &str) {
+        self.date(&mut service.metadata, namespace);
+        self.world.services.push(Arc::new(service));
+    }
+
+    /// Fills in the namespace and, when missing, an input-order creation time.
+    fn date(&mut self, metadata: &mut ObjectMeta, namespace: &str) {
+        metadata.namespace = Some(namespace.to_string());
+        if metadata.creation_timestamp.is_none() {
+            let at =
+                jiff::Timestamp::from_second(self.undated).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+            metadata.creation_timestamp = Some(Time(at));
+            self.undated += 1;
+        }
+    }
+
+    /// The world, with later copies of the same object replacing earlier ones (as a second
+    /// `kubectl apply` would).
+    pub(super) fn finish(mut self) -> RouteWorld {
+        fn dedup<T>(items: &mut Vec<Arc<T>>, key: impl Fn(&T) -> (Option<String>, Option<String>)) {
+            let mut seen = std::collections::BTreeSet::new();
+            let mut kept: Vec<Arc<T>> = Vec::with_capacity(items.len());
+            for item in items.drain(..).rev() {
+                if seen.insert(key(&item)) {
+                    kept.push(item);
+                }
+            }
+            kept.reverse();
+            *items = kept;
+        }
+        dedup(&mut self.world.bindings, |b| {
+            (b.metadata.namespace.clone(), b.metadata.name.clone())
+        });
+        dedup(&mut self.world.services, |s| {
+            (s.metadata.namespace.clone(), s.metadata.name.clone())
+        });
+        let mut seen = std::collections::BTreeSet::new();
+        self.world.tunnels.reverse();
+        self.world
+            .tunnels
+            .retain(|t| seen.insert(t.identity.clone()));
+        self.world.tunnels.reverse();
+        self.world
+    }
+}
+
+/// One stderr line per route source that is not served as declared:
+/// `warning: <Kind> <ns>/<name>: <reason>: <message>`.
+pub(super) fn report(table: &RouteTable, err: &mut dyn Write) -> std::io::Result<()> {
+    for (source, status) in &table.sources {
+        if status.reason != RouteReason::Routed {
+            writeln!(
+                err,
+                "warning: {source}: {}: {}",
+                status.reason.as_str(),
+                status.message
+            )?;
+        }
+    }
+    Ok(())
+}

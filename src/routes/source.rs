@@ -1,0 +1,124 @@
+//! TunnelBindings and labelled Services as route sources: the declared routes (read by the very
+//! functions admission uses), the tunnel they name and the field paths messages point at.
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Service;
+
+use super::world::{Age, SourceKind, SourceRef};
+use crate::admission::TunnelKind;
+use crate::admission::facts::referenced;
+use crate::admission::route::{Field, RouteInput};
+use crate::admission::{TunnelIdentity, Verdict, binding, service};
+use crate::api::TunnelBinding;
+use crate::api::names::{
+    LABEL_EXPOSE_CLUSTER_TUNNEL, LABEL_EXPOSE_TUNNEL, service_annotations as ann,
+};
+
+/// One object that declares routes.
+pub(super) struct Source<'w> {
+    pub reference: SourceRef,
+    pub age: Age,
+    /// `None` when `tunnelRef.kind` is not a tunnel kind (a problem in `problems`).
+    pub tunnel: Option<TunnelIdentity>,
+    /// Where the tunnel is named, for messages.
+    pub tunnel_field: String,
+    pub disable_dns: bool,
+    /// Problems of the object as a whole (tunnel kind, no subjects).
+    pub problems: Verdict,
+    pub routes: Vec<Declared<'w>>,
+}
+
+/// One route a source declares: a binding subject, or a labelled Service's annotations.
+pub(super) struct Declared<'w> {
+    pub input: RouteInput<'w>,
+    /// Field-level problems found before the tunnel is known (subject kind and name, booleans).
+    pub problems: Verdict,
+    /// The Service routed to, when it exists.
+    pub service: Option<&'w Service>,
+    /// Names the source in conflict messages, e.g. `TunnelBinding shop/web (subject web)`.
+    pub owner: String,
+    /// Where the hostname is (or would be) written: `subjects[0].spec.fqdn`, or the annotation.
+    pub fqdn_field: String,
+    /// Where the Service is named.
+    pub service_field: String,
+    /// Where a port is (or would be) chosen.
+    pub port_field: String,
+}
+
+/// The Services by namespace and name, for subjects to find theirs.
+pub(super) type ServiceIndex<'w> = BTreeMap<(&'w str, &'w str), &'w Service>;
+
+pub(super) fn from_binding<'w>(
+    binding: &'w TunnelBinding,
+    services: &ServiceIndex<'w>,
+) -> Source<'w> {
+    let reference = SourceRef::of(SourceKind::TunnelBinding, &binding.metadata);
+    let namespace = binding.metadata.namespace.as_deref().unwrap_or("");
+    let fields = &binding.spec;
+    let mut problems = Verdict::default();
+    let kind = binding::tunnel_ref_kind(&fields.tunnel_ref.kind, &mut problems);
+    binding::check_subjects_present(&fields.subjects, &mut problems);
+    let routes = fields
+        .subjects
+        .iter()
+        .enumerate()
+        .map(|(i, subject)| {
+            let mut subject_problems = Verdict::default();
+            binding::check_subject_identity(i, subject, &mut subject_problems);
+            Declared {
+                input: binding::subject_route(i, subject, namespace),
+                problems: subject_problems,
+                service: services.get(&(namespace, subject.name.as_str())).copied(),
+                owner: format!("{reference} (subject {})", subject.name),
+                fqdn_field: Field::Subject(i, "fqdn").to_string(),
+                service_field: format!("subjects[{i}].name"),
+                port_field: Field::Subject(i, "port").to_string(),
+            }
+        })
+        .collect();
+    Source {
+        age: Age::of(&reference, &binding.metadata),
+        tunnel: kind.map(|k| referenced(k, namespace, &fields.tunnel_ref.name)),
+        tunnel_field: "tunnelRef".into(),
+        disable_dns: fields.tunnel_ref.disable_dns_updates,
+        problems,
+        routes,
+        reference,
+    }
+}
+
+/// The source a Service is, when it carries exactly one expose label. (Both labels at once is
+/// refused by admission and routes nothing.)
+pub(super) fn from_service(svc: &Service) -> Option<Source<'_>> {
+    let labels = svc.metadata.labels.as_ref()?;
+    let (kind, tunnel_name) = service::exposure(labels)?;
+    let reference = SourceRef::of(SourceKind::Service, &svc.metadata);
+    let namespace = svc.metadata.namespace.as_deref().unwrap_or("");
+    let name = svc.metadata.name.as_deref().unwrap_or("");
+    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+    let annotations = svc.metadata.annotations.as_ref().unwrap_or(&EMPTY);
+    let mut problems = Verdict::default();
+    service::check_boolean_annotations(annotations, &mut problems);
+    let label = match kind {
+        TunnelKind::Tunnel => LABEL_EXPOSE_TUNNEL,
+        TunnelKind::ClusterTunnel => LABEL_EXPOSE_CLUSTER_TUNNEL,
+    };
+    let declared = Declared {
+        input: service::annotation_route(name, namespace, annotations),
+        problems,
+        service: Some(svc),
+        owner: reference.to_string(),
+        fqdn_field: Field::Annotation(ann::HOSTNAME).to_string(),
+        service_field: reference.to_string(),
+        port_field: Field::Annotation(ann::PORT).to_string(),
+    };
+    Some(Source {
+        age: Age::of(&reference, &svc.metadata),
+        tunnel: Some(referenced(kind, namespace, tunnel_name)),
+        tunnel_field: format!("metadata.labels[{label}]"),
+        disable_dns: service::annotation_is_true(annotations, ann::DISABLE_DNS),
+        problems: Verdict::default(),
+        routes: vec![declared],
+        reference,
+    })
+}

@@ -1,0 +1,100 @@
+//! `cftunnel run` itself: it leads under its pod name and releases its lease on SIGTERM.
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use super::harness::{WAIT, plane, read_record, wait_record};
+
+pub async fn run_leads_and_releases_on_sigterm() {
+    let plane = plane().await;
+    let admin = plane.admin_client().expect("admin client");
+    let ns = plane
+        .create_namespace("leader-binary")
+        .await
+        .expect("namespace");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cert = plane
+        .ca()
+        .issue_server_cert(&["127.0.0.1"])
+        .expect("serving cert");
+    std::fs::write(dir.path().join("tls.crt"), &cert.cert_pem).expect("write cert");
+    std::fs::write(dir.path().join("tls.key"), &cert.key_pem).expect("write key");
+    let log_path = dir.path().join("cftunnel.log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let child = Command::new(env!("CARGO_BIN_EXE_cftunnel"))
+        .args(["run", "--webhook-listen", "127.0.0.1:0"])
+        .args(["--health-listen", "127.0.0.1:0", "--tls-cert-file"])
+        .arg(dir.path().join("tls.crt"))
+        .arg("--tls-key-file")
+        .arg(dir.path().join("tls.key"))
+        .args(["--leader-election-namespace", &ns])
+        .args(["--leader-election-id", "cftunnel-binary"])
+        .args(["--go-operator-lease-namespace", &ns])
+        // Serve the files above; self-managed certificates would need the installed webhooks.
+        .args(["--certificate-mode", "files"])
+        .env("KUBECONFIG", plane.admin_kubeconfig())
+        .env("POD_NAME", "cftunnel-7c9d-xk2p")
+        .env("RUST_LOG", "warn,cftunnel::leader=info")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start cftunnel run");
+    let mut child = KillOnDrop(Some(child));
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let held = wait_record(&admin, &ns, "cftunnel-binary", "cftunnel run leads", |r| {
+        r.holder.starts_with("cftunnel-7c9d-xk2p_")
+    })
+    .await;
+    assert_eq!(held.duration_seconds, 15);
+
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(term.success());
+    let mut child = child.0.take().expect("child");
+    let status = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                _ => {
+                    let _ = child.kill();
+                    return None;
+                }
+            }
+        }
+    })
+    .await
+    .expect("wait for cftunnel run");
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "cftunnel run did not exit cleanly on SIGTERM: {status:?}\n{}",
+        log()
+    );
+    let released = read_record(&admin, &ns, "cftunnel-binary")
+        .await
+        .expect("lease");
+    assert_eq!(released.holder, "", "the lease was not released\n{}", log());
+    assert_eq!(released.transitions, held.transitions);
+}
+
+/// Kills the child if the test fails before it exits.
+struct KillOnDrop(Option<std::process::Child>);
+
+impl KillOnDrop {
+    fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, std::process::Child::id)
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
