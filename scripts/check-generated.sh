@@ -4,9 +4,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
-cargo run --quiet --locked -- crds > "$tmp"
-if ! diff -u manifests/crds.yaml "$tmp"; then
-  echo "manifests/crds.yaml is stale: run 'cargo run -- crds > manifests/crds.yaml' and commit it" >&2
-  exit 1
-fi
-echo "manifests/crds.yaml is current"
+stale=0
+check() { # check <file> <cftunnel args...>
+  local file=$1; shift
+  cargo run --quiet --locked -- "$@" > "$tmp"
+  if diff -u "$file" "$tmp"; then
+    echo "$file is current"
+  else
+    echo "$file is stale: run 'cargo run -- $* > $file' and commit it" >&2
+    stale=1
+  fi
+}
+check manifests/crds.yaml crds
+check charts/cftunnel/templates/crds.yaml crds --helm
+exit "$stale"

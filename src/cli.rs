@@ -59,7 +59,7 @@ pub struct RenderArgs {
     pub cloudflared_image: String,
 }
 
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     crate::admission::duration::parse_go_duration(text)
         .and_then(|nanos| u64::try_from(nanos).ok())
         .map(std::time::Duration::from_nanos)
@@ -74,7 +74,8 @@ pub struct RunArgs {
     /// Plain-HTTP address of /healthz, /readyz and /metrics.
     #[arg(long, default_value = "0.0.0.0:8080")]
     pub health_listen: std::net::SocketAddr,
-    /// Serving certificate (PEM); re-read when it changes, e.g. a mounted Secret.
+    /// Serving certificate (PEM); re-read when it changes. Written here in self-managed
+    /// certificate mode; read as given (e.g. a mounted cert-manager Secret) in files mode.
     #[arg(long, default_value = "/etc/cftunnel/tls/tls.crt")]
     pub tls_cert_file: std::path::PathBuf,
     /// Serving key (PEM).
@@ -120,6 +121,8 @@ pub struct RunArgs {
     /// public and name the tunnel); cftunnel's own ownership proof is the CNAME's comment.
     #[arg(long)]
     pub no_dns_txt_records: bool,
+    #[command(flatten)]
+    pub startup: crate::startup::StartupArgs,
 }
 
 impl RunArgs {
@@ -190,6 +193,10 @@ pub struct CrdsArgs {
     /// Name of the webhook Service that serves CRD conversion.
     #[arg(long, default_value = "cftunnel-webhook")]
     pub webhook_service: String,
+    /// Print the Helm chart's CRD template instead (charts/cftunnel/templates/crds.yaml):
+    /// conversion in the release namespace, kept on uninstall, cert-manager CA injection.
+    #[arg(long, conflicts_with_all = ["webhook_namespace", "webhook_service"])]
+    pub helm: bool,
 }
 
 pub fn main() -> ExitCode {
@@ -226,6 +233,13 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(future: F) -> a
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let election = args.leader_election()?;
     let client = kube::Client::try_default().await?;
+    crate::startup::prepare(
+        &client,
+        &args.startup,
+        &args.tls_cert_file,
+        &args.tls_key_file,
+    )
+    .await?;
     let scope = crate::view_cache::WatchScope {
         namespace: args.watch_namespace,
         label_selector: args.watch_selector,
@@ -295,6 +309,11 @@ async fn until_stopped(mut stopped: tokio::sync::watch::Receiver<bool>) {
 }
 
 fn print_crds(args: &CrdsArgs) -> anyhow::Result<()> {
+    if args.helm {
+        let text = crate::chart::crds_template()?;
+        std::io::stdout().lock().write_all(text.as_bytes())?;
+        return Ok(());
+    }
     let service = ConversionService {
         namespace: args.webhook_namespace.clone(),
         name: args.webhook_service.clone(),

@@ -4,6 +4,8 @@
 //! piece so that tests, the demo and the binary share one implementation.
 pub mod admission;
 pub mod api;
+pub mod certs;
+pub mod chart;
 pub mod checksum_watcher;
 pub mod cli;
 pub mod cloudflare;
@@ -16,6 +18,7 @@ pub mod render;
 pub mod routes;
 pub mod routing;
 pub mod run;
+pub mod startup;
 pub mod telemetry;
 pub mod testenv;
 pub mod validate;

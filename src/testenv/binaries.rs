@@ -14,6 +14,7 @@ pub struct Binaries {
     pub apiserver: PathBuf,
     pub controller_manager: PathBuf,
     pub kubectl: PathBuf,
+    pub helm: PathBuf,
 }
 
 impl Binaries {
@@ -36,6 +37,7 @@ impl Binaries {
             apiserver: dir.join("kube-apiserver"),
             controller_manager: dir.join("kube-controller-manager"),
             kubectl: dir.join("kubectl"),
+            helm: dir.join("helm"),
         })
     }
 

@@ -42,6 +42,7 @@ pub struct ControlPlane {
     ca: TestCa,
     ca_cert: PathBuf,
     server: String,
+    etcd_url: String,
     admin: Credentials,
     admin_kubeconfig: PathBuf,
     /// In start order; stopped in reverse (KCM, then kube-apiserver, then etcd).
@@ -92,6 +93,7 @@ impl ControlPlane {
             ca,
             ca_cert,
             server,
+            etcd_url: String::new(),
             admin,
             admin_kubeconfig,
             processes: Vec::new(),
@@ -117,6 +119,7 @@ impl ControlPlane {
 
         let etcd = etcd::start(&plane.binaries.etcd, &dir).await?;
         let etcd_url = etcd.client_url.clone();
+        plane.etcd_url = etcd_url.clone();
         plane.processes.push(etcd.process);
 
         let admin_client = plane.admin_client()?;
@@ -173,6 +176,16 @@ impl ControlPlane {
     /// The admin kubeconfig file, for the real kubectl.
     pub fn admin_kubeconfig(&self) -> &Path {
         &self.admin_kubeconfig
+    }
+
+    /// etcd's plain-HTTP client URL, for tests that check what the API server stored.
+    pub fn etcd_url(&self) -> &str {
+        &self.etcd_url
+    }
+
+    /// The helm binary built beside kubectl (`scripts/build-control-plane.sh`).
+    pub fn helm(&self) -> Command {
+        Command::new(&self.binaries.helm)
     }
 
     /// The API server URL (`https://127.0.0.1:<port>`).

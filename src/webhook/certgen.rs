@@ -223,7 +223,7 @@ pub fn generate_dev_certs(dir: &Path, hosts: &[String]) -> Result<DevCerts, Cert
 }
 
 /// Writes through a temporary file renamed into place, so a reader never sees half a file.
-fn write_file(path: &Path, content: &str, mode: u32) -> Result<(), CertGenError> {
+pub(crate) fn write_file(path: &Path, content: &str, mode: u32) -> Result<(), CertGenError> {
     let fail = |source| CertGenError::Write {
         path: path.to_owned(),
         source,

@@ -19,6 +19,7 @@ use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kube::core::conversion::{ConversionRequest, ConversionResponse};
 
+pub(crate) use certgen::write_file;
 pub use certgen::{
     CertGenError, CertificateAuthority, DevCerts, ServingCert, default_hosts, generate_dev_certs,
     issue_serving_cert,

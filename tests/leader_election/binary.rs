@@ -29,6 +29,8 @@ pub async fn run_leads_and_releases_on_sigterm() {
         .args(["--leader-election-namespace", &ns])
         .args(["--leader-election-id", "cftunnel-binary"])
         .args(["--go-operator-lease-namespace", &ns])
+        // Serve the files above; self-managed certificates would need the installed webhooks.
+        .args(["--certificate-mode", "files"])
         .env("KUBECONFIG", plane.admin_kubeconfig())
         .env("POD_NAME", "cftunnel-7c9d-xk2p")
         .env("RUST_LOG", "warn,cftunnel::leader=info")

@@ -1,0 +1,94 @@
+//! Shared by the installation tests: the shipped namespaces and RBAC installed for real, a
+//! client acting as cftunnel's ServiceAccount (so every call is checked against
+//! manifests/rbac.yaml), YAML helpers and a look at what etcd holds.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use cftunnel::testenv::{ControlPlane, poll_until};
+use k8s_openapi::api::core::v1::Secret;
+use kube::{Api, Client};
+use serde::Deserialize as _;
+use serde_json::Value;
+
+use crate::common::kubectl;
+
+/// cftunnel's ServiceAccount as the API server sees it.
+pub const OPERATOR_USER: &str = "system:serviceaccount:cftunnel-system:cftunnel";
+pub const NAMESPACE: &str = "cftunnel-system";
+pub const WAIT: Duration = Duration::from_secs(60);
+pub const POLL: Duration = Duration::from_millis(250);
+
+/// A path inside the repository.
+pub fn repo_path(relative: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+/// Runs kubectl and fails the test with its output when it fails.
+pub fn kubectl_ok(plane: &ControlPlane, args: &[&str], stdin: &str) -> String {
+    let (ok, printed) = kubectl(plane, args, stdin);
+    assert!(ok, "kubectl {args:?} failed:\n{printed}");
+    printed
+}
+
+/// Applies manifests/namespace.yaml and manifests/rbac.yaml for real, then waits until the
+/// ServiceAccount's permissions are in effect (the authorizer reads RBAC from an informer).
+pub async fn install_namespaces_and_rbac(plane: &ControlPlane) {
+    for file in ["manifests/namespace.yaml", "manifests/rbac.yaml"] {
+        let path = repo_path(file);
+        kubectl_ok(plane, &["apply", "-f", &path.to_string_lossy()], "");
+    }
+    let secrets: Api<Secret> = Api::namespaced(operator_client(plane), NAMESPACE);
+    poll_until("cftunnel's RBAC to take effect", WAIT, POLL, || async {
+        secrets.list(&Default::default()).await.ok().map(|_| ())
+    })
+    .await
+    .expect("RBAC in effect");
+}
+
+/// A client authenticated as cftunnel's ServiceAccount, bound to the current runtime.
+pub fn operator_client(plane: &ControlPlane) -> Client {
+    plane
+        .user(OPERATOR_USER, &["system:serviceaccounts"])
+        .expect("operator user")
+        .client()
+        .expect("operator client")
+}
+
+/// Every non-empty document of a multi-document YAML text.
+pub fn documents(yaml: &str) -> Vec<Value> {
+    serde_yaml_ng::Deserializer::from_str(yaml)
+        .map(|doc| Value::deserialize(doc).expect("valid YAML document"))
+        .filter(|doc| !doc.is_null())
+        .collect()
+}
+
+/// The documents of `kind` (and `name`, when given).
+pub fn find<'a>(docs: &'a [Value], kind: &str, name: Option<&str>) -> Vec<&'a Value> {
+    docs.iter()
+        .filter(|d| d["kind"] == kind)
+        .filter(|d| name.is_none_or(|n| d["metadata"]["name"] == n))
+        .collect()
+}
+
+/// The `apiVersion` etcd holds for `key` (e.g.
+/// `/registry/networking.cfargotunnel.com/tunnels/<ns>/<name>`), read through etcd's JSON
+/// gateway: the API server stores custom resources as JSON in their storage version.
+pub async fn stored_api_version(plane: &ControlPlane, key: &str) -> Option<String> {
+    let body = serde_json::json!({"key": STANDARD.encode(key)});
+    let response: Value = reqwest::Client::new()
+        .post(format!("{}/v3/kv/range", plane.etcd_url()))
+        .json(&body)
+        .send()
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()?;
+    let value = response["kvs"][0]["value"].as_str()?;
+    let stored: Value = serde_json::from_slice(&STANDARD.decode(value).ok()?).ok()?;
+    stored["apiVersion"].as_str().map(str::to_owned)
+}
