@@ -199,7 +199,8 @@ where
     }
 }
 
-fn config(labels: &str) -> watcher::Config {
+/// A watch config, label-selected unless `labels` is empty; any resourceVersion on relist.
+pub(crate) fn config(labels: &str) -> watcher::Config {
     let config = watcher::Config::default().any_semantic();
     if labels.is_empty() {
         config

@@ -19,7 +19,7 @@ use crate::admission::{TunnelIdentity, TunnelKind};
 use crate::api::{CloudflareDetails, ClusterTunnel, Tunnel, TunnelBinding, TunnelStatus};
 use crate::controller::TunnelKindAdapter;
 use crate::routes::RouteWorld;
-use crate::view_cache::{WatchScope, namespaced};
+use crate::view_cache::{WatchScope, config, namespaced};
 
 /// What DNS and finalizers need to know of one tunnel object.
 #[derive(Clone, Debug)]
@@ -228,15 +228,6 @@ fn strip_service(service: &mut Service) {
         ..ServiceSpec::default()
     });
     service.status = None;
-}
-
-fn config(labels: &str) -> watcher::Config {
-    let config = watcher::Config::default().any_semantic();
-    if labels.is_empty() {
-        config
-    } else {
-        config.labels(labels)
-    }
 }
 
 fn spawn<K>(
