@@ -555,14 +555,7 @@ async fn a_missing_api_secret_is_reported_without_a_hot_loop_and_recovers() {
             h.ns
         )
     );
-    poll_until("SecretNotFound event", WAIT, POLL, || async {
-        h.event_reasons("web")
-            .await
-            .contains(&"SecretNotFound".to_string())
-            .then_some(())
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    h.wait_event("web", "SecretNotFound").await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(h.sim.total_calls(), 0);
     let again = h.tunnels().get("web").await.expect("tunnel");

@@ -85,14 +85,7 @@ async fn every_broken_api_secret_is_reported_and_each_fix_is_picked_up_at_once()
         ),
     )
     .await;
-    poll_until("SecretKeyMissing event", WAIT, POLL, || async {
-        h.event_reasons("web")
-            .await
-            .contains(&"SecretKeyMissing".to_string())
-            .then_some(())
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    h.wait_event("web", "SecretKeyMissing").await;
     assert_eq!(
         h.sim.total_calls(),
         0,

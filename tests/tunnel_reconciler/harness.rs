@@ -280,6 +280,24 @@ impl Harness {
             .collect()
     }
 
+    /// Waits until an Event with `reason` is recorded about `name`.
+    pub async fn wait_event(&self, name: &str, reason: &str) {
+        poll_until(
+            &format!("{reason} event about {name}"),
+            WAIT,
+            POLL,
+            || async {
+                self.event_reasons(name)
+                    .await
+                    .iter()
+                    .any(|r| r == reason)
+                    .then_some(())
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
+
     /// Waits until the object is gone from the API.
     pub async fn wait_gone<K>(&self, api: &Api<K>, name: &str)
     where
