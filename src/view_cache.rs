@@ -216,11 +216,17 @@ where
 {
     let (reader, writer) = reflector::store();
     let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
-    drive(stream, changes.clone(), std::any::type_name::<K>());
+    let changes = changes.clone();
+    let on_change = move || {
+        changes.fetch_add(1, Ordering::AcqRel);
+    };
+    drive(stream, on_change, std::any::type_name::<K>());
     reader
 }
 
-fn drive<S, T, E>(stream: S, changes: Arc<AtomicU64>, what: &'static str)
+/// Polls a watch stream on its own task, calling `on_change` for every event and logging errors
+/// (the stream retries with backoff).
+pub(crate) fn drive<S, T, E>(stream: S, on_change: impl Fn() + Send + 'static, what: &'static str)
 where
     S: Stream<Item = Result<T, E>> + Send + 'static,
     T: Send,
@@ -230,9 +236,7 @@ where
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
             match event {
-                Ok(_) => {
-                    changes.fetch_add(1, Ordering::AcqRel);
-                }
+                Ok(_) => on_change(),
                 Err(e) => {
                     tracing::warn!(watch = what, error = %e, "watch error; retrying with backoff")
                 }

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Service, ServiceSpec};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store};
@@ -19,7 +18,7 @@ use crate::admission::{TunnelIdentity, TunnelKind};
 use crate::api::{CloudflareDetails, ClusterTunnel, Tunnel, TunnelBinding, TunnelStatus};
 use crate::controller::TunnelKindAdapter;
 use crate::routes::RouteWorld;
-use crate::view_cache::{WatchScope, config, namespaced};
+use crate::view_cache::{WatchScope, config, drive, namespaced};
 
 /// What DNS and finalizers need to know of one tunnel object.
 #[derive(Clone, Debug)]
@@ -245,27 +244,10 @@ where
         .default_backoff()
         .modify(modify)
         .reflect(writer);
-    drive(stream, changes.clone(), std::any::type_name::<K>());
+    let changes = changes.clone();
+    let on_change = move || changes.send_modify(|n| *n = n.wrapping_add(1));
+    drive(stream, on_change, std::any::type_name::<K>());
     reader
-}
-
-fn drive<S, T, E>(stream: S, changes: Arc<watch::Sender<u64>>, what: &'static str)
-where
-    S: Stream<Item = Result<T, E>> + Send + 'static,
-    T: Send,
-    E: std::fmt::Display + Send,
-{
-    tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(_) => changes.send_modify(|n| *n = n.wrapping_add(1)),
-                Err(e) => {
-                    tracing::warn!(watch = what, error = %e, "watch error; retrying with backoff")
-                }
-            }
-        }
-    });
 }
 
 #[cfg(test)]
