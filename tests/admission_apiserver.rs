@@ -4,16 +4,14 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use cftunnel::api::cel;
 use cftunnel::api::crds::{self, ConversionService};
-use cftunnel::run::start_webhook;
 use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, shared};
-use cftunnel::view_cache::WatchScope;
-use cftunnel::webhook::WebhookConfig;
+use common::webhook::start_webhook_thread;
 use common::{apply, get_json, kubectl};
+use tokio::sync::OnceCell;
 
 /// Test namespaces opt in with this label, so a test can store objects before "installing" cftunnel.
 const OPT_IN: &str = "cftunnel-test/admission";
@@ -23,7 +21,8 @@ struct Env {
     plane: &'static ControlPlane,
 }
 
-static WEBHOOK: OnceLock<SocketAddr> = OnceLock::new();
+/// Started and registered once, by whichever test gets here first.
+static WEBHOOK: OnceCell<SocketAddr> = OnceCell::const_new();
 
 async fn env() -> Env {
     let plane = match shared(|| ControlPlaneOptions {
@@ -36,49 +35,14 @@ async fn env() -> Env {
         Ok(plane) => plane,
         Err(e) => panic!("{e}"),
     };
-    if WEBHOOK.get().is_none() {
-        let addr = start_webhook_thread(plane);
-        if WEBHOOK.set(addr).is_ok() {
+    WEBHOOK
+        .get_or_init(|| async {
+            let addr = start_webhook_thread(plane);
             register(plane, addr).await;
-        }
-    }
+            addr
+        })
+        .await;
     Env { plane }
-}
-
-/// The webhook outlives every test's runtime: it runs on a thread of its own.
-fn start_webhook_thread(plane: &'static ControlPlane) -> SocketAddr {
-    let dir = plane.dir().join("cftunnel-webhook");
-    std::fs::create_dir_all(&dir).expect("webhook dir");
-    let cert = plane
-        .ca()
-        .issue_server_cert(&["127.0.0.1", "localhost"])
-        .expect("serving cert");
-    std::fs::write(dir.join("tls.crt"), &cert.cert_pem).expect("write cert");
-    std::fs::write(dir.join("tls.key"), &cert.key_pem).expect("write key");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().expect("webhook runtime");
-        rt.block_on(async move {
-            let client = plane.admin_client().expect("client");
-            let config = WebhookConfig::new(
-                "127.0.0.1:0".parse().expect("addr"),
-                "127.0.0.1:0".parse().expect("addr"),
-                dir.join("tls.crt"),
-                dir.join("tls.key"),
-            );
-            let handle = start_webhook(
-                client,
-                &WatchScope::default(),
-                config,
-                std::future::pending(),
-            )
-            .await
-            .expect("webhook");
-            tx.send(handle.https_addr()).expect("report address");
-            let _ = handle.join().await;
-        });
-    });
-    rx.recv_timeout(WAIT).expect("webhook started")
 }
 
 async fn register(plane: &ControlPlane, addr: SocketAddr) {

@@ -10,11 +10,9 @@ use std::net::SocketAddr;
 use std::sync::OnceLock;
 
 use cftunnel::api::crds::{self, ConversionService};
-use cftunnel::run::start_webhook;
 use cftunnel::startup::migrate::{Migration, MigrationError, migrate_storage};
 use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
-use cftunnel::view_cache::WatchScope;
-use cftunnel::webhook::WebhookConfig;
+use common::webhook::start_webhook_thread;
 use install_support::{
     POLL, WAIT, install_namespaces_and_rbac, kubectl_ok, operator_client, stored_api_version,
 };
@@ -44,41 +42,6 @@ async fn plane() -> (&'static ControlPlane, SocketAddr) {
         .await;
     let addr = *WEBHOOK.get_or_init(|| start_webhook_thread(plane));
     (plane, addr)
-}
-
-fn start_webhook_thread(plane: &'static ControlPlane) -> SocketAddr {
-    let dir = plane.dir().join("cftunnel-webhook");
-    std::fs::create_dir_all(&dir).expect("webhook dir");
-    let cert = plane
-        .ca()
-        .issue_server_cert(&["127.0.0.1", "localhost"])
-        .expect("serving cert");
-    std::fs::write(dir.join("tls.crt"), &cert.cert_pem).expect("write cert");
-    std::fs::write(dir.join("tls.key"), &cert.key_pem).expect("write key");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().expect("webhook runtime");
-        rt.block_on(async move {
-            let client = plane.admin_client().expect("client");
-            let config = WebhookConfig::new(
-                "127.0.0.1:0".parse().expect("addr"),
-                "127.0.0.1:0".parse().expect("addr"),
-                dir.join("tls.crt"),
-                dir.join("tls.key"),
-            );
-            let handle = start_webhook(
-                client,
-                &WatchScope::default(),
-                config,
-                std::future::pending(),
-            )
-            .await
-            .expect("webhook");
-            tx.send(handle.https_addr()).expect("report address");
-            let _ = handle.join().await;
-        });
-    });
-    rx.recv_timeout(WAIT).expect("webhook started")
 }
 
 /// `crd` with its conversion pointed at the local webhook (a Service cannot reach loopback).

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests that drive the real kubectl.
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod webhook;
+
 use std::io::Write;
 use std::process::{Output, Stdio};
 
