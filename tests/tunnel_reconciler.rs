@@ -2,6 +2,8 @@
 //! Cloudflare, the operator running with the shipped RBAC as its own ServiceAccount user.
 #[path = "tunnel_reconciler/api_secret.rs"]
 mod api_secret;
+#[path = "tunnel_reconciler/cluster_takeover.rs"]
+mod cluster_takeover;
 #[path = "tunnel_reconciler/drift_chaos.rs"]
 mod drift_chaos;
 #[path = "tunnel_reconciler/harness.rs"]

@@ -9,7 +9,10 @@ use super::adapters::TunnelKindAdapter;
 use super::conditions::ReadyReason;
 use super::context::Context;
 use super::render_input::{TunnelFacts, render_options, tunnel_input};
-use super::{apply, credentials, deletion, drift, finalizer, secret_guard, setup, status};
+use super::{
+    apply, credentials, deletion, drift, finalizer, go_cluster_workload, secret_guard, setup,
+    status,
+};
 use crate::api::names::FINALIZER;
 use crate::cloudflare::client::CloudflareError;
 use crate::render::{self, RenderError};
@@ -190,6 +193,9 @@ async fn converge<K: TunnelKindAdapter>(
     apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
     status::ensure_labels(obj, ctx, &input).await?;
     status::report_ready(obj, ctx, &resolved, &routes.entries).await?;
+    if let Some(wait) = go_cluster_workload::retire(obj, ctx, &input.identity).await? {
+        return Ok(wait);
+    }
     Ok(match ctx.drift_requeue(&obj.uid().unwrap_or_default()) {
         Some(wait) => Action::requeue(wait),
         None => Action::await_change(),

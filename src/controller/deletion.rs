@@ -13,7 +13,7 @@ use super::adapters::TunnelKindAdapter;
 use super::conditions::ReadyReason;
 use super::context::Context;
 use super::core::ReconcileError;
-use super::{credentials, events};
+use super::{credentials, events, go_cluster_workload};
 use crate::api::TunnelStatus;
 use crate::cloudflare::client::CloudflareClient;
 use crate::dns::{DnsOptions, TunnelDns, ZoneDns, sync_zone};
@@ -34,6 +34,9 @@ pub async fn cleanup<K: TunnelKindAdapter>(
     }
     let namespace = obj.managed_namespace(ctx);
     let identity = obj.identity(ctx);
+    if go_cluster_workload::remove_for_deletion(ctx, &identity).await? {
+        return Ok(Some(Action::requeue(POD_WAIT)));
+    }
     let names = ObjectNames::for_owner(&identity);
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
     if let Some(deployment) = deployments

@@ -14,6 +14,7 @@ pub mod deletion;
 pub mod drift;
 pub mod events;
 pub mod finalizer;
+pub mod go_cluster_workload;
 pub mod render_cli;
 pub mod render_input;
 pub mod secret_guard;

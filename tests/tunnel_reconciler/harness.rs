@@ -266,18 +266,24 @@ impl Harness {
             .collect()
     }
 
-    /// Reasons of the Events about `name` in the test namespace.
+    /// Reasons of the Events about `name` in the test namespace, and in `default` where the
+    /// Events of cluster-scoped objects (ClusterTunnels) go.
     pub async fn event_reasons(&self, name: &str) -> Vec<String> {
-        let events: Api<Event> = Api::namespaced(self.admin.clone(), &self.ns);
-        events
-            .list(&ListParams::default())
-            .await
-            .expect("list events")
-            .items
-            .into_iter()
-            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-            .filter_map(|e| e.reason)
-            .collect()
+        let mut reasons = Vec::new();
+        for ns in [self.ns.as_str(), "default"] {
+            let events: Api<Event> = Api::namespaced(self.admin.clone(), ns);
+            reasons.extend(
+                events
+                    .list(&ListParams::default())
+                    .await
+                    .expect("list events")
+                    .items
+                    .into_iter()
+                    .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+                    .filter_map(|e| e.reason),
+            );
+        }
+        reasons
     }
 
     /// Waits until an Event with `reason` is recorded about `name`.

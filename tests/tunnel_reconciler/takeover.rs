@@ -43,12 +43,23 @@ fn go_selector() -> BTreeMap<String, String> {
 
 /// A Deployment in the Go operator's shape; `owner_uid` makes it controlled by the Tunnel.
 fn go_deployment(selector: &BTreeMap<String, String>, owner_uid: Option<&str>) -> Deployment {
+    go_deployment_of("Tunnel", "web", selector, owner_uid)
+}
+
+/// A Deployment in the Go operator's shape, named after its `kind` object `name` as the Go
+/// operator names it; `owner_uid` makes it controlled by that object.
+pub(super) fn go_deployment_of(
+    kind: &str,
+    name: &str,
+    selector: &BTreeMap<String, String>,
+    owner_uid: Option<&str>,
+) -> Deployment {
     let owners: Vec<Value> = owner_uid
         .map(|uid| {
             vec![json!({
                 "apiVersion": "networking.cfargotunnel.com/v1alpha2",
-                "kind": "Tunnel",
-                "name": "web",
+                "kind": kind,
+                "name": name,
                 "uid": uid,
                 "controller": true,
                 "blockOwnerDeletion": true,
@@ -58,7 +69,7 @@ fn go_deployment(selector: &BTreeMap<String, String>, owner_uid: Option<&str>) -
     serde_json::from_value(json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": "web", "labels": selector, "ownerReferences": owners},
+        "metadata": {"name": name, "labels": selector, "ownerReferences": owners},
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": selector},
@@ -91,7 +102,10 @@ fn go_deployment(selector: &BTreeMap<String, String>, owner_uid: Option<&str>) -
 
 /// Creates the Go-shaped Deployment as the Go operator's field manager; waits for its
 /// ReplicaSet and pod; returns (deployment uid, ReplicaSet name, ReplicaSet uid, pod uid).
-async fn plant(h: &Harness, deployment: &Deployment) -> (String, String, String, String) {
+pub(super) async fn plant(
+    h: &Harness,
+    deployment: &Deployment,
+) -> (String, String, String, String) {
     let deployments: Api<Deployment> = Api::namespaced(h.admin.clone(), &h.ns);
     let created = deployments
         .create(
@@ -131,7 +145,7 @@ async fn plant(h: &Harness, deployment: &Deployment) -> (String, String, String,
     (uid, rs.name_any(), rs_uid, pod.uid().expect("pod uid"))
 }
 
-fn controller_uid(
+pub(super) fn controller_uid(
     owners: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference],
 ) -> Option<String> {
     owners
