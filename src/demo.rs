@@ -7,7 +7,6 @@ use std::time::Duration;
 use anyhow::Context as _;
 use kube::{Api, Client};
 
-use crate::api::crds::{self, ConversionService};
 use crate::api::{ClusterTunnel, Tunnel, TunnelStatus};
 use crate::cloudflare::sim::{SimConfig, Simulator};
 use crate::controller::{self, ControllerOptions};
@@ -34,12 +33,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     println!(
         "cftunnel demo: starting a local control plane, the Cloudflare simulator and cftunnel"
     );
-    let plane = ControlPlane::start(ControlPlaneOptions {
-        controller_manager: true,
-        crds: crds::all(&ConversionService::default()),
-        ..Default::default()
-    })
-    .await?;
+    let plane = ControlPlane::start(ControlPlaneOptions::for_cftunnel()).await?;
     let sim = Simulator::new(SimConfig {
         account_name: ACCOUNT.into(),
         zones: vec!["example.com".into()],

@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use cftunnel::api::cel;
-use cftunnel::api::crds::{self, ConversionService};
 use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, shared};
 use common::webhook::start_webhook_thread;
 use common::{apply, get_json, kubectl};
@@ -25,13 +24,7 @@ struct Env {
 static WEBHOOK: OnceCell<SocketAddr> = OnceCell::const_new();
 
 async fn env() -> Env {
-    let plane = match shared(|| ControlPlaneOptions {
-        controller_manager: true,
-        crds: crds::all(&ConversionService::default()),
-        ..Default::default()
-    })
-    .await
-    {
+    let plane = match shared(ControlPlaneOptions::for_cftunnel).await {
         Ok(plane) => plane,
         Err(e) => panic!("{e}"),
     };

@@ -44,7 +44,7 @@ pub fn args(files: &ApiServerFiles, etcd_url: &str, port: u16, extra: &[String])
             "--service-account-signing-key-file={}",
             files.service_account_key.display()
         ),
-        "--service-cluster-ip-range=10.0.0.0/24".to_string(),
+        "--service-cluster-ip-range=10.96.0.0/16".to_string(),
         "--authorization-mode=RBAC".to_string(),
         "--allow-privileged=true".to_string(),
         // No controller creates the `default` ServiceAccount, so the plugin would reject every Pod.

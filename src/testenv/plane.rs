@@ -34,6 +34,18 @@ pub struct ControlPlaneOptions {
     pub extra_apiserver_args: Vec<String>,
 }
 
+impl ControlPlaneOptions {
+    /// kube-controller-manager and cftunnel's CRDs (conversion pointing at the default webhook
+    /// Service): the cluster `cftunnel run` expects.
+    pub fn for_cftunnel() -> Self {
+        ControlPlaneOptions {
+            controller_manager: true,
+            crds: crate::api::crds::all(&crate::api::crds::ConversionService::default()),
+            ..ControlPlaneOptions::default()
+        }
+    }
+}
+
 /// A running local control plane; stopped by [`ControlPlane::stop`], on drop, or by its watchdog.
 #[derive(Debug)]
 pub struct ControlPlane {

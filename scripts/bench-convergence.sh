@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Convergence benchmark (SPEC §8, BENCHMARKS.md): builds the control-plane binaries (a no-op when
+# cached) and the release `cftunnel`, then applies the benchmark's tunnels and routes to a local
+# control plane with `cftunnel run` against the Cloudflare simulator. Arguments go to the
+# benchmark, e.g. `--namespaces 2 --tunnels-per-namespace 5 --routes-per-tunnel 4`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin_dir=$(scripts/build-control-plane.sh | tail -n 1)
+export CFTUNNEL_BIN_DIR=$bin_dir
+cargo build --release --bin cftunnel --example convergence_bench
+target_dir=${CARGO_TARGET_DIR:-target}
+exec "$target_dir/release/examples/convergence_bench" --cftunnel "$target_dir/release/cftunnel" "$@"
