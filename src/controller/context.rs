@@ -63,6 +63,8 @@ pub struct Context {
     pub scope: WatchScope,
     /// Every tunnel's routes, published by the route reconciler.
     pub routes: std::sync::Arc<crate::routing::RouteIndex>,
+    /// Zone ids looked up by name, shared by every reconcile.
+    pub zone_ids: super::zones::ZoneIds,
     /// Consecutive failures per object, for exponential backoff (no hot loop).
     failures: Mutex<HashMap<String, u32>>,
     /// When each object's next drift check is due, by uid (in memory: a restart only delays it).
@@ -82,6 +84,7 @@ impl Context {
             options,
             scope,
             routes: Default::default(),
+            zone_ids: Default::default(),
             failures: Mutex::new(HashMap::new()),
             drift_due: Mutex::new(HashMap::new()),
         }

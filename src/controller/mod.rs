@@ -21,6 +21,7 @@ pub mod secret_guard;
 pub mod setup;
 pub mod status;
 pub mod takeover;
+pub mod zones;
 
 use std::sync::Arc;
 

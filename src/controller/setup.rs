@@ -61,7 +61,13 @@ pub async fn resolve<K: TunnelKindAdapter>(
     let domain = spec.cloudflare.domain.clone();
     let zone_id = match non_empty(status.zone_id.as_ref()) {
         Some(id) if status.zone_domain.as_deref() == Some(domain.as_str()) => id.to_string(),
-        _ => zone_id(cf, &account_id, &domain).await?,
+        _ => {
+            ctx.zone_ids
+                .get_or_lookup(&api_secret.credentials, &account_id, &domain, || {
+                    zone_id(cf, &account_id, &domain)
+                })
+                .await?
+        }
     };
     Ok(Resolved {
         account_id,

@@ -194,6 +194,9 @@ async fn with_drift_checks_on_a_resync_before_one_is_due_makes_no_cloudflare_cal
 /// Converges twenty tunnels, restarts the operator and forces a reconcile of each.
 async fn quiet_resync(mut h: Harness) {
     create_many(&h).await;
+    // Twenty tunnels on one domain and one credential: one zone lookup between them.
+    assert_eq!(h.sim.calls(Operation::ListZones), 1);
+    assert_eq!(h.sim.calls(Operation::CreateTunnel), MANY as u64);
     h.stop_operator();
     h.sim.reset_counters();
     let config_maps: Api<ConfigMap> = Api::namespaced(h.admin.clone(), &h.ns);
