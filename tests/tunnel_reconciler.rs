@@ -35,6 +35,9 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 const API_SECRET: &str = "cloudflare-api";
+/// ClusterTunnels are cluster-wide: the Secret guard of every harness would count one naming
+/// `API_SECRET` as a user of its own `API_SECRET`.
+const CLUSTER_API_SECRET: &str = "cloudflare-api-cluster";
 
 fn controlled_by(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -237,12 +240,12 @@ async fn new_tunnel_creates_one_tunnel_its_objects_and_then_stays_quiet() {
 #[tokio::test]
 async fn cluster_tunnel_objects_live_in_the_cluster_resource_namespace() {
     let h = Harness::start("tr-cluster").await;
-    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
+    h.create_api_secret(CLUSTER_API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
     let name = format!("ct-{}", h.ns);
     h.create_cluster_tunnel(
         &name,
-        h.spec(API_SECRET, json!({"newTunnel": {"name": name}})),
+        h.spec(CLUSTER_API_SECRET, json!({"newTunnel": {"name": name}})),
     )
     .await;
     let ct = h.wait_reason(&h.cluster_tunnels(), &name, "Ready").await;

@@ -14,7 +14,9 @@ use serde_json::json;
 use super::harness::{Harness, POLL, TOKEN, WAIT};
 use super::takeover::{controller_uid, go_deployment_of, plant};
 
-const API_SECRET: &str = "cloudflare-api";
+/// Its own name: the Secret guard of every harness counts ClusterTunnels (cluster-wide) naming
+/// a Secret of its name, so a ClusterTunnel left by a failed test must not name theirs.
+const API_SECRET: &str = "cloudflare-api-ct-takeover";
 /// Keeps a pod in Terminating until the test lets it go.
 const HOLD: &str = "cftunnel-test/hold";
 
@@ -139,6 +141,13 @@ async fn a_go_cluster_tunnel_deployment_is_retired_once_ours_has_a_ready_replica
     assert_eq!(kept.uid(), ours.uid());
     h.wait_reason(&h.cluster_tunnels(), &name, "Ready").await;
     assert_eq!(h.live_tunnels().len(), 1);
+
+    h.cluster_tunnels()
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("delete");
+    h.wait_gone(&h.cluster_tunnels(), &name).await;
+    assert_eq!(h.live_tunnels().len(), 0);
 }
 
 #[tokio::test]
