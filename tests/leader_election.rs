@@ -3,10 +3,12 @@
 //! lease respected, and Lease fields as Kubernetes' own leader election writes them.
 #[path = "leader_election/binary.rs"]
 mod binary;
+mod common;
 #[path = "leader_election/go_lease.rs"]
 mod go_lease;
 #[path = "leader_election/harness.rs"]
 mod harness;
+mod install_support;
 #[path = "leader_election/proxy.rs"]
 mod proxy;
 

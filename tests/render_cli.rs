@@ -1,7 +1,9 @@
 //! `cftunnel render` prints exactly what the reconciler applies: the same object rendered offline
 //! from its live manifest (with status) is compared with the objects the operator applied.
+mod common;
 #[path = "tunnel_reconciler/harness.rs"]
 mod harness;
+mod install_support;
 
 use std::process::Command;
 

@@ -4,10 +4,12 @@
 mod api_secret;
 #[path = "tunnel_reconciler/cluster_takeover.rs"]
 mod cluster_takeover;
+mod common;
 #[path = "tunnel_reconciler/drift_chaos.rs"]
 mod drift_chaos;
 #[path = "tunnel_reconciler/harness.rs"]
 mod harness;
+mod install_support;
 #[path = "tunnel_reconciler/routes.rs"]
 mod routes;
 #[path = "tunnel_reconciler/takeover.rs"]

@@ -18,9 +18,11 @@ use kube::{Api, Client};
 use tokio::sync::{OnceCell, oneshot};
 use tokio::task::JoinHandle;
 
+use crate::install_support::install_namespaces_and_rbac;
+pub use crate::install_support::operator_client;
+
 pub const WAIT: Duration = Duration::from_secs(90);
 pub const POLL: Duration = Duration::from_millis(100);
-pub const OPERATOR_USER: &str = "system:serviceaccount:cftunnel-system:cftunnel";
 pub const OPERATOR_NAMESPACE: &str = "cftunnel-system";
 
 static RBAC: OnceCell<()> = OnceCell::const_new();
@@ -34,35 +36,9 @@ pub async fn plane() -> &'static ControlPlane {
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    RBAC.get_or_init(|| async {
-        let _ = plane
-            .kubectl()
-            .args(["create", "namespace", OPERATOR_NAMESPACE])
-            .output()
-            .expect("kubectl create namespace");
-        let rbac = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/rbac.yaml");
-        let out = plane
-            .kubectl()
-            .args(["apply", "-f", rbac])
-            .output()
-            .expect("kubectl apply rbac");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    })
-    .await;
+    RBAC.get_or_init(|| install_namespaces_and_rbac(plane))
+        .await;
     plane
-}
-
-/// The operator's own ServiceAccount identity, bound by the shipped RBAC.
-pub fn operator_client(plane: &ControlPlane) -> Client {
-    plane
-        .user(OPERATOR_USER, &["system:serviceaccounts"])
-        .expect("operator user")
-        .client()
-        .expect("operator client")
 }
 
 /// Short timings for tests: a 4 s lease, 2 s renew deadline, 250 ms retry; no Go lease check.

@@ -21,10 +21,12 @@ use kube::{Api, Client, Resource};
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
+use crate::install_support::install_namespaces_and_rbac;
+
 pub const TOKEN: &str = "sim-token-for-tests";
 pub const WAIT: Duration = Duration::from_secs(120);
 pub const POLL: Duration = Duration::from_millis(250);
-pub const OPERATOR_USER: &str = "system:serviceaccount:cftunnel-system:cftunnel";
+pub use crate::install_support::OPERATOR_USER;
 const RUN_LABEL: &str = "cftunnel-test/run";
 
 static RBAC: OnceCell<()> = OnceCell::const_new();
@@ -57,26 +59,8 @@ async fn plane() -> &'static ControlPlane {
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    RBAC.get_or_init(|| async {
-        let out = plane
-            .kubectl()
-            .args(["create", "namespace", "cftunnel-system"])
-            .output()
-            .expect("kubectl create namespace");
-        let _ = out;
-        let rbac = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/rbac.yaml");
-        let out = plane
-            .kubectl()
-            .args(["apply", "-f", rbac])
-            .output()
-            .expect("kubectl apply rbac");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    })
-    .await;
+    RBAC.get_or_init(|| install_namespaces_and_rbac(plane))
+        .await;
     plane
 }
 
