@@ -9,6 +9,7 @@ use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use kube::{Api, Resource};
@@ -48,13 +49,7 @@ where
     let Some(live) = live else {
         return Ok(());
     };
-    let controlled = live
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.controller == Some(true) && o.uid == uid);
-    if controlled {
+    if controlled_by(&live.metadata, uid) {
         return Ok(());
     }
     Err(ReconcileError::blocked(
@@ -153,4 +148,12 @@ pub async fn apply_pending_secret(
         "data": { PENDING_SECRET_KEY: STANDARD.encode(secret_b64) },
     });
     apply::<Secret>(ctx, &identity.namespace, &names.workload, &object).await
+}
+
+/// Does the object's controller owner reference point at the object with `uid`?
+pub fn controlled_by(meta: &ObjectMeta, uid: &str) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.uid == uid)
 }

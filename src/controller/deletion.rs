@@ -6,10 +6,11 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::{Api, ResourceExt};
+use kube::Api;
 use serde_json::json;
 
 use super::adapters::TunnelKindAdapter;
+use super::apply::controlled_by;
 use super::conditions::ReadyReason;
 use super::context::Context;
 use super::core::ReconcileError;
@@ -44,10 +45,7 @@ pub async fn cleanup<K: TunnelKindAdapter>(
         .await
         .map_err(|e| ReconcileError::kube("reading the Deployment", e))?
     {
-        let ours = deployment
-            .owner_references()
-            .iter()
-            .any(|o| o.controller == Some(true) && o.uid == identity.uid);
+        let ours = controlled_by(&deployment.metadata, &identity.uid);
         let replicas = deployment.spec.replicas;
         if ours && replicas != Some(0) && deployment.metadata.deletion_timestamp.is_none() {
             deployments

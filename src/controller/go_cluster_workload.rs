@@ -16,6 +16,7 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
 use super::adapters::TunnelKindAdapter;
+use super::apply::controlled_by;
 use super::context::Context;
 use super::core::ReconcileError;
 use super::events;
@@ -53,11 +54,7 @@ pub fn decide(go: Option<&Deployment>, ours: Option<&Deployment>, owner_uid: &st
     let Some(go) = go else {
         return Retirement::Nothing;
     };
-    let controlled = go
-        .owner_references()
-        .iter()
-        .any(|o| o.controller == Some(true) && o.uid == owner_uid);
-    if !controlled || go.metadata.deletion_timestamp.is_some() {
+    if !controlled_by(&go.metadata, owner_uid) || go.metadata.deletion_timestamp.is_some() {
         return Retirement::Nothing;
     }
     let serving = ours.is_some_and(|d| {
@@ -136,11 +133,7 @@ pub async fn remove_for_deletion(
     let Some(go) = read(&api, go_name).await? else {
         return Ok(false);
     };
-    let controlled = go
-        .owner_references()
-        .iter()
-        .any(|o| o.controller == Some(true) && o.uid == identity.uid);
-    if !controlled {
+    if !controlled_by(&go.metadata, &identity.uid) {
         return Ok(false);
     }
     if go.metadata.deletion_timestamp.is_none()
