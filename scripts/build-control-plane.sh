@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the control-plane binaries the tests and the demo run: kube-apiserver,
-# kube-controller-manager and kubectl (from k8s.io/kubernetes on the Go module proxy) and helm.
+# Builds the Kubernetes binaries the tests and the demo run: kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubelet, kube-proxy and kubectl (from k8s.io/kubernetes
+# on the Go module proxy) and helm. The node binaries (kubelet, kube-proxy, kube-scheduler) are
+# only started by the tests that run pods on a real node.
 # Output: $CFTUNNEL_BIN_DIR (default ~/.cache/cftunnel/bin/k8s-v<version>), printed on the last line.
 # A warm run (binaries present) is a no-op. etcd comes from the crates.io package
 # etcd-bin-vendored-linux-amd64 (a dev-dependency), not from here.
@@ -13,10 +15,12 @@ OUT=${CFTUNNEL_BIN_DIR:-$CACHE_ROOT/bin/k8s-v$K8S_VERSION}
 WORK=$CACHE_ROOT/build/k8s-v$K8S_VERSION
 HELM_WORK=$CACHE_ROOT/build/helm-v$HELM_VERSION
 
+KUBE_BINS="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl"
+
 log() { printf '[build-control-plane] %s\n' "$*" >&2; }
 
 have_all() {
-  for b in kube-apiserver kube-controller-manager kubectl helm; do
+  for b in $KUBE_BINS helm; do
     [ -x "$OUT/$b" ] || return 1
   done
 }
@@ -31,7 +35,9 @@ command -v go >/dev/null || { log "go is required (https://go.dev) but not on PA
 mkdir -p "$OUT" "$WORK" "$HELM_WORK"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 
-if [ ! -x "$OUT/kube-apiserver" ] || [ ! -x "$OUT/kube-controller-manager" ] || [ ! -x "$OUT/kubectl" ]; then
+missing_kube=""
+for b in $KUBE_BINS; do [ -x "$OUT/$b" ] || missing_kube="$missing_kube $b"; done
+if [ -n "$missing_kube" ]; then
   STAGING_TAG=v0.${K8S_VERSION#1.}
   MINOR=$(echo "$K8S_VERSION" | cut -d. -f2)
   cd "$WORK"
@@ -48,19 +54,21 @@ if [ ! -x "$OUT/kube-apiserver" ] || [ ! -x "$OUT/kube-controller-manager" ] || 
   for m in $STAGING; do go mod edit -replace="$m=$m@$STAGING_TAG"; done
   go mod edit -require="k8s.io/kubernetes@v$K8S_VERSION"
   log "resolving modules for Kubernetes v$K8S_VERSION"
-  go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S_VERSION" \
-    "k8s.io/kubernetes/cmd/kube-controller-manager@v$K8S_VERSION" \
-    "k8s.io/kubernetes/cmd/kubectl@v$K8S_VERSION"
+  tools=""
+  for b in $missing_kube; do tools="$tools k8s.io/kubernetes/cmd/$b@v$K8S_VERSION"; done
+  # shellcheck disable=SC2086
+  go get -tool $tools
   V=k8s.io/component-base/version
   CV=k8s.io/client-go/pkg/version
   LDFLAGS="-s -w"
   for pkg in $V $CV; do
     LDFLAGS="$LDFLAGS -X $pkg.gitVersion=v$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$MINOR -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   done
-  log "building kube-apiserver, kube-controller-manager, kubectl (cold: tens of minutes on 2 cores)"
-  go build -trimpath -tags=selinux,notest,grpcnotrace -ldflags "$LDFLAGS" -o "$OUT/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kubectl
+  pkgs=""
+  for b in $missing_kube; do pkgs="$pkgs k8s.io/kubernetes/cmd/$b"; done
+  log "building$missing_kube (cold: tens of minutes on 2 cores)"
+  # shellcheck disable=SC2086
+  go build -trimpath -tags=selinux,notest,grpcnotrace -ldflags "$LDFLAGS" -o "$OUT/" $pkgs
 fi
 
 if [ ! -x "$OUT/helm" ]; then
