@@ -8,7 +8,9 @@ mod openapi;
 mod ownership;
 
 use cftunnel::cloudflare::sim::Operation;
-use cftunnel::dns::{DnsOptions, ManagedTxt, WriteKind, managed_txt_name, ownership_marker};
+use cftunnel::dns::{
+    DnsOptions, ManagedTxt, WriteKind, managed_txt_name, ownership_marker, quote_txt,
+};
 use harness::{Env, ID_A, ID_B, hostnames, identity, target, tunnel, zone};
 
 #[tokio::test]
@@ -28,8 +30,8 @@ async fn a_new_route_costs_two_writes_plus_the_candidate_reads() {
     assert_eq!(cname.comment.as_deref(), Some("cftunnel Tunnel shop/edge"));
     let txt = env.record("TXT", "_managed.app.example.com").expect("TXT");
     assert!(
-        txt.content.starts_with("\"{\\\"DnsId\\\":"),
-        "{}",
+        txt.content.starts_with("{\"DnsId\":"),
+        "the bare JSON object the Go operator decodes: {}",
         txt.content
     );
     assert_eq!(
@@ -169,6 +171,28 @@ async fn go_operator_records_are_adopted_with_one_patch() {
         .expect("TXT");
     assert_eq!(txt.content, go_json, "the Go TXT matches as it is");
 
+    env.reset();
+    env.sync(&desired).await;
+    assert_eq!(env.writes(), 0);
+}
+
+#[tokio::test]
+async fn a_quoted_txt_of_an_earlier_version_is_rewritten_once_in_the_go_readable_form() {
+    let env = Env::new();
+    let cname_id = env.seed(serde_json::json!({
+        "type": "CNAME", "name": "app.example.com", "content": target(ID_A), "proxied": true,
+        "ttl": 1, "comment": ownership_marker(&identity("edge"), None)
+    }));
+    let bare = format!(r#"{{"DnsId":"{cname_id}","TunnelName":"edge-cf","TunnelId":"{ID_A}"}}"#);
+    env.seed(serde_json::json!({
+        "type": "TXT", "name": "_managed.app.example.com", "content": quote_txt(&bare), "ttl": 1
+    }));
+    let desired = zone(vec![tunnel("edge", ID_A, &["app.example.com"])]);
+    let report = env.sync(&desired).await;
+    assert!(report.tunnels[0].is_clean(), "{:?}", report.tunnels[0]);
+    assert_eq!(env.writes(), 1, "only the TXT is rewritten");
+    let txt = env.record("TXT", "_managed.app.example.com").expect("TXT");
+    assert_eq!(txt.content, bare);
     env.reset();
     env.sync(&desired).await;
     assert_eq!(env.writes(), 0);

@@ -124,8 +124,8 @@ impl DesiredRecord {
         }
     }
 
-    /// True if `record` already is what this asks for (a TXT is compared by its parsed payload,
-    /// so the Go operator's unquoted JSON matches and costs no write).
+    /// True if `record` already is what this asks for (a TXT by its payload in the written, bare
+    /// JSON form: the Go operator's records match and cost no write; a quoted one is rewritten).
     pub fn is_met_by(&self, record: &DnsRecord) -> bool {
         if !record.is_type(self.record_type()) || normalize_name(&record.name) != self.name() {
             return false;
@@ -141,9 +141,9 @@ impl DesiredRecord {
             }
             Self::Txt { dns_id, .. } => match dns_id {
                 DnsIdSource::CreatedCname => false,
-                DnsIdSource::Record(_) => {
-                    ManagedTxt::parse(&record.content) == self.txt_value(None)
-                }
+                DnsIdSource::Record(_) => self
+                    .txt_value(None)
+                    .is_some_and(|value| value.is_written_as(&record.content)),
             },
         }
     }

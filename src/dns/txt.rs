@@ -1,10 +1,14 @@
 //! The `_managed.<fqdn>` TXT record in the Go operator's format, and its codec.
 //!
 //! Content is JSON `{"DnsId","TunnelName","TunnelId"}` (plus `"Owner"` when a cluster id is
-//! set). cftunnel writes it as quoted RFC 1035 character strings of at most 255 bytes each (as
-//! Cloudflare asks since 2024), and reads leniently: raw JSON as the Go operator wrote it, quoted
-//! strings with `\"`, `\\` and `\DDD` escapes joined together, or one pair of quotes around
-//! unescaped JSON.
+//! set). cftunnel writes the bare JSON object, exactly as the Go operator does: the Go operator
+//! decodes the content with `json.Unmarshal` into its record struct, so a quoted string would
+//! make it fail on every record (`cannot unmarshal string into Go value`) and a rollback to it
+//! could no longer manage or delete them. Cloudflare stores TXT content as sent (its dashboard
+//! only warns about unquoted content) and splits strings over 255 bytes itself. Reading stays
+//! lenient: bare JSON, quoted strings with `\"`, `\\` and `\DDD` escapes joined together (as
+//! earlier cftunnel versions wrote, and as a TXT edited in the dashboard may read), or one pair of
+//! quotes around unescaped JSON.
 use serde::{Deserialize, Serialize};
 
 /// Prefix of every ownership TXT name.
@@ -30,11 +34,19 @@ pub struct ManagedTxt {
 }
 
 impl ManagedTxt {
-    /// Record content: quoted, escaped JSON in chunks of at most 255 bytes.
+    /// Record content: the bare JSON object, the form the Go operator decodes.
     pub fn to_content(&self) -> String {
         // Serializing a struct of strings cannot fail; an empty object would be parsed as foreign.
-        let json = serde_json::to_string(self).unwrap_or_default();
-        quote_txt(&json)
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// True if `content` is this payload in the written form (not only one that parses to it):
+    /// a TXT in an older, quoted form is rewritten so the Go operator can read it after a rollback.
+    pub fn is_written_as(&self, content: &str) -> bool {
+        serde_json::from_str::<ManagedTxt>(content.trim())
+            .ok()
+            .as_ref()
+            == Some(self)
     }
 
     /// Reads content written by cftunnel or by the Go operator; `None` if it is not this format
@@ -162,16 +174,37 @@ mod tests {
     }
 
     #[test]
-    fn writes_quoted_escaped_json() {
+    fn writes_the_bare_json_object_the_go_operator_decodes() {
         assert_eq!(
             sample().to_content(),
-            r#""{\"DnsId\":\"0123456789abcdef0123456789abcdef\",\"TunnelName\":\"edge\",\"TunnelId\":\"c1744f8b-faa1-48a4-9e5c-02ac921467fa\"}""#
+            r#"{"DnsId":"0123456789abcdef0123456789abcdef","TunnelName":"edge","TunnelId":"c1744f8b-faa1-48a4-9e5c-02ac921467fa"}"#
         );
         let owned = ManagedTxt {
             owner: Some("prod".into()),
             ..sample()
         };
-        assert!(owned.to_content().ends_with(r#",\"Owner\":\"prod\"}""#));
+        assert!(owned.to_content().ends_with(r#","Owner":"prod"}"#));
+    }
+
+    #[test]
+    fn quoted_content_reads_but_is_not_the_written_form() {
+        let quoted = quote_txt(&sample().to_content());
+        assert_eq!(ManagedTxt::parse(&quoted), Some(sample()));
+        assert!(!sample().is_written_as(&quoted));
+        assert!(sample().is_written_as(&sample().to_content()));
+    }
+
+    /// The Go operator's `DnsManagedRecordTxt`: three string fields, decoded from the record
+    /// content with Go's `json.Unmarshal`, which (like serde here) refuses a JSON string where it
+    /// expects an object and ignores fields it does not know (`Owner`).
+    #[derive(Deserialize)]
+    struct GoOperatorTxt {
+        #[serde(rename = "DnsId")]
+        dns_id: String,
+        #[serde(rename = "TunnelName")]
+        tunnel_name: String,
+        #[serde(rename = "TunnelId")]
+        tunnel_id: String,
     }
 
     #[test]
@@ -244,7 +277,17 @@ mod tests {
     proptest! {
         #[test]
         fn written_content_reads_back(txt in any_txt()) {
-            prop_assert_eq!(ManagedTxt::parse(&txt.to_content()), Some(txt));
+            prop_assert_eq!(ManagedTxt::parse(&txt.to_content()), Some(txt.clone()));
+            prop_assert!(txt.is_written_as(&txt.to_content()));
+        }
+
+        #[test]
+        fn the_go_operator_decodes_every_txt_written(txt in any_txt()) {
+            let go: GoOperatorTxt = serde_json::from_str(&txt.to_content())
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(go.dns_id, txt.dns_id);
+            prop_assert_eq!(go.tunnel_name, txt.tunnel_name);
+            prop_assert_eq!(go.tunnel_id, txt.tunnel_id);
         }
 
         #[test]
