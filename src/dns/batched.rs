@@ -272,7 +272,7 @@ fn duplicate(error: &CloudflareError) -> CloudflareError {
             status,
             errors,
         } => CloudflareError::Api {
-            operation: *operation,
+            operation,
             status: *status,
             errors: errors.clone(),
         },
@@ -280,11 +280,11 @@ fn duplicate(error: &CloudflareError) -> CloudflareError {
             operation,
             retry_after,
         } => CloudflareError::RateLimited {
-            operation: *operation,
+            operation,
             retry_after: *retry_after,
         },
         CloudflareError::Timeout { operation, after } => CloudflareError::Timeout {
-            operation: *operation,
+            operation,
             after: *after,
         },
         CloudflareError::Decode {
@@ -292,7 +292,7 @@ fn duplicate(error: &CloudflareError) -> CloudflareError {
             status,
             detail,
         } => CloudflareError::Decode {
-            operation: *operation,
+            operation,
             status: *status,
             detail: detail.clone(),
         },
