@@ -82,7 +82,11 @@ async fn main() -> anyhow::Result<()> {
         Ok(dns_complete(&sim, &plan.hostnames))
     })
     .await?;
-    println!("  every DNS record after {:.1}s", dns.as_secs_f64());
+    println!(
+        "  every DNS record after {:.1}s ({:.1}s after the last route was created)",
+        dns.as_secs_f64(),
+        dns.saturating_sub(created).as_secs_f64()
+    );
     let routed = wait(started, &mut operator, "every route in status", || async {
         Ok(tunnel_progress(&client).await?.1 == routes)
     })
@@ -504,6 +508,26 @@ impl Phase {
                         | UpdateDnsRecord
                         | PatchDnsRecord
                         | DeleteDnsRecord
+                        | BatchDnsRecords
+                )
+            })
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// DNS write requests (single-record writes and batches).
+    fn dns_writes(&self) -> u64 {
+        use Operation::*;
+        self.calls
+            .iter()
+            .filter(|(op, _)| {
+                matches!(
+                    op,
+                    CreateDnsRecord
+                        | UpdateDnsRecord
+                        | PatchDnsRecord
+                        | DeleteDnsRecord
+                        | BatchDnsRecords
                 )
             })
             .map(|(_, n)| n)
@@ -548,7 +572,12 @@ fn report(
         restart.rollouts,
         restart.peak_rss_kib / 1024
     );
-    println!("\nfirst convergence calls: {}", first.breakdown());
+    println!(
+        "\nDNS write requests: first convergence {}, restart {}",
+        first.dns_writes(),
+        restart.dns_writes()
+    );
+    println!("first convergence calls: {}", first.breakdown());
     println!("restart calls: {}", restart.breakdown());
     println!(
         "({} namespaces × {} tunnels × {} routes)",

@@ -121,6 +121,11 @@ pub struct RunArgs {
     /// public and name the tunnel); cftunnel's own ownership proof is the CNAME's comment.
     #[arg(long)]
     pub no_dns_txt_records: bool,
+    /// How DNS records are written: `auto` uses Cloudflare's batch call (a hostname's records in
+    /// one transaction) and falls back to one record per request where it is unavailable;
+    /// `always` never falls back; `never` writes one record per request.
+    #[arg(long, default_value = "auto")]
+    pub dns_batch: crate::dns::BatchMode,
     #[command(flatten)]
     pub startup: crate::startup::StartupArgs,
 }
@@ -262,6 +267,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         drift_interval: args.drift_interval,
         overwrite_unmanaged_dns: args.overwrite_unmanaged_dns,
         dns_txt_records: !args.no_dns_txt_records,
+        dns_batch: args.dns_batch,
         ..Default::default()
     };
     let leader = crate::leader::LeaderStatus::new();

@@ -6,8 +6,8 @@ mod openapi;
 use axum::body::Body;
 use cftunnel::cloudflare::client::Transport;
 use cftunnel::cloudflare::client::{
-    CloudflareClient, CommentFilter, ConfigSrc, Credentials, DnsRecordFilter, DnsRecordType,
-    NewDnsRecord, RateLimit, TunnelFilter, TunnelToken, ZoneFilter,
+    BatchDelete, BatchUpdate, CloudflareClient, CommentFilter, ConfigSrc, Credentials, DnsBatch,
+    DnsRecordFilter, DnsRecordType, NewDnsRecord, RateLimit, TunnelFilter, TunnelToken, ZoneFilter,
 };
 use cftunnel::cloudflare::sim::{Fault, LoggedRequest, Operation, SimConfig, Simulator};
 use http::{Method, Request};
@@ -245,6 +245,49 @@ async fn every_client_operation_round_trips_and_validates() {
             .comment
             .as_deref(),
         Some("patched")
+    );
+    // One batch: a patch of the CNAME and a new CNAME + TXT pair; then one that is refused.
+    let batch = DnsBatch {
+        patches: vec![BatchUpdate {
+            id: record.id.clone(),
+            record: NewDnsRecord::tunnel_cname("app.example.com", &tunnel.id, Some("b".into())),
+        }],
+        posts: vec![
+            NewDnsRecord::tunnel_cname("api.example.com", &tunnel.id, None),
+            NewDnsRecord::txt("_managed.api.example.com", "\"v\"", None),
+        ],
+        ..DnsBatch::default()
+    };
+    let done = cf.batch_dns_records(&zone, &batch).await.expect("batch");
+    assert_eq!(done.patches[0].comment.as_deref(), Some("b"));
+    assert_eq!(
+        done.posts
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>(),
+        ["api.example.com", "_managed.api.example.com"]
+    );
+    let refused = cf
+        .batch_dns_records(
+            &zone,
+            &DnsBatch {
+                deletes: vec![BatchDelete {
+                    id: done.posts[1].id.clone(),
+                }],
+                posts: vec![NewDnsRecord::tunnel_cname(
+                    "api.example.com",
+                    &tunnel.id,
+                    None,
+                )],
+                ..DnsBatch::default()
+            },
+        )
+        .await
+        .expect_err("81053");
+    assert!(refused.is_record_exists(), "{refused}");
+    assert!(
+        cf.get_dns_record(&zone, &done.posts[1].id).await.is_ok(),
+        "a refused batch deletes nothing"
     );
     cf.delete_dns_record(&zone, &record.id)
         .await

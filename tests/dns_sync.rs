@@ -1,5 +1,7 @@
 //! The DNS sync of SPEC §3.3 against the in-process Cloudflare simulator: what each sync
 //! writes and what it costs in calls (§8 Cloudflare economy).
+#[path = "dns_sync/batch.rs"]
+mod batch;
 #[path = "dns_sync/harness.rs"]
 mod harness;
 #[allow(dead_code)] // the contract test uses the rest of it

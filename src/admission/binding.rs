@@ -26,7 +26,8 @@ pub fn validate(binding: &TunnelBinding, namespace: &str, view: &AdmissionView) 
     check_subjects_present(&fields.subjects, &mut v);
     let mut seen = BTreeSet::new();
     for (i, subject) in fields.subjects.iter().enumerate() {
-        let route = subject_route(i, subject, namespace);
+        let mut route = subject_route(i, subject, namespace);
+        route.dns_updates_disabled = fields.tunnel_ref.disable_dns_updates;
         check_subject_identity(i, subject, &mut v);
         check_fields(&route, tunnel, &mut v);
         if let Some(t) = tunnel {
@@ -137,5 +138,6 @@ pub fn subject_route<'a>(
         http2_origin: spec.http2_origin,
         http_host_header: set("httpHostHeader", spec.http_host_header.as_ref()),
         origin_server_name: set("originServerName", spec.origin_server_name.as_ref()),
+        dns_updates_disabled: false,
     }
 }

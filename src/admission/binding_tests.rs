@@ -134,6 +134,29 @@ fn a_different_path_on_the_same_tunnel_is_not_a_conflict_but_another_tunnel_is()
 }
 
 #[test]
+fn a_hostname_outside_the_domain_is_admitted_when_no_dns_is_written_for_it() {
+    let mut quiet = binding_json(
+        json!([{"name": "web", "spec": {"fqdn": "app.other.net"}}]),
+        "Tunnel",
+        "web",
+    );
+    quiet["tunnelRef"]["disableDNSUpdates"] = json!(true);
+    assert_eq!(
+        binding_messages(quiet.clone(), "shop"),
+        (Vec::new(), Vec::new())
+    );
+    quiet["tunnelRef"]["disableDNSUpdates"] = json!(false);
+    assert_eq!(
+        binding_messages(quiet, "shop").0,
+        vec![
+            "subjects[0].spec.fqdn: \"app.other.net\" is outside the domain \"example.com\" of \
+             Tunnel shop/web; use a hostname ending in .example.com"
+                .to_string()
+        ]
+    );
+}
+
+#[test]
 fn lists_every_field_violation_of_a_subject() {
     let (errors, warnings) = binding_messages(
         binding_json(

@@ -86,6 +86,9 @@ pub struct RouteInput<'a> {
     pub http2_origin: bool,
     pub http_host_header: Option<(Field, &'a str)>,
     pub origin_server_name: Option<(Field, &'a str)>,
+    /// No DNS is written for this route (`tunnelRef.disableDNSUpdates`,
+    /// `cfargotunnel.com/disable-dns`): its hostnames may lie outside the tunnel's domain.
+    pub dns_updates_disabled: bool,
 }
 
 impl<'a> RouteInput<'a> {
@@ -116,7 +119,7 @@ impl<'a> RouteInput<'a> {
 /// Field-level rules (SPEC §2.2 items 2 and 3).
 pub fn check_fields(route: &RouteInput<'_>, tunnel: Option<&TunnelFacts>, v: &mut Verdict) {
     for (field, fqdn) in &route.fqdns {
-        check_fqdn(*field, fqdn, tunnel, v);
+        check_fqdn(*field, fqdn, tunnel, route.dns_updates_disabled, v);
     }
     if let Some((field, protocol)) = &route.protocol {
         if !PROTOCOLS.contains(protocol) {
@@ -249,11 +252,14 @@ fn is_secret_key(key: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-/// A hostname's own rules: syntax, length, inside the tunnel's domain.
+/// A hostname's own rules: syntax, length, inside the tunnel's domain unless no DNS is written
+/// for it (`dns_updates_disabled`: the Go operator routed such hostnames, whose records the user
+/// manages).
 pub fn check_fqdn(
     field: impl std::fmt::Display,
     fqdn: &str,
     tunnel: Option<&TunnelFacts>,
+    dns_updates_disabled: bool,
     v: &mut Verdict,
 ) {
     if let Some(problem) = hostname_problem(fqdn) {
@@ -268,7 +274,7 @@ pub fn check_fqdn(
         return;
     }
     match tunnel {
-        Some(t) if !in_domain(fqdn, &t.domain) => v.deny(
+        Some(t) if !dns_updates_disabled && !in_domain(fqdn, &t.domain) => v.deny(
             field,
             format!("{fqdn:?} is outside the domain {:?} of {}; use a hostname ending in .{}", t.domain, t.identity, t.domain),
         ),

@@ -115,6 +115,7 @@ pub fn annotation_route<'a>(
         http2_origin: annotation_is_true(annotations, ann::HTTP2_ORIGIN),
         http_host_header: get(ann::HTTP_HOST_HEADER),
         origin_server_name: get(ann::ORIGIN_SERVER_NAME),
+        dns_updates_disabled: annotation_is_true(annotations, ann::DISABLE_DNS),
         ..Default::default()
     }
 }

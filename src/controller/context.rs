@@ -36,6 +36,8 @@ pub struct ControllerOptions {
     /// Write the `_managed.<fqdn>` TXT records the Go operator reads (public: they name the
     /// tunnel).
     pub dns_txt_records: bool,
+    /// `--dns-batch`: batched or single-record DNS writes.
+    pub dns_batch: crate::dns::BatchMode,
 }
 
 impl Default for ControllerOptions {
@@ -50,6 +52,7 @@ impl Default for ControllerOptions {
             cloudflare_max_attempts: None,
             overwrite_unmanaged_dns: false,
             dns_txt_records: true,
+            dns_batch: crate::dns::BatchMode::Auto,
         }
     }
 }

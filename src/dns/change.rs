@@ -124,6 +124,28 @@ impl DesiredRecord {
         }
     }
 
+    /// The request body when the CNAME's id cannot be known yet because the CNAME is created in
+    /// the same batch: a TXT then carries an empty `DnsId`, set by a patch once the CNAME exists
+    /// (the TXT is ours by its comment meanwhile, so the hostname never lacks its TXT).
+    pub fn body_in_batch(&self) -> NewDnsRecord {
+        match self {
+            Self::Cname { .. } => self.body(None),
+            Self::Txt { .. } => self.body(Some("")),
+        }
+        .unwrap_or_else(|| NewDnsRecord::txt(self.name(), String::new(), None))
+    }
+
+    /// True if this TXT takes its `DnsId` from a CNAME created in the same changes.
+    pub fn waits_for_cname_id(&self) -> bool {
+        matches!(
+            self,
+            Self::Txt {
+                dns_id: DnsIdSource::CreatedCname,
+                ..
+            }
+        )
+    }
+
     /// True if `record` already is what this asks for (a TXT by its payload in the written, bare
     /// JSON form: the Go operator's records match and cost no write; a quoted one is rewritten).
     pub fn is_met_by(&self, record: &DnsRecord) -> bool {

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use crate::admission::TunnelIdentity;
 use crate::cloudflare::client::MAX_DNS_PER_PAGE;
 
+use super::batching::{BatchMemory, BatchMode};
 use super::marker::ClusterId;
 use super::txt::managed_txt_name;
 
@@ -48,6 +49,10 @@ pub struct DnsOptions {
     pub cluster_id: Option<ClusterId>,
     /// Page size of the candidate reads (executor only), 1..=1000.
     pub page_size: u32,
+    /// Batch calls or single-record calls (executor only).
+    pub batch: BatchMode,
+    /// Per-zone batch limits and fallbacks, kept across syncs (executor only).
+    pub batch_memory: BatchMemory,
 }
 
 impl Default for DnsOptions {
@@ -56,6 +61,8 @@ impl Default for DnsOptions {
             overwrite_unmanaged: false,
             cluster_id: None,
             page_size: MAX_DNS_PER_PAGE,
+            batch: BatchMode::default(),
+            batch_memory: BatchMemory::default(),
         }
     }
 }

@@ -23,6 +23,8 @@
 //! - With `overwrite_unmanaged`, a foreign CNAME is taken over with a PUT (nothing of it
 //!   survives), A/AAAA records at the hostname are deleted before the CNAME is created.
 //! - The marker is compared as a whole: changing the cluster id makes existing records foreign.
+mod batched;
+mod batching;
 mod candidates;
 mod change;
 mod desired;
@@ -30,6 +32,7 @@ mod marker;
 mod ownership;
 mod plan;
 mod report;
+mod single;
 mod sync;
 mod txt;
 
@@ -42,6 +45,7 @@ mod plan_props;
 #[cfg(test)]
 mod plan_tests;
 
+pub use batching::{BatchMemory, BatchMode};
 pub use change::{
     ConflictReason, DesiredRecord, DnsAction, DnsChange, DnsConflict, DnsIdSource, DnsPlan,
     InvalidHostname, RecordRef,

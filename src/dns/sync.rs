@@ -1,17 +1,21 @@
 //! The executor: read the zone's candidates once, plan, apply, report per tunnel.
 //!
-//! Changes run one hostname at a time, in plan order; a failed change stops the rest of its
-//! hostname (a TXT is never written for a CNAME that failed, a Go-operator TXT never deleted
-//! before its CNAME carries our marker). The executor keeps an in-memory copy of the candidates
-//! and updates it from every answer, so nothing is read twice.
+//! Writes go out in batches (`batched.rs`: a hostname's records in one transaction, as few
+//! requests as the zone plan's limit allows) or, with `--dns-batch=never` or where the batch call
+//! is unavailable, one record per request (`single.rs`). The executor keeps an in-memory copy of
+//! the candidates and updates it from every answer, so nothing is read twice.
+//!
+//! Single-record writes run one hostname at a time, in plan order; a failed change stops the rest
+//! of its hostname (a TXT is never written for a CNAME that failed, a Go-operator TXT never
+//! deleted before its CNAME carries our marker).
 //!
 //! **"Record exists" (81053/81054/81057/81058) on a create**, and 404 on an update: the name was
 //! taken or freed behind our back (a record the candidate reads cannot see — an A/AAAA record,
-//! a CNAME pointing elsewhere — or a concurrent writer). The executor re-reads that one name
-//! (all types), replaces it in its copy, plans the zone again and runs the new changes of that
-//! hostname once: a record that turns out to be ours is fixed, a foreign one becomes a
-//! `DNSConflict` (or is taken over with `overwrite_unmanaged`). A second failure is reported as
-//! an error, never retried in a loop. A 404 on delete counts as done.
+//! a CNAME pointing elsewhere — or a concurrent writer). The executor re-reads that name (in a
+//! batch: every name of the hostname; all types), replaces it in its copy, plans the zone again
+//! and runs the new changes of that hostname once: a record that turns out to be ours is fixed, a
+//! foreign one becomes a `DNSConflict` (or is taken over with `overwrite_unmanaged`). A second
+//! failure is reported as an error, never retried in a loop. A 404 on delete counts as done.
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::admission::TunnelIdentity;
@@ -85,6 +89,8 @@ pub async fn sync_zone(
         zone,
         options,
         mirror: actual,
+        batch_off: false,
+        pending_dns_ids: BTreeSet::new(),
         reports: zone
             .tunnels
             .iter()
@@ -102,9 +108,7 @@ pub async fn sync_zone(
             report.invalid.push(invalid);
         }
     }
-    for group in group_by_hostname(plan.changes) {
-        run.apply_group(group, true).await;
-    }
+    run.apply_all(group_by_hostname(plan.changes)).await;
     let left = records_left(zone, &run.mirror, options);
     for (report, left) in run.reports.iter_mut().zip(left) {
         report.records_left = left;
@@ -122,7 +126,7 @@ pub async fn sync_zone(
     })
 }
 
-fn group_by_hostname(changes: Vec<DnsChange>) -> Vec<Vec<DnsChange>> {
+pub(super) fn group_by_hostname(changes: Vec<DnsChange>) -> Vec<Vec<DnsChange>> {
     let mut groups: Vec<Vec<DnsChange>> = Vec::new();
     for change in changes {
         match groups.last_mut() {
@@ -165,18 +169,22 @@ fn records_left(zone: &ZoneDns, records: &[DnsRecord], options: &DnsOptions) -> 
 }
 
 /// State of one sync while it applies changes.
-struct Run<'a> {
-    reader: Reader<'a>,
-    zone: &'a ZoneDns,
-    options: &'a DnsOptions,
+pub(super) struct Run<'a> {
+    pub reader: Reader<'a>,
+    pub zone: &'a ZoneDns,
+    pub options: &'a DnsOptions,
     /// The candidates as they are now, updated from every write answer.
-    mirror: Vec<DnsRecord>,
-    reports: Vec<TunnelDnsReport>,
-    writes: u32,
+    pub mirror: Vec<DnsRecord>,
+    pub reports: Vec<TunnelDnsReport>,
+    pub writes: u32,
+    /// The batch call turned out unavailable during this sync: single-record calls from here.
+    pub batch_off: bool,
+    /// Hostnames whose TXT was batched with an empty `DnsId` (set once the batches are done).
+    pub pending_dns_ids: BTreeSet<String>,
 }
 
 /// Why a change did not go through.
-enum Failure {
+pub(super) enum Failure {
     /// Worth one re-read of this record name and a new plan.
     NameChanged(CloudflareError),
     Failed(CloudflareError),
@@ -187,56 +195,31 @@ impl Run<'_> {
         self.reports.iter_mut().find(|r| &r.identity == identity)
     }
 
-    /// Applies one hostname's changes in order; on a changed name, re-plans it once.
-    async fn apply_group(&mut self, group: Vec<DnsChange>, may_replan: bool) {
-        let mut created_cname: Option<String> = None;
-        let total = group.len();
-        for (done, change) in group.iter().enumerate() {
-            let kind = write_kind(&change.action);
-            let error = match self.apply(&change.action, created_cname.as_deref()).await {
-                Ok(record) => {
-                    if let (DnsAction::Create(DesiredRecord::Cname { .. }), Some(r)) =
-                        (&change.action, &record)
-                    {
-                        created_cname = Some(r.id.clone());
-                    }
-                    let record = record
-                        .as_ref()
-                        .map_or_else(|| target_of(change), RecordRef::of);
-                    if let Some(report) = self.report_of(&change.tunnel) {
-                        report.written.push(WrittenRecord { kind, record });
-                    }
-                    continue;
-                }
-                Err(Failure::NameChanged(_)) if may_replan => {
-                    match self.reader.at_name(&record_name(&change.action)).await {
-                        Ok(fresh) => return self.replan(change, fresh).await,
-                        Err(read_error) => read_error,
-                    }
-                }
-                Err(Failure::NameChanged(error) | Failure::Failed(error)) => error,
-            };
-            if let Some(report) = self.report_of(&change.tunnel) {
-                report.errors.push(DnsWriteError {
-                    hostname: change.hostname.clone(),
-                    kind,
-                    record: target_of(change),
-                    error,
-                    skipped: total - done - 1,
-                });
-            }
+    /// Applies the plan's changes, hostname by hostname: in batches unless batching is off or
+    /// unavailable for the zone.
+    async fn apply_all(&mut self, groups: Vec<Vec<DnsChange>>) {
+        if groups.is_empty() {
             return;
+        }
+        match self.batch_limit().await {
+            Some(limit) => self.apply_batched(groups, limit).await,
+            None => {
+                for group in groups {
+                    self.apply_group(group, true).await;
+                }
+            }
         }
     }
 
-    /// Puts the `fresh` records at `failed`'s name into the mirror, plans the zone again and
-    /// applies the new changes of that hostname (no further re-plan). New conflicts of the
-    /// hostname are reported.
-    async fn replan(&mut self, failed: &DnsChange, fresh: Vec<DnsRecord>) {
-        let name = record_name(&failed.action);
-        let hostname = failed.hostname.as_str();
+    /// Replaces what the mirror holds at `name` with `fresh` (a re-read of that name).
+    pub(super) fn mirror_replace(&mut self, name: &str, fresh: Vec<DnsRecord>) {
         self.mirror.retain(|r| normalize_name(&r.name) != name);
         self.mirror.extend(fresh);
+    }
+
+    /// Plans the zone again from the mirror; reports the hostname's new conflicts and returns
+    /// its changes.
+    pub(super) fn replanned(&mut self, hostname: &str) -> Vec<DnsChange> {
         let plan = plan_zone(self.zone, &self.mirror, self.options);
         for conflict in plan
             .conflicts
@@ -249,74 +232,43 @@ impl Run<'_> {
                 report.conflicts.push(conflict);
             }
         }
-        let group: Vec<DnsChange> = plan
-            .changes
+        plan.changes
             .into_iter()
             .filter(|c| c.hostname == hostname)
-            .collect();
-        Box::pin(self.apply_group(group, false)).await;
+            .collect()
     }
 
-    /// One API call; the answer updates the mirror. `Ok(None)` for a delete.
-    async fn apply(
-        &mut self,
-        action: &DnsAction,
-        created_cname: Option<&str>,
-    ) -> Result<Option<DnsRecord>, Failure> {
-        let client = self.reader.client;
-        let zone_id = self.reader.zone_id;
-        match action {
-            DnsAction::Create(desired) => {
-                let body = body_of(desired, created_cname)?;
-                self.writes += 1;
-                match client.create_dns_record(zone_id, &body).await {
-                    Ok(record) => {
-                        self.mirror.push(record.clone());
-                        Ok(Some(record))
-                    }
-                    Err(e) if e.is_record_exists() => Err(Failure::NameChanged(e)),
-                    Err(e) => Err(Failure::Failed(e)),
-                }
-            }
-            DnsAction::Update {
-                current,
-                desired,
-                take_over,
-            } => {
-                let body = body_of(desired, created_cname)?;
-                let id = current.id.as_deref().unwrap_or_default();
-                self.writes += 1;
-                let answer = if *take_over {
-                    client.update_dns_record(zone_id, id, &body).await
-                } else {
-                    client.patch_dns_record(zone_id, id, &body).await
-                };
-                match answer {
-                    Ok(record) => {
-                        self.mirror.retain(|r| r.id != record.id);
-                        self.mirror.push(record.clone());
-                        Ok(Some(record))
-                    }
-                    Err(e) if e.is_not_found() => Err(Failure::NameChanged(e)),
-                    Err(e) => Err(Failure::Failed(e)),
-                }
-            }
-            DnsAction::Delete { current, .. } => {
-                let id = current.id.as_deref().unwrap_or_default();
-                self.writes += 1;
-                match client.delete_dns_record(zone_id, id).await {
-                    Ok(()) => {}
-                    Err(e) if e.is_not_found() => {}
-                    Err(e) => return Err(Failure::Failed(e)),
-                }
-                self.mirror.retain(|r| r.id != id);
-                Ok(None)
-            }
+    /// Reports `error` on the first change of a hostname's changes; the rest count as skipped.
+    pub(super) fn report_failed(&mut self, group: &[DnsChange], error: CloudflareError) {
+        let Some(first) = group.first() else { return };
+        if let Some(report) = self.report_of(&first.tunnel) {
+            report.errors.push(DnsWriteError {
+                hostname: first.hostname.clone(),
+                kind: write_kind(&first.action),
+                record: target_of(first),
+                error,
+                skipped: group.len() - 1,
+            });
+        }
+    }
+
+    /// Reports a successful write.
+    pub(super) fn report_written(&mut self, change: &DnsChange, record: Option<&DnsRecord>) {
+        let kind = write_kind(&change.action);
+        let record = match (&change.action, record) {
+            (DnsAction::Delete { .. }, _) | (_, None) => target_of(change),
+            (_, Some(record)) => RecordRef::of(record),
+        };
+        if let Some(report) = self.report_of(&change.tunnel) {
+            report.written.push(WrittenRecord { kind, record });
         }
     }
 }
 
-fn body_of(desired: &DesiredRecord, created_cname: Option<&str>) -> Result<NewDnsRecord, Failure> {
+pub(super) fn body_of(
+    desired: &DesiredRecord,
+    created_cname: Option<&str>,
+) -> Result<NewDnsRecord, Failure> {
     desired.body(created_cname).ok_or_else(|| {
         Failure::Failed(CloudflareError::InvalidInput(format!(
             "the TXT {} needs the id of a CNAME that was not created",
@@ -325,7 +277,7 @@ fn body_of(desired: &DesiredRecord, created_cname: Option<&str>) -> Result<NewDn
     })
 }
 
-fn write_kind(action: &DnsAction) -> WriteKind {
+pub(super) fn write_kind(action: &DnsAction) -> WriteKind {
     match action {
         DnsAction::Create(_) => WriteKind::Create,
         DnsAction::Update {
@@ -337,14 +289,14 @@ fn write_kind(action: &DnsAction) -> WriteKind {
 }
 
 /// The record a change is about, as messages name it.
-fn target_of(change: &DnsChange) -> RecordRef {
+pub(super) fn target_of(change: &DnsChange) -> RecordRef {
     match &change.action {
         DnsAction::Create(desired) => desired.to_ref(),
         DnsAction::Update { current, .. } | DnsAction::Delete { current, .. } => current.clone(),
     }
 }
 
-fn record_name(action: &DnsAction) -> String {
+pub(super) fn record_name(action: &DnsAction) -> String {
     match action {
         DnsAction::Create(desired) | DnsAction::Update { desired, .. } => {
             desired.name().to_string()

@@ -267,7 +267,13 @@ fn hostnames(
         let fqdn = fqdn.to_ascii_lowercase();
         let field = match field {
             Field::DefaultHostname => {
-                check_fqdn(&declared.fqdn_field, &fqdn, facts, verdict);
+                check_fqdn(
+                    &declared.fqdn_field,
+                    &fqdn,
+                    facts,
+                    input.dns_updates_disabled,
+                    verdict,
+                );
                 default_field(declared)
             }
             named => named.to_string(),

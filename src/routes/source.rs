@@ -66,7 +66,10 @@ pub(super) fn from_binding<'w>(
             let mut subject_problems = Verdict::default();
             binding::check_subject_identity(i, subject, &mut subject_problems);
             Declared {
-                input: binding::subject_route(i, subject, namespace),
+                input: RouteInput {
+                    dns_updates_disabled: fields.tunnel_ref.disable_dns_updates,
+                    ..binding::subject_route(i, subject, namespace)
+                },
                 problems: subject_problems,
                 service: services.get(&(namespace, subject.name.as_str())).copied(),
                 owner: format!("{reference} (subject {})", subject.name),

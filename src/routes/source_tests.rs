@@ -101,6 +101,53 @@ fn a_labelled_service_routes_through_its_annotations() {
 }
 
 #[test]
+fn a_go_operator_binding_without_dns_routes_a_hostname_outside_the_tunnels_domain() {
+    let quiet = json!({"kind": "ClusterTunnel", "name": "edge", "disableDNSUpdates": true});
+    let table = compute_routes(&world(
+        vec![
+            binding(
+                "shop",
+                "a",
+                1,
+                quiet,
+                json!([{"name": "a", "spec": {"fqdn": "app.other.net"}}]),
+            ),
+            binding(
+                "shop",
+                "b",
+                2,
+                to_edge(),
+                json!([{"name": "b", "spec": {"fqdn": "b.other.net"}}]),
+            ),
+        ],
+        Vec::new(),
+    ));
+    let edge = &table.tunnels[&edge_org()];
+    assert_eq!(
+        edge.routes
+            .iter()
+            .map(|r| r.hostname.as_str())
+            .collect::<Vec<_>>(),
+        vec!["app.other.net"]
+    );
+    assert_eq!(
+        edge.dns,
+        vec![DnsName {
+            fqdn: "app.other.net".into(),
+            dns_updates_disabled: true
+        }]
+    );
+    let refused = status(&table, SourceKind::TunnelBinding, "b");
+    assert!(
+        refused
+            .message
+            .contains("\"b.other.net\" is outside the domain \"example.org\""),
+        "{}",
+        refused.message
+    );
+}
+
+#[test]
 fn dns_is_wanted_unless_every_source_serving_the_name_disables_it() {
     let quiet = json!({"kind": "ClusterTunnel", "name": "edge", "disableDNSUpdates": true});
     let table = compute_routes(&world(

@@ -105,6 +105,7 @@ impl DnsSync {
         DnsSync {
             options: DnsOptions {
                 overwrite_unmanaged: o.overwrite_unmanaged_dns,
+                batch: o.dns_batch,
                 ..DnsOptions::default()
             },
             txt_records: o.dns_txt_records,

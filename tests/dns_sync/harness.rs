@@ -5,7 +5,7 @@ use std::time::Duration;
 use cftunnel::admission::{TunnelIdentity, TunnelKind};
 use cftunnel::cloudflare::client::{CloudflareClient, Credentials, RateLimit, Transport};
 use cftunnel::cloudflare::sim::{Operation, SimConfig, SimDnsRecord, Simulator};
-use cftunnel::dns::{DnsOptions, TunnelDns, ZoneDns, ZoneDnsReport, sync_zone};
+use cftunnel::dns::{BatchMode, DnsOptions, TunnelDns, ZoneDns, ZoneDnsReport, sync_zone};
 
 use crate::openapi::OpenApi;
 
@@ -15,21 +15,35 @@ pub const ID_B: &str = "bbbbbbbb-0000-4000-8000-000000000002";
 pub const ID_OLD: &str = "0dd0dd00-0000-4000-8000-000000000003";
 const TOKEN: &str = "dns-sync-token";
 
-const WRITES: [Operation; 4] = [
+const WRITES: [Operation; 5] = [
     Operation::CreateDnsRecord,
     Operation::UpdateDnsRecord,
     Operation::PatchDnsRecord,
     Operation::DeleteDnsRecord,
+    Operation::BatchDnsRecords,
 ];
 
 pub struct Env {
     pub sim: Simulator,
     pub client: CloudflareClient,
     pub zone_id: String,
+    /// How every sync of this environment writes (its memory shared by all of them).
+    pub options: DnsOptions,
 }
 
 impl Env {
+    /// Single-record writes (`--dns-batch=never`, the path the fallback takes): what the DNS
+    /// tests were written for, call counts included.
     pub fn new() -> Self {
+        Self::with_mode(BatchMode::Never)
+    }
+
+    /// Batched writes (`--dns-batch=always`).
+    pub fn batched() -> Self {
+        Self::with_mode(BatchMode::Always)
+    }
+
+    pub fn with_mode(batch: BatchMode) -> Self {
         let sim = Simulator::new(SimConfig {
             zones: vec![ZONE.into()],
             tokens: vec![TOKEN.into()],
@@ -41,6 +55,10 @@ impl Env {
             sim,
             client,
             zone_id,
+            options: DnsOptions {
+                batch,
+                ..DnsOptions::default()
+            },
         }
     }
 
@@ -53,8 +71,14 @@ impl Env {
         self.sync_with(zone, &DnsOptions::default()).await
     }
 
+    /// `options` with this environment's write mode and memory.
     pub async fn sync_with(&self, zone: &ZoneDns, options: &DnsOptions) -> ZoneDnsReport {
-        let report = sync_zone(&self.client, &self.zone_id, zone, options)
+        let options = DnsOptions {
+            batch: self.options.batch,
+            batch_memory: self.options.batch_memory.clone(),
+            ..options.clone()
+        };
+        let report = sync_zone(&self.client, &self.zone_id, zone, &options)
             .await
             .expect("candidate reads");
         // The client's own retries reach the simulator but are one call for the report.
@@ -108,8 +132,13 @@ impl Env {
 }
 
 fn client(sim: &Simulator) -> CloudflareClient {
+    client_on(sim.router())
+}
+
+/// A client whose requests go through `router` (the simulator's, maybe wrapped by a test).
+pub fn client_on(router: axum::Router) -> CloudflareClient {
     CloudflareClient::builder(Credentials::ApiToken(TOKEN.into()))
-        .transport(Transport::InProcess(sim.router()))
+        .transport(Transport::InProcess(router))
         .rate_limit(RateLimit {
             per_second: 100_000,
             burst: 100_000,

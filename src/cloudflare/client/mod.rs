@@ -3,6 +3,7 @@
 //! Every operation goes through one request path ([`CloudflareClient`]): the credential's token
 //! bucket (shared through [`RateLimiters`]), a per-attempt timeout, bounded jittered retries on
 //! 5xx, 429, timeouts and connection errors, and envelope checks (`success` and HTTP status).
+mod batch;
 mod builder;
 mod credentials;
 mod dns;
@@ -20,6 +21,10 @@ mod zones;
 #[cfg(test)]
 mod tests;
 
+pub use batch::{
+    BatchDelete, BatchUpdate, DnsBatch, DnsBatchResult, FREE_PLAN_BATCH_LIMIT,
+    PAID_PLAN_BATCH_LIMIT, ZonePlanLimit,
+};
 pub use builder::{
     CloudflareClientBuilder, DEFAULT_BASE_URL, DEFAULT_TIMEOUT, IN_PROCESS_BASE_URL,
 };
@@ -33,7 +38,7 @@ pub use error::{
 pub use models::{
     Account, ConfigSrc, ConnectionClient, Envelope, Page, ResultInfo, SecretString, TokenStatus,
     TokenVerification, Tunnel, TunnelConnection, TunnelCredentialsFile, TunnelStatus, Zone,
-    ZoneAccount,
+    ZoneAccount, ZonePlan,
 };
 pub use ratelimit::{Limiter, RateLimit, RateLimiters};
 pub use records::{

@@ -139,6 +139,19 @@ pub struct Zone {
     pub modified_on: Option<Timestamp>,
     #[serde(default)]
     pub activated_on: Option<Timestamp>,
+    /// The zone's plan; its `legacy_id` decides the DNS batch size limit.
+    #[serde(default)]
+    pub plan: Option<ZonePlan>,
+}
+
+/// The `plan` object inside a zone (only what the client uses).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ZonePlan {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `free`, `pro`, `business` or `enterprise`.
+    #[serde(default)]
+    pub legacy_id: Option<String>,
 }
 
 /// The `account` object inside a zone.

@@ -15,6 +15,11 @@
 //!   invalid → 400/1001; DNS record field missing or invalid → 400/1004 with the detail in
 //!   `error_chain` (bad TTL → 9021, proxied on a type that cannot be → 9004);
 //! - DNS records omit `comment` when it is unset, since the schema types it as a string.
+//! - DNS batch (`POST …/dns_records/batch`): deletes, patches, puts, posts in that order, each
+//!   checked with the single calls' rules against the zone as the earlier actions left it; the
+//!   first failing action answers with its own status and code (message prefixed with
+//!   `posts[3]: ` and the like) and nothing is applied. More records than the zone's plan allows
+//!   (Free 200, other plans 3,500) → 400/1004 before anything runs; a body with no list → 400/1004.
 //! - Supported record types are those that need no `data` object: A, AAAA, CNAME, TXT, NS, PTR, MX.
 pub mod cli;
 mod envelope;
@@ -146,6 +151,25 @@ impl Simulator {
             .iter()
             .map(|z| (z.name.clone(), z.id.clone()))
             .collect()
+    }
+
+    /// Sets a zone's plan (`free`, `pro`, `business`, `enterprise`; anything else is refused),
+    /// which decides its DNS batch limit (200 on Free, 3,500 otherwise).
+    pub fn set_zone_plan(&self, zone_name: &str, plan: &str) -> bool {
+        let plan = plan.to_ascii_lowercase();
+        if !["free", "pro", "business", "enterprise"].contains(&plan.as_str()) {
+            return false;
+        }
+        let mut state = self.lock();
+        let Some(zone) = state
+            .zones
+            .iter_mut()
+            .find(|z| z.name.eq_ignore_ascii_case(zone_name))
+        else {
+            return false;
+        };
+        zone.plan = plan;
+        true
     }
 
     pub fn inject(&self, op: Operation, fault: Fault) {

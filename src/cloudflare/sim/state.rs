@@ -46,6 +46,15 @@ pub(crate) struct Zone {
     pub id: String,
     pub name: String,
     pub created_on: String,
+    /// The plan's `legacy_id`: `free` (the default), `pro`, `business` or `enterprise`.
+    pub plan: String,
+}
+
+impl Zone {
+    /// Most records one DNS batch may touch on this zone's plan.
+    pub fn batch_limit(&self) -> usize {
+        if self.plan == "free" { 200 } else { 3_500 }
+    }
 }
 
 /// A fake cloudflared connector attached to a tunnel.
@@ -145,6 +154,7 @@ impl State {
                     id: hex_id(),
                     name,
                     created_on: now.clone(),
+                    plan: "free".into(),
                 });
             }
         }

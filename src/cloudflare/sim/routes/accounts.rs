@@ -91,6 +91,17 @@ fn zone_json(state: &State, zone: &Zone) -> Value {
             "phishing_detected": false,
         },
         "permissions": ["#dns_records:edit", "#dns_records:read", "#zone:read"],
-        "plan": { "id": "0feeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "name": "Free Website", "legacy_id": "free" },
+        "plan": plan_json(&zone.plan),
     })
+}
+
+/// The zone's plan object (ids are the simulator's own).
+fn plan_json(legacy_id: &str) -> Value {
+    let (id, name) = match legacy_id {
+        "pro" => ("1feeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "Pro Website"),
+        "business" => ("2feeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "Business Website"),
+        "enterprise" => ("3feeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "Enterprise Website"),
+        _ => ("0feeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "Free Website"),
+    };
+    json!({ "id": id, "name": name, "legacy_id": legacy_id })
 }

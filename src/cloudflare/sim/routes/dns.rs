@@ -11,13 +11,13 @@ use crate::cloudflare::sim::state::{SimDnsRecord, State, Zone, hex_id, now};
 /// Largest page served; the schema allows 5,000,000 but nobody needs that in memory.
 const MAX_PER_PAGE: u64 = 50_000;
 
-fn zone<'s>(state: &'s State, ctx: &Ctx) -> Result<&'s Zone, ApiError> {
+pub(super) fn zone<'s>(state: &'s State, ctx: &Ctx) -> Result<&'s Zone, ApiError> {
     state
         .zone_by_id(ctx.param("zone_id"))
         .ok_or_else(|| ApiError::no_route(&ctx.path))
 }
 
-fn record_not_found() -> ApiError {
+pub(super) fn record_not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, 81044, "Record does not exist.")
 }
 
@@ -206,7 +206,7 @@ pub(crate) fn insert_record(state: &mut State, zone_name: &str, record: &Value) 
         .map(|r| r.id)
 }
 
-fn stored(
+pub(super) fn stored(
     draft: Draft,
     id: String,
     zone: &Zone,
@@ -264,7 +264,7 @@ pub(super) fn update(state: &mut State, ctx: &Ctx, merge: bool) -> Result<Reply,
     Ok(Reply::new(record_json(&record)))
 }
 
-fn draft_fields(r: &SimDnsRecord) -> Map<String, Value> {
+pub(super) fn draft_fields(r: &SimDnsRecord) -> Map<String, Value> {
     let value = json!({
         "type": r.record_type,
         "name": r.name,
