@@ -9,7 +9,6 @@ use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use futures::StreamExt as _;
 use kube::core::admission::Operation;
 use serde::Serialize;
 use tracing::{Instrument, Span, field};
@@ -183,8 +182,10 @@ async fn decide(
         .budget
         .try_reserve(declared.unwrap_or(state.max_body_bytes))
     else {
-        discard_body(request, state.max_body_bytes).await;
-        return failure(
+        // Answered before the body is read, and the connection closed after the answer:
+        // reading (or decrypting) a refused body would cost what the refusal saves.
+        drop(request);
+        let (outcome, mut response) = failure(
             Outcome::Busy,
             StatusCode::TOO_MANY_REQUESTS,
             format!(
@@ -192,6 +193,13 @@ async fn decide(
                 state.budget.total() >> 20
             ),
         );
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONNECTION,
+            header::HeaderValue::from_static("close"),
+        );
+        headers.insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        return (outcome, response);
     };
     let body = match Bytes::from_request(request, &()).await {
         Ok(body) => body,
@@ -239,19 +247,6 @@ fn too_large(state: &AppState) -> (Outcome, Response) {
             state.max_body_bytes
         ),
     )
-}
-
-/// Reads and drops a refused request's body (up to `limit` bytes), so an HTTP/1.1 client that is
-/// still sending gets the answer instead of a reset connection. Nothing is kept.
-async fn discard_body(request: Request, limit: usize) {
-    let mut stream = request.into_body().into_data_stream();
-    let mut seen = 0;
-    while let Some(Ok(chunk)) = stream.next().await {
-        seen += chunk.len();
-        if seen > limit {
-            break;
-        }
-    }
 }
 
 fn admit(policy: &dyn Policy, endpoint: Endpoint, body: &[u8], span: &Span) -> (Outcome, Response) {
