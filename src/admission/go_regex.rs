@@ -213,8 +213,7 @@ pub fn check(pattern: &str) -> Result<(), GoRegexError> {
                         }
                         Some((min, max, after)) => {
                             let text = &t[..t.len() - after.len()];
-                            if min < 0
-                                || min > MAX_REPEAT
+                            if !(0..=MAX_REPEAT).contains(&min)
                                 || max > MAX_REPEAT
                                 || (max >= 0 && min > max)
                             {
