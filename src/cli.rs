@@ -237,7 +237,7 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(future: F) -> a
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let election = args.leader_election()?;
-    let client = kube::Client::try_default().await?;
+    let client = crate::kube_client::client().await?;
     crate::startup::prepare(
         &client,
         &args.startup,

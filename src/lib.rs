@@ -13,6 +13,7 @@ pub mod controller;
 pub mod demo;
 pub mod dns;
 pub mod install;
+pub mod kube_client;
 pub mod leader;
 pub mod render;
 pub mod routes;

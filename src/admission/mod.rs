@@ -3,6 +3,8 @@
 pub mod binding;
 pub mod duration;
 pub mod facts;
+pub mod go_regex;
+mod go_regex_names;
 pub mod hardening;
 pub mod mutate;
 pub mod review;

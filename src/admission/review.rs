@@ -43,8 +43,11 @@ fn subject(req: &AdmissionRequest<DynamicObject>) -> Option<Subject> {
 /// parts deserialized by reference): this is the hot path of every apply.
 pub fn validate(req: &AdmissionRequest<DynamicObject>, view: &AdmissionView) -> AdmissionResponse {
     let response = AdmissionResponse::from(req);
-    let (Some(subject), Some(new)) = (subject(req), req.object.as_ref()) else {
-        return response; // other kinds; DELETE and CONNECT carry no object to judge
+    let Some(subject) = subject(req) else {
+        return response; // kinds cftunnel does not judge
+    };
+    let Some(new) = req.object.as_ref() else {
+        return missing_object(req, response); // DELETE and CONNECT carry no object to judge
     };
     let namespace = req.namespace.as_deref().unwrap_or("");
     let old = req
@@ -185,6 +188,25 @@ fn json(object: &Option<DynamicObject>) -> Option<Value> {
     object.as_ref().and_then(|o| serde_json::to_value(o).ok())
 }
 
+/// A CREATE or UPDATE without its object cannot be judged: only a malformed review (never the
+/// API server) sends one, and allowing it would approve what was never seen.
+fn missing_object(
+    req: &AdmissionRequest<DynamicObject>,
+    response: AdmissionResponse,
+) -> AdmissionResponse {
+    match req.operation {
+        Operation::Create | Operation::Update => response.deny(format!(
+            "request.object: missing; a {} review must carry the object to judge",
+            if matches!(req.operation, Operation::Create) {
+                "CREATE"
+            } else {
+                "UPDATE"
+            }
+        )),
+        Operation::Delete | Operation::Connect => response,
+    }
+}
+
 fn answer(response: AdmissionResponse, verdict: Verdict) -> AdmissionResponse {
     let warnings = (!verdict.warnings.is_empty()).then(|| verdict.warnings.clone());
     let mut response = match verdict.denial_message() {
@@ -200,8 +222,11 @@ fn answer(response: AdmissionResponse, verdict: Verdict) -> AdmissionResponse {
 /// so the admission path never reads ConfigMaps.
 pub fn mutate(req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     let response = AdmissionResponse::from(req);
-    let Some(object) = json(&req.object) else {
+    if subject(req).is_none() {
         return response;
+    }
+    let Some(object) = json(&req.object) else {
+        return missing_object(req, response);
     };
     let patch = match subject(req) {
         Some(Subject::TunnelBinding) => binding_defaults(&object),
@@ -243,4 +268,56 @@ pub fn convert(req: &ConversionRequest) -> ConversionResponse {
         }
     }
     ConversionResponse::for_request(req.clone()).success(converted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(kind: Value, operation: &str, object: Value) -> AdmissionRequest<DynamicObject> {
+        let review = json!({
+            "uid": "u1", "kind": kind, "resource": {"group": "", "version": "v1", "resource": "x"},
+            "name": "x", "namespace": "apps", "operation": operation,
+            "userInfo": {"username": "admin"}, "object": object, "dryRun": false
+        });
+        serde_json::from_value(review).unwrap_or_else(|e| panic!("request: {e}"))
+    }
+
+    fn daemonset() -> Value {
+        json!({"group": "apps", "version": "v1", "kind": "DaemonSet"})
+    }
+
+    #[test]
+    fn a_create_without_its_object_is_denied_by_both_webhooks() {
+        let view = AdmissionView::default();
+        for kind in [
+            daemonset(),
+            json!({"group": GROUP, "version": "v1alpha1", "kind": "TunnelBinding"}),
+        ] {
+            let req = request(kind, "CREATE", Value::Null);
+            for response in [validate(&req, &view), mutate(&req)] {
+                assert!(!response.allowed);
+                assert_eq!(response.patch, None);
+                assert_eq!(
+                    response.result.message,
+                    "request.object: missing; a CREATE review must carry the object to judge"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_delete_without_an_object_and_other_kinds_are_allowed() {
+        let view = AdmissionView::default();
+        let delete = request(daemonset(), "DELETE", Value::Null);
+        assert!(validate(&delete, &view).allowed);
+        assert!(mutate(&delete).allowed);
+        let config_map = request(
+            json!({"group": "", "version": "v1", "kind": "ConfigMap"}),
+            "CREATE",
+            Value::Null,
+        );
+        assert!(validate(&config_map, &view).allowed);
+    }
 }

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 
 use super::duration::parse_go_duration;
+use super::go_regex;
 use super::service_url::service_problem;
 use super::syntax::hostname_problem;
 use super::verdict::Verdict;
@@ -134,14 +135,14 @@ pub fn check_fields(route: &RouteInput<'_>, tunnel: Option<&TunnelFacts>, v: &mu
         }
     }
     if let Some((field, path)) = &route.path
-        // Parsing checks the syntax without building an automaton (admission stays cheap).
-        && let Err(e) = regex_syntax::Parser::new().parse(path)
+        // The rules of Go's regexp, which cloudflared compiles paths with (no automaton built).
+        && let Err(e) = go_regex::check(path)
     {
         v.deny(
             field,
             format!(
-                "{path:?} is not a valid regular expression ({}); fix or escape it",
-                last_line(&e.to_string())
+                "{:?} is not a valid regular expression ({e}); fix or escape it",
+                short(path)
             ),
         );
     }
@@ -349,9 +350,10 @@ fn svc_namespace(host: &str) -> Option<&str> {
     }
 }
 
-fn last_line(s: &str) -> &str {
-    s.lines()
-        .rfind(|l| !l.trim().is_empty())
-        .unwrap_or(s)
-        .trim()
+/// A value quoted in a message, cut at 64 characters so an answer never carries a large payload.
+fn short(s: &str) -> Cow<'_, str> {
+    match s.char_indices().nth(64) {
+        Some((cut, _)) => Cow::Owned(format!("{}…", &s[..cut])),
+        None => Cow::Borrowed(s),
+    }
 }

@@ -40,6 +40,8 @@ pub enum Outcome {
     TooLarge,
     NotReady,
     Timeout,
+    /// Refused with 429: the webhook already holds its budget of request bytes.
+    Busy,
     InternalError,
 }
 
@@ -55,6 +57,7 @@ impl Outcome {
             Self::TooLarge => "too_large",
             Self::NotReady => "not_ready",
             Self::Timeout => "timeout",
+            Self::Busy => "busy",
             Self::InternalError => "internal_error",
         }
     }
@@ -73,6 +76,8 @@ struct Counts {
     latency: BTreeMap<Endpoint, Histogram>,
     /// Whether this process runs the reconcilers; unset until leader election reports.
     leading: Option<bool>,
+    /// Log lines about refused requests left out by the rate limit.
+    log_lines_suppressed: u64,
 }
 
 /// Counters shared by the HTTPS router and the health server.
@@ -112,6 +117,20 @@ impl WebhookMetrics {
             .unwrap_or(0)
     }
 
+    /// Counts log lines about refused requests that the rate limit left out.
+    pub fn add_suppressed_log_lines(&self, lines: u64) {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        counts.log_lines_suppressed += lines;
+    }
+
+    /// Log lines left out so far.
+    pub fn suppressed_log_lines(&self) -> u64 {
+        self.counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .log_lines_suppressed
+    }
+
     /// Sets the `cftunnel_leader` gauge.
     pub fn set_leading(&self, leading: bool) {
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
@@ -144,6 +163,13 @@ impl WebhookMetrics {
                 outcome.as_str()
             );
         }
+        out.push_str("# HELP cftunnel_admission_log_lines_suppressed_total Log lines about refused requests left out by the rate limit (one summary line per interval says how many).\n");
+        out.push_str("# TYPE cftunnel_admission_log_lines_suppressed_total counter\n");
+        let _ = writeln!(
+            out,
+            "cftunnel_admission_log_lines_suppressed_total {}",
+            counts.log_lines_suppressed
+        );
         out.push_str("# HELP cftunnel_admission_request_duration_seconds Time to answer an admission or conversion request.\n");
         out.push_str("# TYPE cftunnel_admission_request_duration_seconds histogram\n");
         for (endpoint, histogram) in &counts.latency {

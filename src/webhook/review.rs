@@ -4,7 +4,9 @@ use base64::engine::general_purpose::STANDARD;
 use kube::core::admission::{self, AdmissionRequest, AdmissionResponse, AdmissionReview};
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
 use kube::core::{DynamicObject, TypeMeta};
+use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Longest quoted value echoed back in a message, so an answer never carries a large payload.
 const MAX_QUOTED: usize = 64;
@@ -58,45 +60,70 @@ impl Envelope {
         format!("kind {} with apiVersion {}", self.kind, self.api_version)
     }
 
-    /// Parses the body, checks apiVersion and kind, and returns the `request` member.
-    fn open(self, body: &[u8]) -> Result<Value, BadRequest> {
-        let value: Value = serde_json::from_slice(body).map_err(|err| {
+    /// Parses the body, checks apiVersion and kind, and returns the `request` member unparsed.
+    ///
+    /// The envelope is read without building a tree of the request: the request is then
+    /// decoded once, straight from the body's bytes, into its final types.
+    fn open(self, body: &[u8]) -> Result<&RawValue, BadRequest> {
+        let not_json = |err: serde_json::Error| {
             BadRequest::new(format!(
                 "body is not valid JSON ({err}); expected {}",
                 self.describe()
             ))
-        })?;
-        let Value::Object(mut fields) = value else {
+        };
+        if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            // Not an object: say what it is (reading it whole is bounded by the body limit).
+            let value: Value = serde_json::from_slice(body).map_err(not_json)?;
             return Err(BadRequest::new(format!(
                 "body is {}; expected a JSON object of {}",
                 describe_value(&value),
                 self.describe()
             )));
-        };
-        for (field, expected) in [("apiVersion", self.api_version), ("kind", self.kind)] {
-            match fields.get(field) {
+        }
+        let envelope: RawEnvelope<'_> = serde_json::from_slice(body).map_err(not_json)?;
+        for (field, expected, found) in [
+            ("apiVersion", self.api_version, &envelope.api_version),
+            ("kind", self.kind, &envelope.kind),
+        ] {
+            match found {
                 Some(Value::String(found)) if found == expected => {}
                 found => {
                     return Err(BadRequest::new(format!(
                         "{field}: expected \"{expected}\", got {}; send {}",
-                        found.map_or_else(|| "nothing".to_owned(), describe_value),
+                        found
+                            .as_ref()
+                            .map_or_else(|| "nothing".to_owned(), describe_value),
                         self.describe()
                     )));
                 }
             }
         }
-        match fields.remove("request") {
-            Some(request @ Value::Object(_)) => Ok(request),
-            None | Some(Value::Null) => Err(BadRequest::new(format!(
+        let request = envelope.request.ok_or_else(|| {
+            BadRequest::new(format!(
                 "request: missing; expected the {} to carry the request to answer",
                 self.kind
-            ))),
-            Some(other) => Err(BadRequest::new(format!(
+            ))
+        })?;
+        match request.get().bytes().next() {
+            Some(b'{') => Ok(request),
+            _ => Err(BadRequest::new(format!(
                 "request: expected an object, got {}",
-                describe_value(&other)
+                serde_json::from_str::<Value>(request.get())
+                    .map_or_else(|_| "something else".to_owned(), |v| describe_value(&v))
             ))),
         }
     }
+}
+
+/// The review envelope; `request` stays a slice of the body until it is decoded into its type.
+/// Unknown members (e.g. a `response`) are skipped without being stored; `null` reads as absent.
+#[derive(Deserialize)]
+struct RawEnvelope<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: Option<Value>,
+    kind: Option<Value>,
+    #[serde(borrow)]
+    request: Option<&'a RawValue>,
 }
 
 /// Names a JSON value for a message: its type, and a short quote for scalars.
@@ -118,11 +145,26 @@ fn truncate(s: &str) -> String {
     }
 }
 
+/// The error without serde's " at line L column C": positions inside the request member would
+/// not match the body the client sent.
+fn without_position(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    match text.rfind(" at line ") {
+        Some(cut) if err.line() > 0 => text[..cut].to_owned(),
+        _ => text,
+    }
+}
+
 /// Reads an `admission.k8s.io/v1` AdmissionReview body into its request.
 pub fn decode_admission(body: &[u8]) -> Result<AdmissionRequest<DynamicObject>, BadRequest> {
     let request = ADMISSION.open(body)?;
-    let mut request: AdmissionRequest<DynamicObject> = serde_json::from_value(request)
-        .map_err(|err| BadRequest::new(format!("request: not a valid admission request: {err}")))?;
+    let mut request: AdmissionRequest<DynamicObject> = serde_json::from_str(request.get())
+        .map_err(|err| {
+            BadRequest::new(format!(
+                "request: not a valid admission request: {}",
+                without_position(&err)
+            ))
+        })?;
     request.types = ADMISSION.type_meta();
     Ok(request)
 }
@@ -130,8 +172,11 @@ pub fn decode_admission(body: &[u8]) -> Result<AdmissionRequest<DynamicObject>, 
 /// Reads an `apiextensions.k8s.io/v1` ConversionReview body into its request.
 pub fn decode_conversion(body: &[u8]) -> Result<ConversionRequest, BadRequest> {
     let request = CONVERSION.open(body)?;
-    let mut request: ConversionRequest = serde_json::from_value(request).map_err(|err| {
-        BadRequest::new(format!("request: not a valid conversion request: {err}"))
+    let mut request: ConversionRequest = serde_json::from_str(request.get()).map_err(|err| {
+        BadRequest::new(format!(
+            "request: not a valid conversion request: {}",
+            without_position(&err)
+        ))
     })?;
     request.types = Some(CONVERSION.type_meta());
     Ok(request)

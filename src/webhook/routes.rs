@@ -13,9 +13,11 @@ use kube::core::admission::Operation;
 use serde::Serialize;
 use tracing::{Instrument, Span, field};
 
+use super::budget::{BodyBudget, SMALL_BODY_BYTES};
+use super::log_limit::{LOG_INTERVAL, LogLimiter};
 use super::metrics::{Endpoint, Outcome, WebhookMetrics};
 use super::review::{admission_review, conversion_review, decode_admission, decode_conversion};
-use super::{Policy, Readiness};
+use super::{DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_SMALL_BODY_RESERVE, Policy, Readiness};
 
 /// Longest time one request may take, body upload included; the API server gives up after 5 s anyway.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -26,6 +28,8 @@ struct AppState {
     readiness: Readiness,
     metrics: Arc<WebhookMetrics>,
     max_body_bytes: usize,
+    budget: BodyBudget,
+    log_limiter: Arc<LogLimiter>,
 }
 
 /// The HTTPS routes with private metrics; usable in-process in tests.
@@ -45,11 +49,25 @@ pub fn router_with_metrics(
     max_body_bytes: usize,
     metrics: Arc<WebhookMetrics>,
 ) -> Router {
+    let budget = BodyBudget::new(DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_SMALL_BODY_RESERVE);
+    router_with_budget(policy, readiness, max_body_bytes, budget, metrics)
+}
+
+/// The HTTPS routes, holding at most `budget` bytes of request bodies at once.
+pub fn router_with_budget(
+    policy: Arc<dyn Policy>,
+    readiness: Readiness,
+    max_body_bytes: usize,
+    budget: BodyBudget,
+    metrics: Arc<WebhookMetrics>,
+) -> Router {
     let state = AppState {
         policy,
         readiness,
         metrics,
         max_body_bytes,
+        budget,
+        log_limiter: Arc::new(LogLimiter::default()),
     };
     Router::new()
         .route("/validate", post(validate))
@@ -112,11 +130,13 @@ async fn answer(state: AppState, endpoint: Endpoint, request: Request) -> Respon
         )
     };
     state.metrics.observe(endpoint, outcome, started.elapsed());
-    span.in_scope(|| log_outcome(outcome, response.status()));
+    span.in_scope(|| log_outcome(&state, outcome, response.status()));
     response
 }
 
-fn log_outcome(outcome: Outcome, status: StatusCode) {
+/// Refusals of malformed or excess requests are rate-limited ([`LogLimiter`]): anyone who
+/// reaches the port could otherwise fill the log.
+fn log_outcome(state: &AppState, outcome: Outcome, status: StatusCode) {
     let result = outcome.as_str();
     let status = status.as_u16();
     match outcome {
@@ -124,8 +144,20 @@ fn log_outcome(outcome: Outcome, status: StatusCode) {
             tracing::debug!(result, status, "answered")
         }
         Outcome::Denied | Outcome::ConversionFailed => tracing::info!(result, status, "answered"),
-        Outcome::BadRequest | Outcome::TooLarge | Outcome::Timeout => {
-            tracing::warn!(result, status, "rejected a malformed request")
+        Outcome::BadRequest | Outcome::TooLarge | Outcome::Timeout | Outcome::Busy => {
+            let decision = state.log_limiter.record(Instant::now());
+            if decision.suppressed_before > 0 {
+                tracing::warn!(
+                    suppressed = decision.suppressed_before,
+                    interval_seconds = LOG_INTERVAL.as_secs(),
+                    "more requests were refused than logged in the last interval"
+                );
+            }
+            if decision.log_this {
+                tracing::warn!(result, status, "refused a request");
+            } else {
+                state.metrics.add_suppressed_log_lines(1);
+            }
         }
         Outcome::InternalError => tracing::error!(result, status, "failed to answer"),
     }
@@ -137,17 +169,42 @@ async fn decide(
     request: Request,
     span: &Span,
 ) -> (Outcome, Response) {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|bytes| bytes > state.max_body_bytes) {
+        return too_large(state);
+    }
+    // Room for the whole body before any of it is read; without a length, the worst case.
+    let Some(reservation) = state
+        .budget
+        .try_reserve(declared.unwrap_or(state.max_body_bytes))
+    else {
+        // Answered before the body is read, and the connection closed after the answer:
+        // reading (or decrypting) a refused body would cost what the refusal saves.
+        drop(request);
+        let (outcome, mut response) = failure(
+            Outcome::Busy,
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "the webhook already holds {} MiB of requests; retry shortly",
+                state.budget.total() >> 20
+            ),
+        );
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONNECTION,
+            header::HeaderValue::from_static("close"),
+        );
+        headers.insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        return (outcome, response);
+    };
     let body = match Bytes::from_request(request, &()).await {
         Ok(body) => body,
         Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return failure(
-                Outcome::TooLarge,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "request body is larger than the {} byte limit",
-                    state.max_body_bytes
-                ),
-            );
+            return too_large(state);
         }
         Err(rejection) => {
             return failure(
@@ -157,12 +214,39 @@ async fn decide(
             );
         }
     };
-    match endpoint {
-        Endpoint::Validate | Endpoint::Mutate => {
-            admit(state.policy.as_ref(), endpoint, &body, span)
+    let policy = state.policy.clone();
+    let work = {
+        let span = span.clone();
+        // The reservation goes with the body: released when the work is done, not before.
+        move || {
+            let _held = reservation;
+            match endpoint {
+                Endpoint::Validate | Endpoint::Mutate => {
+                    admit(policy.as_ref(), endpoint, &body, &span)
+                }
+                Endpoint::Convert => convert_objects(policy.as_ref(), &body, &span),
+            }
         }
-        Endpoint::Convert => convert_objects(state.policy.as_ref(), &body, span),
+    };
+    // Decoding a large body takes milliseconds of CPU: off the threads that serve other requests.
+    if declared.is_none_or(|bytes| bytes > SMALL_BODY_BYTES) {
+        tokio::task::spawn_blocking(work)
+            .await
+            .unwrap_or_else(|_| policy_failed())
+    } else {
+        work()
     }
+}
+
+fn too_large(state: &AppState) -> (Outcome, Response) {
+    failure(
+        Outcome::TooLarge,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "request body is larger than the {} byte limit",
+            state.max_body_bytes
+        ),
+    )
 }
 
 fn admit(policy: &dyn Policy, endpoint: Endpoint, body: &[u8], span: &Span) -> (Outcome, Response) {

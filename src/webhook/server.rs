@@ -12,11 +12,17 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt as _;
 use tower::limit::GlobalConcurrencyLimitLayer;
 
+use super::budget::BodyBudget;
+use super::idle::Activity;
 use super::metrics::WebhookMetrics;
 use super::tls::{ReloadOutcome, ReloadingResolver, TlsError, server_config};
-use super::{Policy, Readiness, WebhookConfig, WebhookError, health_router, router_with_metrics};
+use super::{
+    DEFAULT_SMALL_BODY_RESERVE, Policy, Readiness, WebhookConfig, WebhookError, health_router,
+    router_with_budget,
+};
 
 /// A client that has not finished its TLS handshake by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -24,6 +30,14 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Open connections get this long to finish after shutdown starts.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// An idle connection gets this long to close cleanly (HTTP/2 GOAWAY) before it is dropped.
+const IDLE_CLOSE_GRACE: Duration = Duration::from_secs(2);
+/// HTTP/2 flow-control windows: how much of a request body a client may send before the
+/// webhook reads it. Small, so bodies waiting for room in the budget stay in the client.
+const H2_STREAM_WINDOW: u32 = 64 * 1024;
+const H2_CONNECTION_WINDOW: u32 = 128 * 1024;
+/// Requests at once on one HTTP/2 connection; the API server opens another connection past it.
+const H2_MAX_STREAMS: u32 = 64;
 /// Pause after a failed accept (e.g. out of file descriptors) so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
@@ -97,10 +111,15 @@ pub async fn serve(
     let health_addr = local_addr(&health, config.health_listen)?;
 
     let metrics = Arc::new(WebhookMetrics::new());
-    let app = router_with_metrics(
+    let budget = BodyBudget::new(
+        config.max_bytes_in_flight,
+        DEFAULT_SMALL_BODY_RESERVE.min(config.max_bytes_in_flight / 4),
+    );
+    let app = router_with_budget(
         policy,
         readiness.clone(),
         config.max_body_bytes,
+        budget,
         metrics.clone(),
     )
     .layer(GlobalConcurrencyLimitLayer::new(
@@ -113,7 +132,13 @@ pub async fn serve(
             .clone()
             .poll(config.reload_interval, stopped.clone()),
     );
-    let https_task = tokio::spawn(accept_loop(https, acceptor, app, stopped.clone()));
+    let https_task = tokio::spawn(accept_loop(
+        https,
+        acceptor,
+        app,
+        config.idle_timeout,
+        stopped.clone(),
+    ));
     let health_task = tokio::spawn({
         let mut stopped = stopped.clone();
         let app = health_router(readiness, metrics.clone());
@@ -172,6 +197,7 @@ async fn accept_loop(
     listener: TcpListener,
     acceptor: TlsAcceptor,
     app: Router,
+    idle_timeout: Duration,
     mut stopped: watch::Receiver<bool>,
 ) {
     let mut connections = JoinSet::new();
@@ -180,7 +206,8 @@ async fn accept_loop(
             () = until_stopped(&mut stopped) => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    connections.spawn(serve_connection(stream, peer, acceptor.clone(), app.clone(), stopped.clone()));
+                    let link = Link { peer, acceptor: acceptor.clone(), app: app.clone(), idle_timeout };
+                    connections.spawn(serve_connection(stream, link, stopped.clone()));
                 }
                 Err(err) => {
                     tracing::warn!(error = %err, "accept failed");
@@ -204,13 +231,23 @@ async fn accept_loop(
     }
 }
 
-async fn serve_connection(
-    stream: TcpStream,
+/// What a connection is served with.
+struct Link {
     peer: SocketAddr,
     acceptor: TlsAcceptor,
     app: Router,
-    mut stopped: watch::Receiver<bool>,
-) {
+    idle_timeout: Duration,
+}
+
+/// One connection: TLS, then HTTP/1.1 or HTTP/2, until the client leaves, it stays idle for
+/// `idle_timeout` (no request in flight), or shutdown.
+async fn serve_connection(stream: TcpStream, link: Link, mut stopped: watch::Receiver<bool>) {
+    let Link {
+        peer,
+        acceptor,
+        app,
+        idle_timeout,
+    } = link;
     let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
         Ok(Ok(tls)) => tls,
         Ok(Err(err)) => {
@@ -222,19 +259,47 @@ async fn serve_connection(
             return;
         }
     };
+    let activity = Arc::new(Activity::default());
+    let service = {
+        let activity = activity.clone();
+        tower::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let busy = activity.begin();
+            let app = app.clone();
+            async move {
+                let response = app.oneshot(request).await;
+                drop(busy);
+                response
+            }
+        })
+    };
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
-    builder.http2().timer(TokioTimer::new());
-    let connection = builder.serve_connection(TokioIo::new(tls), TowerToHyperService::new(app));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .initial_connection_window_size(H2_CONNECTION_WINDOW)
+        .max_concurrent_streams(H2_MAX_STREAMS);
+    let connection = builder.serve_connection(TokioIo::new(tls), TowerToHyperService::new(service));
     tokio::pin!(connection);
-    let result = tokio::select! {
-        result = connection.as_mut() => result,
-        () = until_stopped(&mut stopped) => {
+    let result = loop {
+        let Some(deadline) = activity.idle_deadline(idle_timeout) else {
+            tracing::debug!(%peer, "closing an idle connection");
             connection.as_mut().graceful_shutdown();
-            connection.await
+            break tokio::time::timeout(IDLE_CLOSE_GRACE, connection.as_mut())
+                .await
+                .unwrap_or(Ok(()));
+        };
+        tokio::select! {
+            result = connection.as_mut() => break result,
+            () = until_stopped(&mut stopped) => {
+                connection.as_mut().graceful_shutdown();
+                break connection.as_mut().await;
+            }
+            () = tokio::time::sleep_until(deadline) => {}
         }
     };
     if let Err(err) = result {

@@ -1,0 +1,103 @@
+//! The bytes of request bodies the webhook holds at once, bounded.
+//!
+//! Memory of a review is proportional to its body (the body, then the request decoded from it),
+//! so bounding bytes — not only the number of requests — bounds memory. A request reserves its
+//! `Content-Length` (or the body limit when it declares none) before its body is read, and
+//! releases it when answered. Reviews up to [`SMALL_BODY_BYTES`] may also draw on a reserve that
+//! large ones cannot touch, so a flood of huge bodies never starves ordinary reviews. A request
+//! that finds no room is refused at once with 429: nothing queues, so nothing piles up.
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Bodies up to this size count as ordinary reviews (a large Deployment is ~20 KiB).
+pub const SMALL_BODY_BYTES: usize = 256 * 1024;
+
+/// Room for bodies being read or decided; `total` splits into a shared part and a reserve that
+/// only small bodies use.
+#[derive(Debug, Clone)]
+pub struct BodyBudget {
+    shared: Arc<Semaphore>,
+    reserve: Arc<Semaphore>,
+    total: usize,
+}
+
+/// Held while a request's body is in memory; returns its bytes to the budget when dropped.
+#[derive(Debug)]
+pub struct Reservation {
+    _permit: OwnedSemaphorePermit,
+}
+
+impl BodyBudget {
+    /// `total` bytes, of which `reserve` only for small bodies (clamped to `total`).
+    pub fn new(total: usize, reserve: usize) -> Self {
+        let reserve = reserve.min(total);
+        Self {
+            shared: Arc::new(Semaphore::new(clamp(total - reserve) as usize)),
+            reserve: Arc::new(Semaphore::new(clamp(reserve) as usize)),
+            total,
+        }
+    }
+
+    /// The whole budget in bytes.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// Takes room for `bytes` without waiting; `None` when the webhook already holds too much.
+    pub fn try_reserve(&self, bytes: usize) -> Option<Reservation> {
+        let permits = clamp(bytes.max(1));
+        let pools: &[&Arc<Semaphore>] = if bytes <= SMALL_BODY_BYTES {
+            &[&self.reserve, &self.shared]
+        } else {
+            &[&self.shared]
+        };
+        pools.iter().find_map(|pool| {
+            Arc::clone(pool)
+                .try_acquire_many_owned(permits)
+                .ok()
+                .map(|permit| Reservation { _permit: permit })
+        })
+    }
+}
+
+fn clamp(bytes: usize) -> u32 {
+    u32::try_from(bytes)
+        .unwrap_or(u32::MAX)
+        .min(Semaphore::MAX_PERMITS as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_bodies_share_only_the_shared_part() {
+        let budget = BodyBudget::new(10 << 20, 2 << 20);
+        let first = budget.try_reserve(3 << 20);
+        let second = budget.try_reserve(3 << 20);
+        assert!(first.is_some() && second.is_some());
+        assert!(
+            budget.try_reserve(3 << 20).is_none(),
+            "8 MiB shared, 6 taken"
+        );
+        // Small reviews still get through, first from the reserve, then from what is left.
+        let small: Vec<_> = (0..8)
+            .filter_map(|_| budget.try_reserve(256 << 10))
+            .collect();
+        assert_eq!(small.len(), 8);
+        assert!(
+            budget.try_reserve(256 << 10).is_some(),
+            "2 MiB of the shared part is free"
+        );
+        drop(first);
+        assert!(budget.try_reserve(3 << 20).is_some(), "released on drop");
+    }
+
+    #[test]
+    fn a_request_larger_than_the_budget_is_refused() {
+        let budget = BodyBudget::new(1 << 20, 0);
+        assert!(budget.try_reserve(2 << 20).is_none());
+        assert!(budget.try_reserve(1 << 20).is_some());
+    }
+}
