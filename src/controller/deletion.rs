@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
@@ -17,6 +17,7 @@ use super::apply::controlled_by;
 use super::conditions::ReadyReason;
 use super::context::Context;
 use super::core::ReconcileError;
+use super::credentials::Stored;
 use super::deletion_pods::{PodWait, pod_wait, wait_until, waiting_message};
 use super::deletion_target::{self, Target};
 use super::{credentials, events, go_cluster_workload, status};
@@ -106,7 +107,8 @@ pub async fn cleanup<K: TunnelKindAdapter>(
             // Without credentials nothing can be looked up; an object that never had a tunnel in
             // status and never stored a secret has nothing on Cloudflare.
             Err(error) => {
-                if !has_trace && !stores_secret(obj, ctx).await? {
+                let stored = deletion_target::managed_secret(obj, ctx).await?;
+                if !has_trace && matches!(stored, Stored::Nothing) {
                     return Ok(None);
                 }
                 return Err(error);
@@ -203,20 +205,6 @@ pub fn abandons_cleanup<K: TunnelKindAdapter>(obj: &K) -> bool {
     obj.annotations()
         .get(ANNOTATION_ABANDON_CLEANUP)
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-}
-
-/// Does the managed Secret of `obj` hold a tunnel secret (so a tunnel may exist)?
-async fn stores_secret<K: TunnelKindAdapter>(
-    obj: &K,
-    ctx: &Context,
-) -> Result<bool, ReconcileError> {
-    let identity = obj.identity(ctx);
-    let names = ObjectNames::for_owner(&identity);
-    let secret = Api::<Secret>::namespaced(ctx.client.clone(), &identity.namespace)
-        .get_opt(&names.workload)
-        .await
-        .map_err(|e| ReconcileError::kube("reading the managed Secret", e))?;
-    Ok(secret.is_some_and(|s| controlled_by(&s.metadata, &identity.uid)))
 }
 
 /// Removes every DNS record this tunnel owns (current or previous ids) before the tunnel goes:

@@ -77,7 +77,7 @@ pub async fn find<K: TunnelKindAdapter>(
 }
 
 /// The managed Secret's tunnel credentials, if cftunnel controls that Secret for this object.
-async fn managed_secret<K: TunnelKindAdapter>(
+pub(super) async fn managed_secret<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
 ) -> Result<Stored, ReconcileError> {

@@ -79,16 +79,24 @@ impl DnsView {
         table: &RouteTable,
         records: &[TunnelRecord],
     ) -> bool {
-        let groups = wanted(table, records, self.txt_records);
-        let Some((key, zone)) = groups
-            .iter()
-            .find(|(_, z)| z.tunnels.iter().any(|t| &t.identity == tunnel))
-        else {
+        let Some((key, zone)) = self.group_of(tunnel, table, records) else {
             return true;
         };
         self.groups
-            .get(key)
-            .is_some_and(|(input, clean)| *clean && input == zone)
+            .get(&key)
+            .is_some_and(|(input, clean)| *clean && *input == zone)
+    }
+
+    /// The group `tunnel` belongs to now, with its current input (`None`: it has no DNS).
+    fn group_of(
+        &self,
+        tunnel: &TunnelIdentity,
+        table: &RouteTable,
+        records: &[TunnelRecord],
+    ) -> Option<(GroupKey, ZoneDns)> {
+        wanted(table, records, self.txt_records)
+            .into_iter()
+            .find(|(_, z)| z.tunnels.iter().any(|t| &t.identity == tunnel))
     }
 
     /// May a deleting source that routed `hostnames` let go? Its tunnel's group has synced the
@@ -101,14 +109,13 @@ impl DnsView {
         table: &RouteTable,
         records: &[TunnelRecord],
     ) -> bool {
-        let groups = wanted(table, records, self.txt_records);
-        let Some((key, zone)) = groups
-            .iter()
-            .find(|(_, z)| z.tunnels.iter().any(|t| &t.identity == tunnel))
-        else {
+        let Some((key, zone)) = self.group_of(tunnel, table, records) else {
             return true;
         };
-        let synced = self.groups.get(key).is_some_and(|(input, _)| input == zone);
+        let synced = self
+            .groups
+            .get(&key)
+            .is_some_and(|(input, _)| *input == zone);
         let blocked = self.problems(tunnel).iter().any(|p| {
             p.hostname
                 .as_deref()

@@ -20,8 +20,8 @@ use crate::routes::{ZONE, create_service, records, wait_records};
 
 const STUCK: &str = "cftunnel-test/stuck";
 
-/// A Ready Tunnel `web` and the names of its 2 cloudflared pods.
-async fn ready_tunnel_with_pods(h: &Harness) -> (String, Vec<String>) {
+/// Creates the API Secret and a newTunnel `web`; returns its tunnel id once Ready.
+async fn ready_web_tunnel(h: &Harness) -> String {
     h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
     h.create_tunnel(
@@ -30,7 +30,19 @@ async fn ready_tunnel_with_pods(h: &Harness) -> (String, Vec<String>) {
     )
     .await;
     let t = h.wait_reason(&h.tunnels(), "web", "Ready").await;
-    let id = t.status.and_then(|s| s.tunnel_id).expect("id");
+    t.status.and_then(|s| s.tunnel_id).expect("id")
+}
+
+async fn delete_web(h: &Harness) {
+    h.tunnels()
+        .delete("web", &DeleteParams::default())
+        .await
+        .expect("delete");
+}
+
+/// A Ready Tunnel `web` and the names of its 2 cloudflared pods.
+async fn ready_tunnel_with_pods(h: &Harness) -> (String, Vec<String>) {
+    let id = ready_web_tunnel(h).await;
     let pods: Api<Pod> = Api::namespaced(h.admin.clone(), &h.ns);
     let names = poll_until("2 cloudflared pods", WAIT, POLL, || async {
         let list = pods
@@ -75,10 +87,7 @@ async fn a_failed_pod_never_holds_a_tunnel_deletion() {
     )
     .await
     .expect("mark the pod failed");
-    h.tunnels()
-        .delete("web", &DeleteParams::default())
-        .await
-        .expect("delete");
+    delete_web(&h).await;
     wait_deleted_everywhere(&h, &id).await;
 }
 
@@ -98,10 +107,7 @@ async fn a_pod_stuck_terminating_holds_a_deletion_only_for_the_bound_and_the_wai
     )
     .await
     .expect("hold the pod");
-    h.tunnels()
-        .delete("web", &DeleteParams::default())
-        .await
-        .expect("delete");
+    delete_web(&h).await;
     let waiting = h.wait_reason(&h.tunnels(), "web", "Deleting").await;
     let message = ready_message(waiting.status.as_ref());
     assert!(
@@ -202,10 +208,7 @@ async fn a_tunnel_whose_id_never_reached_status_leaves_nothing_on_cloudflare_aft
         )
         .await
         .expect("clear the status");
-    h.tunnels()
-        .delete("web", &DeleteParams::default())
-        .await
-        .expect("delete");
+    delete_web(&h).await;
     h.start_operator();
     h.wait_gone(&h.tunnels(), "web").await;
     assert!(
@@ -223,10 +226,7 @@ async fn a_refused_clean_up_is_reported_and_the_abandon_annotation_lets_deletion
     // The token lost its DNS rights: every DNS read is refused from now on.
     h.sim
         .inject(Operation::ListDnsRecords, Fault::fail_next(1_000_000, 403));
-    h.tunnels()
-        .delete("web", &DeleteParams::default())
-        .await
-        .expect("delete");
+    delete_web(&h).await;
     let blocked = h
         .wait_reason(&h.tunnels(), "web", "CloudflareAuthFailed")
         .await;
@@ -282,10 +282,7 @@ async fn deleting_an_existing_tunnel_object_removes_its_records_and_keeps_the_tu
     .await;
     h.wait_reason(&h.tunnels(), "web", "Ready").await;
     wait_records(&h, "app.example.com", 1).await;
-    h.tunnels()
-        .delete("web", &DeleteParams::default())
-        .await
-        .expect("delete");
+    delete_web(&h).await;
     h.wait_gone(&h.tunnels(), "web").await;
     assert_eq!(records_of(&h, &id), Vec::<String>::new());
     assert!(records(&h, "_managed.app.example.com").is_empty());
@@ -299,15 +296,7 @@ async fn deleting_an_existing_tunnel_object_removes_its_records_and_keeps_the_tu
 #[tokio::test]
 async fn a_tunnel_deleted_while_a_sync_of_its_zone_is_writing_leaves_no_record() {
     let h = Harness::start("tr-del-inflight").await;
-    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
-        .await;
-    h.create_tunnel(
-        "web",
-        h.spec(API_SECRET, json!({"newTunnel": {"name": "web"}})),
-    )
-    .await;
-    let t = h.wait_reason(&h.tunnels(), "web", "Ready").await;
-    let id = t.status.and_then(|s| s.tunnel_id).expect("id");
+    let id = ready_web_tunnel(&h).await;
     // Creates are slow: the route sync is still writing when the deletion starts.
     h.sim.inject(
         Operation::CreateDnsRecord,
@@ -326,10 +315,7 @@ async fn a_tunnel_deleted_while_a_sync_of_its_zone_is_writing_leaves_no_record()
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    h.tunnels()
-        .delete("web", &DeleteParams::default())
-        .await
-        .expect("delete");
+    delete_web(&h).await;
     h.wait_gone(&h.tunnels(), "web").await;
     // Every create that was sent has been answered.
     poll_until("no create in flight", WAIT, POLL, || async {
