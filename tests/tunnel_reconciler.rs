@@ -322,16 +322,7 @@ async fn a_user_secret_with_the_tunnel_name_is_never_touched() {
 async fn existing_tunnels_by_id_and_name_are_run_never_deleted_and_remote_ones_refused() {
     let h = Harness::start("tr-existing").await;
     let secret = [9u8; 32];
-    let id = h.precreate_tunnel("pre", &secret, ConfigSrc::Local).await;
-    let file = json!({"AccountTag": h.sim.account_id(), "TunnelSecret": STANDARD.encode(secret), "TunnelID": id}).to_string();
-    h.create_api_secret(
-        API_SECRET,
-        &[
-            ("CLOUDFLARE_API_TOKEN", TOKEN),
-            ("CLOUDFLARE_TUNNEL_CREDENTIAL_FILE", &file),
-        ],
-    )
-    .await;
+    let id = h.precreate_with_credential_file(API_SECRET, secret).await;
     h.create_tunnel(
         "by-id",
         h.spec(API_SECRET, json!({"existingTunnel": {"id": id}})),

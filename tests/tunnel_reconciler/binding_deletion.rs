@@ -5,7 +5,8 @@ use serde_json::json;
 
 use crate::harness::{Harness, TOKEN};
 use crate::routes::{
-    ZONE, bindings, create_binding, create_service, records, wait_binding_reason, wait_records,
+    bindings, create_binding, create_service, insert_foreign_cname, records, wait_binding_reason,
+    wait_records,
 };
 
 const API_SECRET: &str = "cloudflare-api";
@@ -30,13 +31,7 @@ async fn a_deleting_binding_waits_for_its_own_records_not_for_a_conflict_elsewhe
     let h = Harness::start("tr-bind-del").await;
     h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
-    let foreign = h
-        .sim
-        .insert_dns_record(
-            ZONE,
-            json!({"type": "CNAME", "name": "taken.example.com", "content": "elsewhere.example.net", "proxied": true, "ttl": 1}),
-        )
-        .expect("foreign record");
+    let foreign = insert_foreign_cname(&h, "taken.example.com");
     create_service(&h, "web", 80, json!({}), json!({})).await;
     create_binding(
         &h,

@@ -4,7 +4,6 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use cftunnel::api::names::ANNOTATION_ABANDON_CLEANUP;
-use cftunnel::cloudflare::client::ConfigSrc;
 use cftunnel::cloudflare::sim::{Fault, Operation};
 use cftunnel::controller::PENDING_SECRET_KEY;
 use cftunnel::render::config::CREDENTIALS_KEY;
@@ -256,17 +255,9 @@ async fn a_refused_clean_up_is_reported_and_the_abandon_annotation_lets_deletion
 #[tokio::test]
 async fn deleting_an_existing_tunnel_object_removes_its_records_and_keeps_the_tunnel() {
     let h = Harness::start("tr-del-existing").await;
-    let secret = [5u8; 32];
-    let id = h.precreate_tunnel("pre", &secret, ConfigSrc::Local).await;
-    let file = json!({"AccountTag": h.sim.account_id(), "TunnelSecret": STANDARD.encode(secret), "TunnelID": id}).to_string();
-    h.create_api_secret(
-        API_SECRET,
-        &[
-            ("CLOUDFLARE_API_TOKEN", TOKEN),
-            ("CLOUDFLARE_TUNNEL_CREDENTIAL_FILE", &file),
-        ],
-    )
-    .await;
+    let id = h
+        .precreate_with_credential_file(API_SECRET, [5u8; 32])
+        .await;
     create_service(
         &h,
         "app",

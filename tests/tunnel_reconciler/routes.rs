@@ -93,6 +93,16 @@ async fn wait_ingress(h: &Harness, what: &str, check: impl Fn(&BTreeMap<String, 
     }
 }
 
+/// A CNAME at `name` that is not cftunnel's (it points elsewhere); returns its id.
+pub(crate) fn insert_foreign_cname(h: &Harness, name: &str) -> String {
+    h.sim
+        .insert_dns_record(
+            ZONE,
+            json!({"type": "CNAME", "name": name, "content": "elsewhere.example.net", "proxied": true, "ttl": 1}),
+        )
+        .expect("foreign record")
+}
+
 pub(crate) fn records(h: &Harness, name: &str) -> Vec<SimDnsRecord> {
     h.sim
         .dns_records(ZONE)
@@ -329,13 +339,7 @@ async fn a_record_cftunnel_does_not_own_is_never_touched_and_reported() {
     let h = Harness::start("tr-dnsconflict").await;
     h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
-    let foreign = h
-        .sim
-        .insert_dns_record(
-            ZONE,
-            json!({"type": "CNAME", "name": "taken.example.com", "content": "elsewhere.example.net", "proxied": true, "ttl": 1}),
-        )
-        .expect("foreign record");
+    let foreign = insert_foreign_cname(&h, "taken.example.com");
     create_service(&h, "web", 80, json!({}), json!({})).await;
     create_binding(
         &h,
