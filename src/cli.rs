@@ -100,6 +100,10 @@ pub struct RunArgs {
     /// How often each tunnel is checked on Cloudflare (jittered; `0` disables), e.g. `10m`.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub drift_interval: std::time::Duration,
+    /// How long a deletion waits for cloudflared pods that still run before it cleans up the
+    /// tunnel's connections and deletes it anyway (Failed/Succeeded pods are never waited for).
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub deletion_pod_wait: std::time::Duration,
     /// Elect one leader among the replicas to run the reconcilers on a Lease (every replica
     /// serves the webhook); `--leader-elect=false` reconciles in every replica.
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
@@ -265,6 +269,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         cluster_resource_namespace: args.cluster_resource_namespace,
         cloudflared_image: args.cloudflared_image,
         drift_interval: args.drift_interval,
+        deletion_pod_wait: args.deletion_pod_wait,
         overwrite_unmanaged_dns: args.overwrite_unmanaged_dns,
         dns_txt_records: !args.no_dns_txt_records,
         dns_batch: args.dns_batch,

@@ -2,9 +2,13 @@
 //! Cloudflare, the operator running with the shipped RBAC as its own ServiceAccount user.
 #[path = "tunnel_reconciler/api_secret.rs"]
 mod api_secret;
+#[path = "tunnel_reconciler/binding_deletion.rs"]
+mod binding_deletion;
 #[path = "tunnel_reconciler/cluster_takeover.rs"]
 mod cluster_takeover;
 mod common;
+#[path = "tunnel_reconciler/deletion.rs"]
+mod deletion;
 #[path = "tunnel_reconciler/drift_chaos.rs"]
 mod drift_chaos;
 #[path = "tunnel_reconciler/harness.rs"]
@@ -318,16 +322,7 @@ async fn a_user_secret_with_the_tunnel_name_is_never_touched() {
 async fn existing_tunnels_by_id_and_name_are_run_never_deleted_and_remote_ones_refused() {
     let h = Harness::start("tr-existing").await;
     let secret = [9u8; 32];
-    let id = h.precreate_tunnel("pre", &secret, ConfigSrc::Local).await;
-    let file = json!({"AccountTag": h.sim.account_id(), "TunnelSecret": STANDARD.encode(secret), "TunnelID": id}).to_string();
-    h.create_api_secret(
-        API_SECRET,
-        &[
-            ("CLOUDFLARE_API_TOKEN", TOKEN),
-            ("CLOUDFLARE_TUNNEL_CREDENTIAL_FILE", &file),
-        ],
-    )
-    .await;
+    let id = h.precreate_with_credential_file(API_SECRET, secret).await;
     h.create_tunnel(
         "by-id",
         h.spec(API_SECRET, json!({"existingTunnel": {"id": id}})),
@@ -344,7 +339,8 @@ async fn existing_tunnels_by_id_and_name_are_run_never_deleted_and_remote_ones_r
             t.status.as_ref().and_then(|s| s.tunnel_id.clone()),
             Some(id.clone())
         );
-        assert!(!t.finalizers().contains(&FINALIZER.to_string()));
+        // Held so that its DNS records are removed on deletion; the tunnel itself stays.
+        assert!(t.finalizers().contains(&FINALIZER.to_string()));
         let managed = h.secrets().get(name).await.expect("managed secret");
         let creds: serde_json::Value =
             serde_json::from_slice(&managed.data.expect("data")["credentials.json"].0)

@@ -1,7 +1,7 @@
 //! Validation of Tunnel and ClusterTunnel (SPEC §2.1). One function per rule, message beside it.
 use serde_json::Value;
 
-use super::hardening::{self, CLOUDFLARED_CONTAINER};
+use super::hardening;
 use super::service_url::service_problem;
 use super::syntax::{is_dns_subdomain, is_domain_name, is_hex32, is_uuid};
 use super::verdict::{Verdict, Violation};
@@ -182,6 +182,12 @@ fn deploy_patch(patch: &str, v: &mut Verdict) {
             "spec.selector: cannot be patched; the selector is fixed so that the Deployment can always be updated, remove it",
         );
     }
+    if crate::render::deploy_patch::removes_cloudflared(&patch) {
+        v.deny(
+            "spec.deployPatch",
+            "spec.template.spec.containers: the cloudflared container cannot be removed; patch its fields instead",
+        );
+    }
     let Some(pod) = patch.pointer("/spec/template/spec") else {
         return;
     };
@@ -199,24 +205,6 @@ fn deploy_patch(patch: &str, v: &mut Verdict) {
             "spec.deployPatch",
             format!("{pod_path}.automountServiceAccountToken: true is refused; cloudflared needs no Kubernetes API token, remove it"),
         );
-    }
-    if let Some(containers) = pod.get("containers").and_then(Value::as_array) {
-        let removes_cloudflared = containers.iter().any(|c| {
-            c.get("name").and_then(Value::as_str) == Some(CLOUDFLARED_CONTAINER)
-                && c.get("$patch").and_then(Value::as_str) == Some("delete")
-        });
-        let replaces_without_it = containers
-            .iter()
-            .any(|c| c.get("$patch").and_then(Value::as_str) == Some("replace"))
-            && !containers
-                .iter()
-                .any(|c| c.get("name").and_then(Value::as_str) == Some(CLOUDFLARED_CONTAINER));
-        if removes_cloudflared || replaces_without_it {
-            v.deny(
-                "spec.deployPatch",
-                format!("{pod_path}.containers: the cloudflared container cannot be removed; patch its fields instead"),
-            );
-        }
     }
     for weakening in hardening::pod_weakening(pod, pod_path) {
         v.deny("spec.deployPatch", weakening);

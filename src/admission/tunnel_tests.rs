@@ -174,6 +174,18 @@ fn deploy_patch_must_be_an_object_that_keeps_identity_and_hardening() {
             "spec: {template: {spec: {containers: [{name: cloudflared, $patch: delete}]}}}",
             "spec.deployPatch: spec.template.spec.containers: the cloudflared container cannot be removed",
         ),
+        (
+            "spec: {template: {spec: {$patch: replace, containers: [{name: sidecar, image: 'busybox:1.37'}]}}}",
+            "spec.deployPatch: spec.template.spec.containers: the cloudflared container cannot be removed",
+        ),
+        (
+            "spec: {template: {spec: {containers: null}}}",
+            "spec.deployPatch: spec.template.spec.containers: the cloudflared container cannot be removed",
+        ),
+        (
+            "spec: {template: {spec: {containers: [{name: sidecar, image: 'busybox:1.37'}, {$patch: replace}]}}}",
+            "spec.deployPatch: spec.template.spec.containers: the cloudflared container cannot be removed",
+        ),
     ];
     for (patch, expected) in cases {
         let s = spec(with(base(), "/deployPatch", json!(patch)));

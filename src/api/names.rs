@@ -17,6 +17,9 @@ pub const LABEL_EXPOSE_CLUSTER_TUNNEL: &str = "cfargotunnel.com/expose-cluster-t
 
 pub const ANNOTATION_CHECKSUM: &str = "cfargotunnel.com/checksum";
 pub const ANNOTATION_ADOPT_TUNNEL_ID: &str = "cfargotunnel.com/adopt-tunnel-id";
+/// `"true"` on a deleting Tunnel/ClusterTunnel whose clean-up Cloudflare refuses: deletion then
+/// finishes without it, leaving the tunnel and its records on Cloudflare.
+pub const ANNOTATION_ABANDON_CLEANUP: &str = "cfargotunnel.com/abandon-cleanup";
 /// Keeps the v1alpha2-only part of `deployPatch` while an object is served as v1alpha1.
 pub const ANNOTATION_V1ALPHA2_DEPLOY_PATCH: &str = "cfargotunnel.com/v1alpha2-deploy-patch";
 

@@ -22,6 +22,8 @@ pub enum ReadyReason {
     NameConflict,
     RenderFailed,
     KubernetesError,
+    /// Deletion in progress, waiting for something the message names.
+    Deleting,
 }
 
 impl ReadyReason {
@@ -43,6 +45,7 @@ impl ReadyReason {
             ReadyReason::NameConflict => "NameConflict",
             ReadyReason::RenderFailed => "RenderFailed",
             ReadyReason::KubernetesError => "KubernetesError",
+            ReadyReason::Deleting => "Deleting",
         }
     }
 

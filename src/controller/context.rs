@@ -1,12 +1,12 @@
 //! What every reconcile shares: the Kubernetes client, the event recorder, the Cloudflare rate
 //! limiters (one per process, so every credential has exactly one bucket) and the options.
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 
+use super::memory::{DriftSchedule, Failures};
 use crate::cloudflare::client::{CloudflareClient, CloudflareError, Credentials, RateLimiters};
 use crate::view_cache::WatchScope;
 
@@ -38,6 +38,9 @@ pub struct ControllerOptions {
     pub dns_txt_records: bool,
     /// `--dns-batch`: batched or single-record DNS writes.
     pub dns_batch: crate::dns::BatchMode,
+    /// `--deletion-pod-wait`: how long a deletion waits for cloudflared pods that still run
+    /// (see `deletion_pods`).
+    pub deletion_pod_wait: Duration,
 }
 
 impl Default for ControllerOptions {
@@ -53,6 +56,7 @@ impl Default for ControllerOptions {
             overwrite_unmanaged_dns: false,
             dns_txt_records: true,
             dns_batch: crate::dns::BatchMode::Auto,
+            deletion_pod_wait: super::deletion_pods::DEFAULT_POD_WAIT,
         }
     }
 }
@@ -68,10 +72,12 @@ pub struct Context {
     pub routes: std::sync::Arc<crate::routing::RouteIndex>,
     /// Zone ids looked up by name, shared by every reconcile.
     pub zone_ids: super::zones::ZoneIds,
+    /// One DNS sync per zone at a time (route reconciler and deletions).
+    pub dns_guard: super::dns_guard::DnsGuard,
     /// Consecutive failures per object, for exponential backoff (no hot loop).
-    failures: Mutex<HashMap<String, u32>>,
+    failures: Mutex<Failures>,
     /// When each object's next drift check is due, by uid (in memory: a restart only delays it).
-    drift_due: Mutex<HashMap<String, Instant>>,
+    drift_due: Mutex<DriftSchedule>,
 }
 
 impl Context {
@@ -88,8 +94,9 @@ impl Context {
             scope,
             routes: Default::default(),
             zone_ids: Default::default(),
-            failures: Mutex::new(HashMap::new()),
-            drift_due: Mutex::new(HashMap::new()),
+            dns_guard: Default::default(),
+            failures: Mutex::new(Failures::default()),
+            drift_due: Mutex::new(DriftSchedule::default()),
         }
     }
 
@@ -109,9 +116,9 @@ impl Context {
 
     /// Records one more failure of `key` and returns the delay before the next attempt.
     pub fn next_backoff(&self, key: &str) -> Duration {
+        let keep = self.options.retry_max.saturating_mul(2);
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let count = failures.entry(key.to_string()).or_insert(0);
-        *count = count.saturating_add(1);
+        let count = failures.bump(key, Instant::now(), keep);
         let factor = 2u32.saturating_pow(count.saturating_sub(1).min(16));
         self.options
             .retry_base
@@ -122,7 +129,17 @@ impl Context {
     /// Forgets the failures of `key` after a success.
     pub fn reset_backoff(&self, key: &str) {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        failures.remove(key);
+        failures.reset(key);
+    }
+
+    /// The drift schedule of `uid` (scheduled one jittered interval from now on first sight);
+    /// `true` when it was first seen now.
+    fn drift_at(&self, uid: &str) -> (Instant, bool) {
+        let now = Instant::now();
+        let next = now + self.jittered_drift_interval();
+        let keep = self.options.drift_interval.saturating_mul(2);
+        let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
+        due.get_or_schedule(uid, next, now, keep)
     }
 
     /// Is a drift check of `uid` due now? The first sight only schedules one.
@@ -130,22 +147,15 @@ impl Context {
         if self.options.drift_interval.is_zero() {
             return false;
         }
-        let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        match due.get(uid) {
-            Some(at) => *at <= now,
-            None => {
-                due.insert(uid.to_string(), now + self.jittered_drift_interval());
-                false
-            }
-        }
+        let (at, first) = self.drift_at(uid);
+        !first && at <= Instant::now()
     }
 
     /// Schedules the next drift check of `uid` one jittered interval from now.
     pub fn drift_checked(&self, uid: &str) {
         let next = Instant::now() + self.jittered_drift_interval();
         let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
-        due.insert(uid.to_string(), next);
+        due.set(uid, next);
     }
 
     /// Time until the next drift check of `uid` (`None`: drift checks are off).
@@ -153,9 +163,7 @@ impl Context {
         if self.options.drift_interval.is_zero() {
             return None;
         }
-        let next = Instant::now() + self.jittered_drift_interval();
-        let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
-        let at = *due.entry(uid.to_string()).or_insert(next);
+        let (at, _) = self.drift_at(uid);
         let wait = at.saturating_duration_since(Instant::now());
         Some(wait.max(Duration::from_millis(100)))
     }
@@ -163,7 +171,7 @@ impl Context {
     /// Forgets `uid` once its object is gone.
     pub fn forget_drift(&self, uid: &str) {
         let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
-        due.remove(uid);
+        due.forget(uid);
     }
 
     /// The drift interval ±10 %, so many tunnels do not check in lockstep.

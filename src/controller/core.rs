@@ -10,10 +10,10 @@ use super::conditions::ReadyReason;
 use super::context::Context;
 use super::render_input::{TunnelFacts, render_options, tunnel_input};
 use super::{
-    apply, credentials, deletion, drift, finalizer, go_cluster_workload, secret_guard, setup,
-    status,
+    apply, credentials, deletion, drift, events, finalizer, go_cluster_workload, secret_guard,
+    setup, status,
 };
-use crate::api::names::FINALIZER;
+use crate::api::names::{ANNOTATION_ABANDON_CLEANUP, FINALIZER};
 use crate::cloudflare::client::CloudflareError;
 use crate::render::{self, RenderError};
 
@@ -71,6 +71,18 @@ impl ReconcileError {
         }
     }
 
+    /// The same failure, reported on a deleting object: what blocks the deletion and how a user
+    /// lets it finish when Cloudflare refuses for good.
+    pub fn while_deleting(self) -> Self {
+        let reason = self.reason();
+        ReconcileError::Blocked {
+            reason,
+            message: format!(
+                "deletion is blocked: {self}; it resumes once this is fixed, or annotate the object {ANNOTATION_ABANDON_CLEANUP}=true to finish it and leave the tunnel and its DNS records on Cloudflare"
+            ),
+        }
+    }
+
     /// A short, bounded label for metrics.
     pub fn metric_label(&self) -> &'static str {
         self.reason().as_str()
@@ -121,8 +133,17 @@ async fn delete<K: TunnelKindAdapter>(
     if !obj.finalizers().iter().any(|f| f == FINALIZER) {
         return Ok(Action::await_change());
     }
-    if let Some(wait) = deletion::cleanup(obj, ctx).await? {
-        return Ok(wait);
+    match deletion::cleanup(obj, ctx).await {
+        Ok(Some(wait)) => return Ok(wait),
+        Ok(None) => {}
+        Err(error) if deletion::abandons_cleanup(obj) => {
+            let note = format!(
+                "{ANNOTATION_ABANDON_CLEANUP}=true: deleted without cleaning up on Cloudflare ({error}); the tunnel and its DNS records may be left there"
+            );
+            tracing::warn!(object = %obj.display(), %error, "clean-up abandoned by annotation");
+            events::warning(ctx, obj, "CleanupAbandoned", note).await;
+        }
+        Err(error) => return Err(error.while_deleting()),
     }
     finalizer::remove(obj, ctx).await?;
     ctx.forget_drift(&obj.uid().unwrap_or_default());
@@ -133,6 +154,15 @@ async fn delete<K: TunnelKindAdapter>(
         secret_guard::release_later(ctx.clone(), namespace, secret.to_string());
     }
     Ok(Action::await_change())
+}
+
+/// Has the spec changed since the object was last Ready (or was it never Ready)?
+fn spec_changed<K: TunnelKindAdapter>(obj: &K) -> bool {
+    let status = obj.tunnel_status();
+    let observed = status.and_then(|s| s.observed_generation);
+    let ready = super::conditions::find_ready(status.and_then(|s| s.conditions.as_ref()))
+        .is_some_and(|c| c.reason == ReadyReason::Ready.as_str());
+    !ready || observed.is_none() || observed != obj.meta().generation
 }
 
 /// Steps 2–5 of SPEC §3.1 for a live object.
@@ -154,16 +184,15 @@ async fn converge<K: TunnelKindAdapter>(
         ));
     }
     let namespace = obj.managed_namespace(ctx);
-    if is_new {
-        finalizer::add(obj, ctx).await?;
-    } else if obj.finalizers().iter().any(|f| f == FINALIZER) {
-        // An existing tunnel is never deleted on Cloudflare, so it holds no finalizer.
-        finalizer::remove(obj, ctx).await?;
-    }
+    // Both kinds hold the finalizer: a new tunnel is deleted on Cloudflare, and the DNS records
+    // cftunnel wrote for an existing one are removed (the tunnel itself stays).
+    finalizer::add(obj, ctx).await?;
     let api_secret =
         credentials::read_api_secret(&ctx.client, &namespace, &spec.cloudflare).await?;
-    if is_new {
-        secret_guard::ensure(ctx, &namespace, &spec.cloudflare.secret, &api_secret).await?;
+    secret_guard::ensure(ctx, &namespace, &spec.cloudflare.secret, &api_secret).await?;
+    if spec_changed(obj) {
+        // The spec may name another API Secret now: the old one's guard must not stay.
+        secret_guard::release_others(ctx, &namespace, &spec.cloudflare.secret).await?;
     }
     let identity = obj.identity(ctx);
     let names = render::ObjectNames::for_owner(&identity);

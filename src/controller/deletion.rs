@@ -1,12 +1,15 @@
-//! Deletion of a newTunnel object (SPEC §3.1 step 7): the cloudflared pods go first, then the
-//! connections and the tunnel on Cloudflare. Nothing is (re)applied once deletion started.
+//! Deletion of a tunnel object: for a newTunnel, the cloudflared pods go first (bounded, see
+//! `deletion_pods`), then its DNS records, its connections and the tunnel on Cloudflare (found
+//! even without `status.tunnelId`, see `deletion_target`); for an existingTunnel only the DNS
+//! records cftunnel wrote for it. Nothing is (re)applied once deletion started. A failure the
+//! user cannot fix on Cloudflare's side is let go with `cfargotunnel.com/abandon-cleanup`.
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::adapters::TunnelKindAdapter;
@@ -14,8 +17,11 @@ use super::apply::controlled_by;
 use super::conditions::ReadyReason;
 use super::context::Context;
 use super::core::ReconcileError;
-use super::{credentials, events, go_cluster_workload};
-use crate::api::TunnelStatus;
+use super::credentials::Stored;
+use super::deletion_pods::{PodWait, pod_wait, wait_until, waiting_message};
+use super::deletion_target::{self, Target};
+use super::{credentials, events, go_cluster_workload, status};
+use crate::api::names::ANNOTATION_ABANDON_CLEANUP;
 use crate::cloudflare::client::CloudflareClient;
 use crate::dns::{DnsOptions, TunnelDns, ZoneDns, sync_zone};
 use crate::render::ObjectNames;
@@ -31,11 +37,18 @@ pub async fn cleanup<K: TunnelKindAdapter>(
 ) -> Result<Option<Action>, ReconcileError> {
     let spec = obj.tunnel_spec();
     if spec.new_tunnel.is_none() {
+        remove_existing_tunnel_records(obj, ctx).await?;
         return Ok(None);
     }
     let namespace = obj.managed_namespace(ctx);
     let identity = obj.identity(ctx);
-    if go_cluster_workload::remove_for_deletion(ctx, &identity).await? {
+    let deleted_at = obj.meta().deletion_timestamp.as_ref();
+    let bound = ctx.options.deletion_pod_wait;
+    let until = wait_until(deleted_at, bound, jiff::Timestamp::now());
+    if go_cluster_workload::remove_for_deletion(ctx, &identity).await?
+        && jiff::Timestamp::now() < until
+    {
+        // The Go operator's Deployment goes in the foreground, its pods first: bounded too.
         return Ok(Some(Action::requeue(POD_WAIT)));
     }
     let names = ObjectNames::for_owner(&identity);
@@ -65,30 +78,73 @@ pub async fn cleanup<K: TunnelKindAdapter>(
             .collect::<Vec<_>>()
             .join(",");
         let pods = Api::<Pod>::namespaced(ctx.client.clone(), &namespace)
-            .list_metadata(&ListParams::default().labels(&selector))
+            .list(&ListParams::default().labels(&selector))
             .await
             .map_err(|e| ReconcileError::kube("listing cloudflared pods", e))?;
-        if !pods.items.is_empty() {
-            return Ok(Some(Action::requeue(POD_WAIT)));
+        match pod_wait(&pods.items, deleted_at, bound, jiff::Timestamp::now()) {
+            PodWait::Done => {}
+            PodWait::Waiting { pods, until } => {
+                let tunnel = spec
+                    .new_tunnel
+                    .as_ref()
+                    .map(|t| t.name.as_str())
+                    .unwrap_or_default();
+                let message = waiting_message(tunnel, &pods, until);
+                status::report_progress(obj, ctx, ReadyReason::Deleting, &message).await?;
+                return Ok(Some(Action::requeue(POD_WAIT)));
+            }
         }
     }
     let status = obj.tunnel_status().cloned().unwrap_or_default();
-    let (Some(account), Some(tunnel)) = (
-        status.account_id.clone().filter(|s| !s.is_empty()),
-        status.tunnel_id.clone().filter(|s| !s.is_empty()),
-    ) else {
+    let has_trace = status.tunnel_id.as_ref().is_some_and(|s| !s.is_empty())
+        || status
+            .previous_tunnel_ids
+            .as_ref()
+            .is_some_and(|p| !p.is_empty());
+    let api_secret =
+        match credentials::read_api_secret(&ctx.client, &namespace, &spec.cloudflare).await {
+            Ok(secret) => secret,
+            // Without credentials nothing can be looked up; an object that never had a tunnel in
+            // status and never stored a secret has nothing on Cloudflare.
+            Err(error) => {
+                let stored = deletion_target::managed_secret(obj, ctx).await?;
+                if !has_trace && matches!(stored, Stored::Nothing) {
+                    return Ok(None);
+                }
+                return Err(error);
+            }
+        };
+    let cf = ctx
+        .cloudflare(api_secret.credentials.clone())
+        .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?;
+    let Some(target) = deletion_target::find(obj, ctx, &cf, &spec, &status).await? else {
         return Ok(None);
     };
-    let api_secret =
-        credentials::read_api_secret(&ctx.client, &namespace, &spec.cloudflare).await?;
-    let cf = ctx
-        .cloudflare(api_secret.credentials)
-        .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?;
-    remove_dns_records(obj, &cf, &status, &tunnel).await?;
-    match cf
-        .clean_up_tunnel_connections(&account, &tunnel, None)
-        .await
-    {
+    if let Some(id) = &target.tunnel_id {
+        ctx.dns_guard.retire(id);
+    }
+    let dns = async {
+        let creds = &api_secret.credentials;
+        let account = target.account_id.as_str();
+        let (zone_id, zone_name) =
+            deletion_target::zone(ctx, &cf, creds, account, &spec, &status).await?;
+        remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name).await
+    };
+    if let Err(error) = dns.await {
+        if !abandons_cleanup(obj) {
+            return Err(error);
+        }
+        // The user let go of the records; the tunnel itself may still be deletable.
+        let note = format!(
+            "{ANNOTATION_ABANDON_CLEANUP}=true: DNS records of this tunnel left on Cloudflare ({error})"
+        );
+        events::warning(ctx, obj, "CleanupAbandoned", note).await;
+    }
+    let Some(tunnel) = target.tunnel_id.as_deref() else {
+        return Ok(None);
+    };
+    let account = target.account_id.as_str();
+    match cf.clean_up_tunnel_connections(account, tunnel, None).await {
         Ok(()) => {}
         Err(e) if e.is_not_found() => {}
         Err(e) => {
@@ -98,7 +154,7 @@ pub async fn cleanup<K: TunnelKindAdapter>(
             ));
         }
     }
-    match cf.delete_tunnel(&account, &tunnel, true).await {
+    match cf.delete_tunnel(account, tunnel, true).await {
         Ok(_) => {}
         Err(e) if e.is_not_found() => {}
         Err(e) => return Err(ReconcileError::cloudflare("deleting the tunnel", e)),
@@ -113,32 +169,73 @@ pub async fn cleanup<K: TunnelKindAdapter>(
     Ok(None)
 }
 
+/// An existingTunnel object: only the DNS records cftunnel wrote for it go; the tunnel stays on
+/// Cloudflare and so do its connections (cloudflared elsewhere may run it too).
+async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
+    obj: &K,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    let status = obj.tunnel_status().cloned().unwrap_or_default();
+    let (Some(tunnel_id), Some(zone_id), Some(zone_name)) = (
+        status.tunnel_id.clone().filter(|s| !s.is_empty()),
+        status.zone_id.clone().filter(|s| !s.is_empty()),
+        status.zone_domain.clone().filter(|s| !s.is_empty()),
+    ) else {
+        // Never Ready: no record was written for it.
+        return Ok(());
+    };
+    let namespace = obj.managed_namespace(ctx);
+    let spec = obj.tunnel_spec();
+    let api_secret =
+        credentials::read_api_secret(&ctx.client, &namespace, &spec.cloudflare).await?;
+    let cf = ctx
+        .cloudflare(api_secret.credentials)
+        .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?;
+    let target = Target {
+        account_id: status.account_id.clone().unwrap_or_default(),
+        tunnel_id: Some(tunnel_id),
+        previous_tunnel_ids: status.previous_tunnel_ids.clone().unwrap_or_default(),
+        tunnel_name: status.tunnel_name.clone().unwrap_or_default(),
+    };
+    remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name).await
+}
+
+/// Has the user let this deletion finish without (all of) the clean-up on Cloudflare?
+pub fn abandons_cleanup<K: TunnelKindAdapter>(obj: &K) -> bool {
+    obj.annotations()
+        .get(ANNOTATION_ABANDON_CLEANUP)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
 /// Removes every DNS record this tunnel owns (current or previous ids) before the tunnel goes:
 /// a sync of its zone with no hostname wanted. The route reconciler leaves a deleting tunnel
 /// out, so nothing re-creates them meanwhile.
 async fn remove_dns_records<K: TunnelKindAdapter>(
     obj: &K,
+    ctx: &Context,
     cf: &CloudflareClient,
-    status: &TunnelStatus,
-    tunnel_id: &str,
+    target: &Target,
+    zone_id: &str,
+    zone_name: &str,
 ) -> Result<(), ReconcileError> {
-    let (Some(zone_id), Some(zone_name)) = (
-        status.zone_id.as_deref().filter(|s| !s.is_empty()),
-        status.zone_domain.as_deref().filter(|s| !s.is_empty()),
-    ) else {
-        return Ok(());
+    let mut ids = target.previous_tunnel_ids.clone();
+    let tunnel_id = match &target.tunnel_id {
+        Some(id) => id.clone(),
+        None if ids.is_empty() => return Ok(()),
+        None => ids.remove(0),
     };
     let zone = ZoneDns {
         zone_name: zone_name.to_string(),
         tunnels: vec![TunnelDns {
             identity: obj.route_identity(),
-            tunnel_id: tunnel_id.to_string(),
-            previous_tunnel_ids: status.previous_tunnel_ids.clone().unwrap_or_default(),
-            tunnel_name: status.tunnel_name.clone().unwrap_or_default(),
+            tunnel_id,
+            previous_tunnel_ids: ids,
+            tunnel_name: target.tunnel_name.clone(),
             hostnames: Default::default(),
             txt_records: true,
         }],
     };
+    let _zone_lock = ctx.dns_guard.lock(zone_id).await;
     let report = sync_zone(cf, zone_id, &zone, &DnsOptions::default())
         .await
         .map_err(|e| ReconcileError::cloudflare("removing the tunnel's DNS records", e.source))?;

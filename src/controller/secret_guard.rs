@@ -126,6 +126,31 @@ pub async fn release_if_unused(
     apply(ctx, namespace, name, &rv, false).await
 }
 
+/// Releases the guard of every guarded Secret of `namespace` but `keep` that no tunnel holding
+/// the finalizer names any more: an object's API Secret was renamed (or a release was lost).
+/// Reads Secret metadata only.
+pub async fn release_others(
+    ctx: &Context,
+    namespace: &str,
+    keep: &str,
+) -> Result<(), ReconcileError> {
+    let secrets = Api::<Secret>::namespaced(ctx.client.clone(), namespace)
+        .list_metadata(&ListParams::default())
+        .await
+        .map_err(|e| ReconcileError::kube("listing Secrets for the guard", e))?;
+    for secret in secrets.items {
+        let name = secret.name_any();
+        let guarded = secret
+            .finalizers()
+            .iter()
+            .any(|f| f == FINALIZER_SECRET_IN_USE);
+        if guarded && name != keep {
+            release_if_unused(ctx, namespace, &name).await?;
+        }
+    }
+    Ok(())
+}
+
 /// First and largest wait of [`release_later`].
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_secs(300);

@@ -80,7 +80,7 @@ pub async fn resolve<K: TunnelKindAdapter>(
 }
 
 /// `accountId` wins when valid; otherwise the account is looked up by name.
-async fn account_id(
+pub(super) async fn account_id(
     cf: &CloudflareClient,
     spec: &TunnelSpec,
     status: &TunnelStatus,
@@ -117,7 +117,7 @@ async fn account_id(
         })
 }
 
-async fn zone_id(
+pub(super) async fn zone_id(
     cf: &CloudflareClient,
     account_id: &str,
     domain: &str,

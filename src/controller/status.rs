@@ -61,7 +61,7 @@ async fn set_ready<K: TunnelKindAdapter>(
     next.observed_generation = generation;
     patch_status(obj, ctx, &next).await?;
     if changed {
-        if reason == ReadyReason::Ready {
+        if matches!(reason, ReadyReason::Ready | ReadyReason::Deleting) {
             events::normal(ctx, obj, reason.as_str(), message.to_string()).await;
         } else {
             events::warning(ctx, obj, reason.as_str(), message.to_string()).await;
@@ -77,6 +77,17 @@ pub async fn report_failure<K: TunnelKindAdapter>(
 ) -> Result<(), ReconcileError> {
     let current = obj.tunnel_status().cloned().unwrap_or_default();
     set_ready(obj, ctx, current, error.reason(), &error.to_string()).await
+}
+
+/// `Ready=False` with `reason` while a step waits (e.g. a deletion for its pods).
+pub async fn report_progress<K: TunnelKindAdapter>(
+    obj: &K,
+    ctx: &Context,
+    reason: ReadyReason,
+    message: &str,
+) -> Result<(), ReconcileError> {
+    let current = obj.tunnel_status().cloned().unwrap_or_default();
+    set_ready(obj, ctx, current, reason, message).await
 }
 
 pub async fn report_ready<K: TunnelKindAdapter>(

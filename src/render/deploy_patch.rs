@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::strategic_merge::{PatchError, strategic_merge};
 use super::strategic_merge_keys::DEPLOYMENT;
+use crate::admission::hardening::CLOUDFLARED_CONTAINER;
 use crate::api::names::ANNOTATION_CHECKSUM;
 
 /// A `deployPatch` that cannot be applied: `spec.deployPatch: <path>: <what>; <fix>`.
@@ -70,6 +71,26 @@ const FIXED: &[(&str, &str)] = &[
     ("/spec/selector", "spec.selector"),
 ];
 
+/// Does the pod template still hold a container named `cloudflared`?
+fn has_cloudflared(deployment: &Value) -> bool {
+    deployment
+        .pointer("/spec/template/spec/containers")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.get("name").and_then(Value::as_str) == Some(CLOUDFLARED_CONTAINER))
+        })
+}
+
+/// Would `patch` remove the cloudflared container, by any directive (`$patch: delete` on it,
+/// `$patch: replace` of the list, the pod spec, the template or the spec, or a `null`)? Judged
+/// on the patch's effect, not its shape. A patch that cannot be applied at all is not judged.
+pub fn removes_cloudflared(patch: &Value) -> bool {
+    let skeleton =
+        json!({"spec": {"template": {"spec": {"containers": [{"name": CLOUDFLARED_CONTAINER}]}}}});
+    strategic_merge(&skeleton, patch, DEPLOYMENT).is_ok_and(|merged| !has_cloudflared(&merged))
+}
+
 /// Applies `patch` to the rendered `deployment`, re-hardens it with `harden`, and puts back what
 /// identifies the workload (the checksum annotation is the reconciler's alone). A patch that
 /// tries to change the name, the selector or the selector's pod labels is refused.
@@ -80,6 +101,13 @@ pub fn apply_deploy_patch(
     harden: fn(&mut Value),
 ) -> Result<Value, DeployPatchError> {
     let mut patched = strategic_merge(deployment, patch, DEPLOYMENT)?;
+    if !has_cloudflared(&patched) {
+        return Err(DeployPatchError::new(
+            "spec.template.spec.containers",
+            "the cloudflared container cannot be removed",
+            "patch its fields instead of replacing or deleting it",
+        ));
+    }
     for (pointer, path) in FIXED {
         if patched.pointer(pointer) != deployment.pointer(pointer) {
             return Err(DeployPatchError::new(

@@ -399,6 +399,10 @@ fn deploy_patch_cannot_change_the_selector_or_its_pod_labels() {
             "- a list",
             "spec.deployPatch: (root): is not a map; write a map of Deployment fields, e.g. {\"spec\": {\"replicas\": 3}}",
         ),
+        (
+            "spec: {template: {spec: {$patch: replace, containers: [{name: sidecar, image: 'busybox:1.37'}]}}}",
+            "spec.deployPatch: spec.template.spec.containers: the cloudflared container cannot be removed; patch its fields instead of replacing or deleting it",
+        ),
     ] {
         let tunnel = input(
             TunnelKind::Tunnel,

@@ -33,12 +33,17 @@ pub struct DnsProblem {
 pub const REASON_DNS_CONFLICT: &str = "DNSConflict";
 pub const REASON_DNS_ERROR: &str = "DNSError";
 
-/// Tunnels sharing one zone and one API Secret are synced together.
+/// Tunnels sharing one zone and one set of API credentials are synced together: the same
+/// Secret read through the same keys (two tunnels may name one Secret but read a token from
+/// different keys, or a global key with different emails).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct GroupKey {
     zone_id: String,
     secret_namespace: String,
     secret: String,
+    api_token_key: String,
+    api_key_key: String,
+    email: Option<String>,
 }
 
 struct GroupState {
@@ -74,16 +79,49 @@ impl DnsView {
         table: &RouteTable,
         records: &[TunnelRecord],
     ) -> bool {
-        let groups = wanted(table, records, self.txt_records);
-        let Some((key, zone)) = groups
-            .iter()
-            .find(|(_, z)| z.tunnels.iter().any(|t| &t.identity == tunnel))
-        else {
+        let Some((key, zone)) = self.group_of(tunnel, table, records) else {
             return true;
         };
         self.groups
-            .get(key)
-            .is_some_and(|(input, clean)| *clean && input == zone)
+            .get(&key)
+            .is_some_and(|(input, clean)| *clean && *input == zone)
+    }
+
+    /// The group `tunnel` belongs to now, with its current input (`None`: it has no DNS).
+    fn group_of(
+        &self,
+        tunnel: &TunnelIdentity,
+        table: &RouteTable,
+        records: &[TunnelRecord],
+    ) -> Option<(GroupKey, ZoneDns)> {
+        wanted(table, records, self.txt_records)
+            .into_iter()
+            .find(|(_, z)| z.tunnels.iter().any(|t| &t.identity == tunnel))
+    }
+
+    /// May a deleting source that routed `hostnames` let go? Its tunnel's group has synced the
+    /// current input (which no longer wants them) and no problem of that sync concerns one of
+    /// them: a conflict on another hostname of the zone does not hold it.
+    pub fn released(
+        &self,
+        tunnel: &TunnelIdentity,
+        hostnames: &[String],
+        table: &RouteTable,
+        records: &[TunnelRecord],
+    ) -> bool {
+        let Some((key, zone)) = self.group_of(tunnel, table, records) else {
+            return true;
+        };
+        let synced = self
+            .groups
+            .get(&key)
+            .is_some_and(|(input, _)| *input == zone);
+        let blocked = self.problems(tunnel).iter().any(|p| {
+            p.hostname
+                .as_deref()
+                .is_none_or(|h| hostnames.iter().any(|mine| mine.eq_ignore_ascii_case(h)))
+        });
+        synced && !blocked
     }
 }
 
@@ -201,6 +239,9 @@ fn wanted(
             zone_id: zone_id.to_string(),
             secret_namespace: r.secret_namespace.clone(),
             secret: r.cloudflare.secret.clone(),
+            api_token_key: r.cloudflare.api_token_key.clone(),
+            api_key_key: r.cloudflare.api_key_key.clone(),
+            email: r.cloudflare.email.clone().filter(|e| !e.is_empty()),
         };
         groups
             .entry(key)
@@ -302,6 +343,17 @@ async fn sync_once(
         Ok(client) => client,
         Err(error) => return everyone(format!("DNS records not synced: {error}")),
     };
+    // Tunnels being deleted are left out once their deletion has the zone (see `DnsGuard`).
+    let _zone_lock = ctx.dns_guard.lock(&key.zone_id).await;
+    let zone = &ZoneDns {
+        zone_name: zone.zone_name.clone(),
+        tunnels: zone
+            .tunnels
+            .iter()
+            .filter(|t| !ctx.dns_guard.is_retired(&t.tunnel_id))
+            .cloned()
+            .collect(),
+    };
     match sync_zone(&client, &key.zone_id, zone, options).await {
         Ok(report) => {
             tracing::debug!(zone = %zone.zone_name, reads = report.reads, writes = report.writes, "DNS synced");
@@ -339,117 +391,5 @@ async fn sync_once(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::admission::TunnelKind;
-    use crate::api::{CloudflareDetails, TunnelStatus};
-    use crate::routes::{DnsName, TunnelRoutes};
-
-    fn record(name: &str, secret: &str, zone: Option<&str>, deleting: bool) -> TunnelRecord {
-        let details: CloudflareDetails = serde_json::from_value(serde_json::json!({
-            "domain": "example.com", "secret": secret,
-        }))
-        .unwrap_or_else(|e| panic!("{e}"));
-        TunnelRecord {
-            identity: TunnelIdentity {
-                kind: TunnelKind::Tunnel,
-                namespace: "ns".into(),
-                name: name.into(),
-            },
-            secret_namespace: "ns".into(),
-            cloudflare: details,
-            status: TunnelStatus {
-                tunnel_id: Some(format!("id-{name}")),
-                zone_id: zone.map(str::to_string),
-                zone_domain: zone.map(|_| "example.com".to_string()),
-                ..TunnelStatus::default()
-            },
-            deleting,
-        }
-    }
-
-    fn table(entries: &[(&str, &[(&str, bool)])]) -> RouteTable {
-        let mut table = RouteTable::default();
-        for (name, hosts) in entries {
-            let id = record(name, "s", None, false).identity;
-            let dns = hosts
-                .iter()
-                .map(|(h, off)| DnsName {
-                    fqdn: h.to_string(),
-                    dns_updates_disabled: *off,
-                })
-                .collect();
-            table.tunnels.insert(
-                id,
-                TunnelRoutes {
-                    dns,
-                    ..TunnelRoutes::default()
-                },
-            );
-        }
-        table
-    }
-
-    #[test]
-    fn groups_are_per_zone_and_api_secret_and_skip_what_cannot_have_dns() {
-        let table = table(&[
-            (
-                "a",
-                &[("a.example.com", false), ("quiet.example.com", true)],
-            ),
-            ("b", &[("b.example.com", false)]),
-            ("c", &[("c.example.com", false)]),
-        ]);
-        let records = vec![
-            record("a", "s1", Some("z1"), false),
-            record("b", "s2", Some("z1"), false),
-            record("c", "s1", Some("z1"), true),
-            record("d", "s1", None, false),
-        ];
-        let groups = wanted(&table, &records, true);
-        assert_eq!(groups.len(), 2, "{groups:?}");
-        let hosts: Vec<Vec<String>> = groups
-            .values()
-            .map(|z| {
-                z.tunnels
-                    .iter()
-                    .flat_map(|t| t.hostnames.iter().cloned())
-                    .collect()
-            })
-            .collect();
-        assert_eq!(
-            hosts,
-            vec![
-                vec!["a.example.com".to_string()],
-                vec!["b.example.com".to_string()]
-            ]
-        );
-    }
-
-    #[test]
-    fn a_tunnel_is_settled_only_after_a_clean_sync_of_its_current_input() {
-        let table = table(&[("a", &[("a.example.com", false)])]);
-        let records = vec![record("a", "s1", Some("z1"), false)];
-        let id = records[0].identity.clone();
-        let mut view = DnsView {
-            txt_records: true,
-            ..DnsView::default()
-        };
-        assert!(!view.settled(&id, &table, &records));
-        let (key, zone) = wanted(&table, &records, true)
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| panic!("no group"));
-        view.groups.insert(key.clone(), (zone.clone(), false));
-        assert!(!view.settled(&id, &table, &records), "a sync with problems");
-        view.groups.insert(key, (zone, true));
-        assert!(view.settled(&id, &table, &records));
-        let moved = self::table(&[("a", &[("a2.example.com", false)])]);
-        assert!(
-            !view.settled(&id, &moved, &records),
-            "the input changed since"
-        );
-        let unknown = record("zz", "s1", None, false).identity;
-        assert!(view.settled(&unknown, &table, &records), "no DNS at all");
-    }
-}
+#[path = "dns_tests.rs"]
+mod tests;

@@ -114,6 +114,33 @@ pub fn binding_status(
     }
 }
 
+/// Has DNS let go of a deleting binding? One with `disableDNSUpdates` never had records; one
+/// whose routed hostnames are known waits only for those; otherwise for a clean sync of its
+/// tunnel's whole group.
+fn dns_released(
+    binding: &TunnelBinding,
+    tunnel: &TunnelIdentity,
+    dns: &DnsView,
+    table: &RouteTable,
+    records: &[TunnelRecord],
+) -> bool {
+    if binding.spec.tunnel_ref.disable_dns_updates {
+        return true;
+    }
+    match binding.status.as_ref().and_then(|s| s.hostnames.as_deref()) {
+        Some(hostnames) => {
+            let mine: Vec<String> = hostnames
+                .split(',')
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .map(str::to_string)
+                .collect();
+            mine.is_empty() || dns.released(tunnel, &mine, table, records)
+        }
+        None => dns.settled(tunnel, table, records),
+    }
+}
+
 impl StatusWriter {
     pub async fn write(
         &mut self,
@@ -151,7 +178,7 @@ impl StatusWriter {
             let released = !tunnel_live
                 || tunnel
                     .as_ref()
-                    .is_some_and(|t| dns.settled(t, table, records));
+                    .is_some_and(|t| dns_released(binding, t, dns, table, records));
             if released && let Some(patch) = remove_patch(finalizers, FINALIZER) {
                 api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
                     .await?;

@@ -194,3 +194,39 @@ async fn a_removed_guard_comes_back_and_a_left_over_guard_is_released_at_start_u
     let secret = h.secrets().get(API_SECRET).await.expect("secret");
     assert!(guarded(&secret), "the guard of a tunnel in use stays");
 }
+
+#[tokio::test]
+async fn renaming_the_api_secret_moves_the_guard_to_the_new_one() {
+    let h = Harness::start("tr-secret-rename").await;
+    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
+        .await;
+    h.create_api_secret("renamed", &[("CLOUDFLARE_API_TOKEN", TOKEN)])
+        .await;
+    h.create_tunnel(
+        "web",
+        h.spec(API_SECRET, json!({"newTunnel": {"name": "web"}})),
+    )
+    .await;
+    h.wait_reason(&h.tunnels(), "web", "Ready").await;
+    let guarded = |secret: Secret| {
+        secret
+            .finalizers()
+            .contains(&FINALIZER_SECRET_IN_USE.to_string())
+    };
+    assert!(guarded(h.secrets().get(API_SECRET).await.expect("secret")));
+    h.tunnels()
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"cloudflare": {"secret": "renamed"}}})),
+        )
+        .await
+        .expect("rename the API Secret");
+    poll_until("the guard moved", WAIT, POLL, || async {
+        let old = guarded(h.secrets().get(API_SECRET).await.ok()?);
+        let new = guarded(h.secrets().get("renamed").await.ok()?);
+        (!old && new).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+}

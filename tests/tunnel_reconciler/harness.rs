@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use cftunnel::api::crds::{self, ConversionService};
 use cftunnel::api::{ClusterTunnel, Tunnel, TunnelStatus};
 use cftunnel::cloudflare::client::{CloudflareClient, ConfigSrc, Credentials};
@@ -239,6 +241,28 @@ impl Harness {
             .await
             .expect("precreate tunnel")
             .id
+    }
+
+    /// A tunnel `pre` created on the simulator with `secret`, and the API Secret `api_secret`
+    /// holding a token and that tunnel's credentials.json; returns the tunnel id.
+    pub async fn precreate_with_credential_file(
+        &self,
+        api_secret: &str,
+        secret: [u8; 32],
+    ) -> String {
+        let id = self
+            .precreate_tunnel("pre", &secret, ConfigSrc::Local)
+            .await;
+        let file = json!({"AccountTag": self.sim.account_id(), "TunnelSecret": STANDARD.encode(secret), "TunnelID": id}).to_string();
+        self.create_api_secret(
+            api_secret,
+            &[
+                ("CLOUDFLARE_API_TOKEN", TOKEN),
+                ("CLOUDFLARE_TUNNEL_CREDENTIAL_FILE", &file),
+            ],
+        )
+        .await;
+        id
     }
 
     /// Live (not deleted) tunnels on the simulator.

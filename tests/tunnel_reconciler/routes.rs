@@ -15,17 +15,23 @@ use serde_json::{Value, json};
 use crate::harness::{Harness, POLL, TOKEN, WAIT};
 
 const API_SECRET: &str = "cloudflare-api";
-const ZONE: &str = "example.com";
+pub(crate) const ZONE: &str = "example.com";
 
-fn bindings(h: &Harness) -> Api<TunnelBinding> {
+pub(crate) fn bindings(h: &Harness) -> Api<TunnelBinding> {
     Api::namespaced(h.admin.clone(), &h.ns)
 }
 
-fn services(h: &Harness) -> Api<Service> {
+pub(crate) fn services(h: &Harness) -> Api<Service> {
     Api::namespaced(h.admin.clone(), &h.ns)
 }
 
-async fn create_service(h: &Harness, name: &str, port: i32, labels: Value, annotations: Value) {
+pub(crate) async fn create_service(
+    h: &Harness,
+    name: &str,
+    port: i32,
+    labels: Value,
+    annotations: Value,
+) {
     let service: Service = serde_json::from_value(json!({
         "apiVersion": "v1",
         "kind": "Service",
@@ -39,7 +45,7 @@ async fn create_service(h: &Harness, name: &str, port: i32, labels: Value, annot
         .expect("create service");
 }
 
-async fn create_binding(h: &Harness, name: &str, subjects: Value) {
+pub(crate) async fn create_binding(h: &Harness, name: &str, subjects: Value) {
     let binding: TunnelBinding = serde_json::from_value(json!({
         "apiVersion": "networking.cfargotunnel.com/v1alpha1",
         "kind": "TunnelBinding",
@@ -87,7 +93,17 @@ async fn wait_ingress(h: &Harness, what: &str, check: impl Fn(&BTreeMap<String, 
     }
 }
 
-fn records(h: &Harness, name: &str) -> Vec<SimDnsRecord> {
+/// A CNAME at `name` that is not cftunnel's (it points elsewhere); returns its id.
+pub(crate) fn insert_foreign_cname(h: &Harness, name: &str) -> String {
+    h.sim
+        .insert_dns_record(
+            ZONE,
+            json!({"type": "CNAME", "name": name, "content": "elsewhere.example.net", "proxied": true, "ttl": 1}),
+        )
+        .expect("foreign record")
+}
+
+pub(crate) fn records(h: &Harness, name: &str) -> Vec<SimDnsRecord> {
     h.sim
         .dns_records(ZONE)
         .into_iter()
@@ -95,7 +111,7 @@ fn records(h: &Harness, name: &str) -> Vec<SimDnsRecord> {
         .collect()
 }
 
-async fn wait_records(h: &Harness, name: &str, count: usize) -> Vec<SimDnsRecord> {
+pub(crate) async fn wait_records(h: &Harness, name: &str, count: usize) -> Vec<SimDnsRecord> {
     poll_until(
         &format!("{count} record(s) at {name}"),
         WAIT,
@@ -109,7 +125,7 @@ async fn wait_records(h: &Harness, name: &str, count: usize) -> Vec<SimDnsRecord
     .unwrap_or_else(|e| panic!("{e}; zone holds {:?}", h.sim.dns_records(ZONE)))
 }
 
-async fn binding_ready(h: &Harness, name: &str) -> (String, String, String) {
+pub(crate) async fn binding_ready(h: &Harness, name: &str) -> (String, String, String) {
     let b = bindings(h).get(name).await.expect("binding");
     let status = b.status.unwrap_or_default();
     let ready = status
@@ -126,7 +142,11 @@ async fn binding_ready(h: &Harness, name: &str) -> (String, String, String) {
     )
 }
 
-async fn wait_binding_reason(h: &Harness, name: &str, reason: &str) -> (String, String, String) {
+pub(crate) async fn wait_binding_reason(
+    h: &Harness,
+    name: &str,
+    reason: &str,
+) -> (String, String, String) {
     let waited = poll_until(&format!("binding {name} {reason}"), WAIT, POLL, || async {
         let ready = binding_ready(h, name).await;
         (ready.1 == reason).then_some(ready)
@@ -319,13 +339,7 @@ async fn a_record_cftunnel_does_not_own_is_never_touched_and_reported() {
     let h = Harness::start("tr-dnsconflict").await;
     h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
-    let foreign = h
-        .sim
-        .insert_dns_record(
-            ZONE,
-            json!({"type": "CNAME", "name": "taken.example.com", "content": "elsewhere.example.net", "proxied": true, "ttl": 1}),
-        )
-        .expect("foreign record");
+    let foreign = insert_foreign_cname(&h, "taken.example.com");
     create_service(&h, "web", 80, json!({}), json!({})).await;
     create_binding(
         &h,

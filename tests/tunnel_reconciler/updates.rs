@@ -338,7 +338,8 @@ async fn existing_tunnel_credentials_from_a_tunnel_secret_key_or_the_token_endpo
             Some(id.clone()),
             "{name}"
         );
-        assert!(!t.finalizers().contains(&FINALIZER.to_string()), "{name}");
+        // Held for the removal of its DNS records on deletion; the tunnel itself stays.
+        assert!(t.finalizers().contains(&FINALIZER.to_string()), "{name}");
         let creds = managed_credentials(&h, name).await;
         assert_eq!(creds["TunnelID"], json!(id), "{name}");
         assert_eq!(creds["AccountTag"], json!(h.sim.account_id()), "{name}");

@@ -1,0 +1,74 @@
+//! One DNS writer per zone at a time, between the route reconciler's syncs and deletions.
+//!
+//! A deletion removes its tunnel's records with a sync of its zone that wants nothing for it,
+//! while the route reconciler may be in the middle of a sync that still wants them (it read its
+//! input before the deletion began). Were both to run at once, a create planned by the route
+//! sync could land after the deletion's removal and outlive the tunnel. So both take the zone's
+//! lock for a sync, and a deletion first marks its tunnel id retired: a route sync that gets the
+//! lock afterwards leaves that tunnel out; one that held it before finishes first, and the
+//! deletion's sync then removes what it wrote.
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::OwnedMutexGuard;
+
+/// How long a retired tunnel id is remembered (its object is long gone by then; a tunnel id is
+/// never reused).
+const RETIRED_FOR: Duration = Duration::from_secs(3600);
+
+#[derive(Default)]
+pub struct DnsGuard {
+    zones: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    retired: Mutex<HashMap<String, Instant>>,
+}
+
+impl DnsGuard {
+    /// Waits for the sync lock of `zone_id`.
+    pub async fn lock(&self, zone_id: &str) -> OwnedMutexGuard<()> {
+        let lock = {
+            let mut zones = self.zones.lock().unwrap_or_else(|p| p.into_inner());
+            zones.entry(zone_id.to_string()).or_default().clone()
+        };
+        lock.lock_owned().await
+    }
+
+    /// Marks `tunnel_id` as being deleted: route syncs leave it out from now on.
+    pub fn retire(&self, tunnel_id: &str) {
+        let now = Instant::now();
+        let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        retired.retain(|_, at| now.saturating_duration_since(*at) <= RETIRED_FOR);
+        retired.insert(tunnel_id.to_string(), now);
+    }
+
+    pub fn is_retired(&self, tunnel_id: &str) -> bool {
+        let retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        retired.contains_key(tunnel_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn one_sync_per_zone_at_a_time_and_retired_ids_are_remembered() {
+        let guard = Arc::new(DnsGuard::default());
+        let held = guard.lock("z1").await;
+        let other_zone = guard.lock("z2").await;
+        let waiting = {
+            let guard = guard.clone();
+            tokio::spawn(async move {
+                let _second = guard.lock("z1").await;
+            })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "a second sync of z1 waits");
+        drop(held);
+        waiting.await.unwrap_or_else(|e| panic!("{e}"));
+        drop(other_zone);
+        assert!(!guard.is_retired("t1"));
+        guard.retire("t1");
+        assert!(guard.is_retired("t1"));
+    }
+}
