@@ -21,15 +21,15 @@ pub struct ApiServerFiles {
     pub service_account_key: PathBuf,
     pub service_account_public_key: PathBuf,
     pub cert_dir: PathBuf,
+    /// With a node: flags replacing the loopback-only network, authorization and admission
+    /// defaults (see `node::apiserver_flags`).
+    pub node_flags: Option<Vec<String>>,
 }
 
 /// The command-line flags; `extra` is appended last so callers can add admission plugins etc.
 pub fn args(files: &ApiServerFiles, etcd_url: &str, port: u16, extra: &[String]) -> Vec<String> {
     let mut args = vec![
         format!("--etcd-servers={etcd_url}"),
-        "--bind-address=127.0.0.1".to_string(),
-        // Without it the address comes from the default route, and a machine may have none.
-        "--advertise-address=127.0.0.1".to_string(),
         format!("--secure-port={port}"),
         format!("--cert-dir={}", files.cert_dir.display()),
         format!("--tls-cert-file={}", files.serving_cert.display()),
@@ -45,13 +45,21 @@ pub fn args(files: &ApiServerFiles, etcd_url: &str, port: u16, extra: &[String])
             files.service_account_key.display()
         ),
         "--service-cluster-ip-range=10.96.0.0/16".to_string(),
-        "--authorization-mode=RBAC".to_string(),
         "--allow-privileged=true".to_string(),
-        // No controller creates the `default` ServiceAccount, so the plugin would reject every Pod.
-        "--disable-admission-plugins=ServiceAccount".to_string(),
         // Endpoints refuse loopback addresses; the reconciler would only log errors.
         "--endpoint-reconciler-type=none".to_string(),
     ];
+    match &files.node_flags {
+        Some(flags) => args.extend(flags.iter().cloned()),
+        None => args.extend([
+            "--bind-address=127.0.0.1".to_string(),
+            // Without it the address comes from the default route, and a machine may have none.
+            "--advertise-address=127.0.0.1".to_string(),
+            "--authorization-mode=RBAC".to_string(),
+            // No controller creates the `default` ServiceAccount, so the plugin would reject every Pod.
+            "--disable-admission-plugins=ServiceAccount".to_string(),
+        ]),
+    }
     args.extend(extra.iter().cloned());
     args
 }

@@ -15,6 +15,8 @@ pub struct Binaries {
     pub controller_manager: PathBuf,
     pub kubectl: PathBuf,
     pub helm: PathBuf,
+    pub scheduler: PathBuf,
+    pub kubelet: PathBuf,
 }
 
 impl Binaries {
@@ -38,11 +40,13 @@ impl Binaries {
             controller_manager: dir.join("kube-controller-manager"),
             kubectl: dir.join("kubectl"),
             helm: dir.join("helm"),
+            scheduler: dir.join("kube-scheduler"),
+            kubelet: dir.join("kubelet"),
         })
     }
 
     /// Fails with a message naming the build command when a needed executable is absent.
-    pub fn require(&self, controller_manager: bool) -> Result<(), TestEnvError> {
+    pub fn require(&self, controller_manager: bool, node: bool) -> Result<(), TestEnvError> {
         require_file("etcd", &self.etcd, "CFTUNNEL_ETCD")?;
         require_file("kube-apiserver", &self.apiserver, "CFTUNNEL_BIN_DIR")?;
         if controller_manager {
@@ -51,6 +55,10 @@ impl Binaries {
                 &self.controller_manager,
                 "CFTUNNEL_BIN_DIR",
             )?;
+        }
+        if node {
+            require_file("kube-scheduler", &self.scheduler, "CFTUNNEL_BIN_DIR")?;
+            require_file("kubelet", &self.kubelet, "CFTUNNEL_BIN_DIR")?;
         }
         Ok(())
     }

@@ -12,21 +12,37 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 pub const CONTROLLERS: &str =
     "garbage-collector-controller,deployment-controller,replicaset-controller,namespace-controller";
 
+/// With a node, also: ServiceAccounts and the `kube-root-ca.crt` ConfigMap (pods' API
+/// credentials), endpoints for Services, PodDisruptionBudgets' status (the Eviction API reads it)
+/// removal of pods whose node is gone, and the node's `not-ready` taint lifted once kubelet
+/// reports Ready (kubelet registers the node tainted; without this nothing is scheduled).
+pub const NODE_CONTROLLERS: &str = "serviceaccount-controller,root-ca-certificate-publisher-controller,\
+endpoints-controller,endpointslice-controller,disruption-controller,pod-garbage-collector-controller,node-lifecycle-controller";
+
 /// The command-line flags; its own kubeconfig also serves delegated authn/authz of `/healthz`.
-pub fn args(dir: &Path, kubeconfig: &Path, port: u16) -> Vec<String> {
+/// `root_ca` (the cluster CA, published to every namespace) is given when a node runs pods.
+pub fn args(dir: &Path, kubeconfig: &Path, port: u16, root_ca: Option<&Path>) -> Vec<String> {
     let kubeconfig = kubeconfig.display();
-    vec![
+    let controllers = match root_ca {
+        Some(_) => format!("{CONTROLLERS},{NODE_CONTROLLERS}"),
+        None => CONTROLLERS.to_string(),
+    };
+    let mut args = vec![
         format!("--kubeconfig={kubeconfig}"),
         format!("--authentication-kubeconfig={kubeconfig}"),
         format!("--authorization-kubeconfig={kubeconfig}"),
         "--leader-elect=false".to_string(),
-        format!("--controllers={CONTROLLERS}"),
+        format!("--controllers={controllers}"),
         "--use-service-account-credentials=false".to_string(),
         "--bind-address=127.0.0.1".to_string(),
         format!("--secure-port={port}"),
         // Self-signed serving certificate goes here instead of /var/run/kubernetes.
         format!("--cert-dir={}", dir.join("kcm-certs").display()),
-    ]
+    ];
+    if let Some(ca) = root_ca {
+        args.push(format!("--root-ca-file={}", ca.display()));
+    }
+    args
 }
 
 /// Starts kube-controller-manager and waits until its `/healthz` answers `ok`.
@@ -34,12 +50,13 @@ pub async fn start(
     binary: &Path,
     dir: &Path,
     kubeconfig: &Path,
+    root_ca: Option<&Path>,
 ) -> Result<ManagedProcess, TestEnvError> {
     let port = free_port()?;
     let mut process = ManagedProcess::spawn(
         "kube-controller-manager",
         binary,
-        &args(dir, kubeconfig, port),
+        &args(dir, kubeconfig, port, root_ca),
         dir,
     )?;
     // Its serving certificate is self-signed and the probe sends nothing secret.

@@ -8,6 +8,7 @@ mod binaries;
 mod certs;
 mod controller_manager;
 mod etcd;
+pub mod node;
 mod plane;
 mod process;
 mod shared;
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 pub use binaries::{Binaries, K8S_VERSION};
 pub use certs::{IssuedCert, TestCa};
+pub use node::{Node, NodeOptions};
 pub use plane::{ControlPlane, ControlPlaneOptions};
 pub use shared::shared;
 pub use users::{TestUser, render_kubeconfig};
@@ -77,6 +79,14 @@ pub enum TestEnvError {
     TooManyGroups { max: usize, got: usize },
     #[error("timed out after {secs} s waiting for {what}")]
     Timeout { what: String, secs: u64 },
+    #[error("a node runs only in a private network and mount namespace: {0}")]
+    NotPrivate(String),
+    #[error("`{command}` failed ({status}): {stderr}")]
+    CommandFailed {
+        command: String,
+        status: String,
+        stderr: String,
+    },
     #[error("the shared control plane failed to start: {0}")]
     SharedStartFailed(String),
 }

@@ -15,6 +15,7 @@ use kube::api::{ObjectMeta, PostParams};
 
 use super::binaries::Binaries;
 use super::certs::{TestCa, generate_key_pair_pem};
+use super::node::{self, Node, NodeOptions};
 use super::process::{ManagedProcess, free_port};
 use super::supervisor::Watchdog;
 use super::users::{Credentials, TestUser, write, write_user_files};
@@ -32,6 +33,9 @@ pub struct ControlPlaneOptions {
     pub crds: Vec<CustomResourceDefinition>,
     /// Appended to kube-apiserver's flags, e.g. `--enable-admission-plugins=OwnerReferencesPermissionEnforcement`.
     pub extra_apiserver_args: Vec<String>,
+    /// Run a real node (containerd, kubelet, kube-scheduler; implies the controller manager).
+    /// Only inside the private namespaces of `node::rerun_in_private_namespaces`.
+    pub node: Option<NodeOptions>,
 }
 
 impl ControlPlaneOptions {
@@ -62,6 +66,7 @@ pub struct ControlPlane {
     watchdog: Option<Watchdog>,
     startup: Duration,
     next_user: AtomicU64,
+    node: Option<Node>,
 }
 
 impl ControlPlane {
@@ -70,7 +75,11 @@ impl ControlPlane {
         let began = Instant::now();
         install_crypto_provider();
         let binaries = Binaries::locate()?;
-        binaries.require(options.controller_manager)?;
+        let with_node = options.node.is_some();
+        binaries.require(options.controller_manager || with_node, with_node)?;
+        if with_node {
+            node::namespace::require_private()?;
+        }
 
         let dir = tempfile::Builder::new()
             .prefix("cftunnel-cp-")
@@ -112,8 +121,21 @@ impl ControlPlane {
             watchdog: Some(watchdog),
             startup: Duration::ZERO,
             next_user: AtomicU64::new(0),
+            node: None,
+        };
+        let node_dirs = match with_node {
+            true => Some(node::prepare(&dir)?),
+            false => None,
         };
         write(&plane.ca_cert, plane.ca.cert_pem().as_bytes())?;
+        let mut hosts = vec!["127.0.0.1", "localhost"];
+        let node_flags = match with_node {
+            true => {
+                hosts.extend(node::APISERVER_HOSTS);
+                Some(node::apiserver_flags(&dir, &plane.ca, &plane.ca_cert)?)
+            }
+            false => None,
+        };
         let files = apiserver::ApiServerFiles {
             ca_cert: plane.ca_cert.clone(),
             serving_cert: dir.join("apiserver.crt"),
@@ -121,8 +143,9 @@ impl ControlPlane {
             service_account_key: dir.join("sa.key"),
             service_account_public_key: dir.join("sa.pub"),
             cert_dir: dir.join("apiserver-certs"),
+            node_flags,
         };
-        let serving = plane.ca.issue_server_cert(&["127.0.0.1", "localhost"])?;
+        let serving = plane.ca.issue_server_cert(&hosts)?;
         write(&files.serving_cert, serving.cert_pem.as_bytes())?;
         write(&files.serving_key, serving.key_pem.as_bytes())?;
         let (sa_private, sa_public) = generate_key_pair_pem()?;
@@ -150,7 +173,7 @@ impl ControlPlane {
             apply_crd(&admin_client, crd).await?;
         }
 
-        if options.controller_manager {
+        if options.controller_manager || with_node {
             // system:masters: bootstrap RBAC for the KCM user alone does not cover GC's deletes.
             let issued = plane
                 .ca
@@ -164,10 +187,30 @@ impl ControlPlane {
                 plane.ca.cert_der(),
                 &issued,
             )?;
-            let process =
-                controller_manager::start(&plane.binaries.controller_manager, &dir, &kubeconfig)
-                    .await?;
+            let root_ca = with_node.then_some(plane.ca_cert.as_path());
+            let process = controller_manager::start(
+                &plane.binaries.controller_manager,
+                &dir,
+                &kubeconfig,
+                root_ca,
+            )
+            .await?;
             plane.processes.push(process);
+        }
+        if let (Some(options), Some((node_dir, cgroup_root))) = (&options.node, &node_dirs) {
+            let ctx = node::NodeStart {
+                plane_dir: &dir,
+                binaries: &plane.binaries,
+                ca: &plane.ca,
+                ca_cert: &plane.ca_cert,
+                server: &plane.server,
+                apiserver_port: port,
+                client: admin_client.clone(),
+            };
+            let mut processes = std::mem::take(&mut plane.processes);
+            let started = node::start(ctx, options, node_dir, cgroup_root, &mut processes).await;
+            plane.processes = processes;
+            plane.node = Some(started?);
         }
         plane.startup = began.elapsed();
         Ok(plane)
@@ -339,6 +382,11 @@ impl ControlPlane {
         &self.dir
     }
 
+    /// The node, when the plane was started with one.
+    pub fn node(&self) -> Option<&Node> {
+        self.node.as_ref()
+    }
+
     /// How long [`ControlPlane::start`] took.
     pub fn startup_duration(&self) -> Duration {
         self.startup
@@ -353,6 +401,7 @@ impl ControlPlane {
         while let Some(mut process) = self.processes.pop() {
             process.stop();
         }
+        node::cleanup::run_script(&self.dir);
         if let Some(mut watchdog) = self.watchdog.take() {
             let _ = std::fs::remove_dir_all(&self.dir);
             watchdog.dismiss();

@@ -32,6 +32,8 @@ for pid in $pids; do
   for _ in $(seq 50); do ours "$pid" || break; sleep 0.1; done
   ours "$pid" && kill -KILL "$pid" 2>/dev/null
 done
+# a node's pods, shims, mounts and cgroups (src/testenv/node/cleanup.rs)
+[ -f "$dir/NODE_CLEANUP" ] && bash "$dir/NODE_CLEANUP" >/dev/null 2>&1
 rm -rf -- "$dir"
 "#;
 
@@ -44,7 +46,9 @@ pub struct Watchdog {
 impl Watchdog {
     /// Starts the watchdog for `dir`, owned by the current process.
     pub fn start(dir: &Path) -> Result<Watchdog, TestEnvError> {
-        let script = WATCHDOG_SCRIPT.replace("PIDS", PIDS_FILE);
+        let script = WATCHDOG_SCRIPT
+            .replace("PIDS", PIDS_FILE)
+            .replace("NODE_CLEANUP", super::node::cleanup::SCRIPT_NAME);
         let child = Command::new("bash")
             .arg("-c")
             .arg(script)

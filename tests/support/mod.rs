@@ -23,6 +23,7 @@ pub async fn plane() -> &'static ControlPlane {
         extra_apiserver_args: vec![
             "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".to_string(),
         ],
+        node: None,
     })
     .await
     {
