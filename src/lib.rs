@@ -14,6 +14,7 @@ pub mod demo;
 pub mod dns;
 pub mod install;
 pub mod leader;
+pub mod metrics;
 pub mod render;
 pub mod routes;
 pub mod routing;

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::harness::{Harness, POLL, TOKEN, WAIT};
 
-const API_SECRET: &str = "cloudflare-api";
+pub(crate) const API_SECRET: &str = "cloudflare-api";
 const ZONE: &str = "example.com";
 
 fn bindings(h: &Harness) -> Api<TunnelBinding> {
@@ -25,7 +25,13 @@ fn services(h: &Harness) -> Api<Service> {
     Api::namespaced(h.admin.clone(), &h.ns)
 }
 
-async fn create_service(h: &Harness, name: &str, port: i32, labels: Value, annotations: Value) {
+pub(crate) async fn create_service(
+    h: &Harness,
+    name: &str,
+    port: i32,
+    labels: Value,
+    annotations: Value,
+) {
     let service: Service = serde_json::from_value(json!({
         "apiVersion": "v1",
         "kind": "Service",
@@ -39,7 +45,7 @@ async fn create_service(h: &Harness, name: &str, port: i32, labels: Value, annot
         .expect("create service");
 }
 
-async fn create_binding(h: &Harness, name: &str, subjects: Value) {
+pub(crate) async fn create_binding(h: &Harness, name: &str, subjects: Value) {
     let binding: TunnelBinding = serde_json::from_value(json!({
         "apiVersion": "networking.cfargotunnel.com/v1alpha1",
         "kind": "TunnelBinding",
@@ -95,7 +101,7 @@ fn records(h: &Harness, name: &str) -> Vec<SimDnsRecord> {
         .collect()
 }
 
-async fn wait_records(h: &Harness, name: &str, count: usize) -> Vec<SimDnsRecord> {
+pub(crate) async fn wait_records(h: &Harness, name: &str, count: usize) -> Vec<SimDnsRecord> {
     poll_until(
         &format!("{count} record(s) at {name}"),
         WAIT,
