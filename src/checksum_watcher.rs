@@ -100,6 +100,7 @@ where
             Arc::new(Context { client }),
         )
         .for_each(|result| async move {
+            crate::metrics::controller_event(std::any::type_name::<K>(), &result);
             if let Err(e) = result {
                 tracing::debug!(error = %e, "checksum watcher event");
             }

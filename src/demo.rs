@@ -5,14 +5,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, Client};
 
 use crate::api::{ClusterTunnel, Tunnel, TunnelStatus};
-use crate::cloudflare::sim::{SimConfig, Simulator};
+use crate::cloudflare::sim::{SimConfig, SimDnsRecord, Simulator};
 use crate::controller::{self, ControllerOptions};
 use crate::testenv::{ControlPlane, ControlPlaneOptions, poll_until};
 use crate::view_cache::WatchScope;
-use crate::webhook::WebhookConfig;
+use crate::webhook::{ServingHandle, WebhookConfig};
 
 /// The token `examples/01-api-secrets.yaml` carries.
 const TOKEN: &str = "demo-api-token";
@@ -27,12 +28,26 @@ pub struct DemoArgs {
     /// Keep everything running after the summary (until Ctrl-C), to explore with kubectl.
     #[arg(long)]
     pub keep_running: bool,
+    /// Where cftunnel's own log goes (default: cftunnel-demo.log in the temporary directory);
+    /// the terminal keeps only the story.
+    #[arg(long)]
+    pub log_file: Option<PathBuf>,
 }
 
+/// Hostnames the examples route, and so expect DNS records for.
+const ROUTED: [&str; 2] = ["web.example.com", "api.example.com"];
+
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let log_file = args
+        .log_file
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("cftunnel-demo.log"));
+    crate::telemetry::log_to_file(&log_file)
+        .with_context(|| format!("creating the log file {}", log_file.display()))?;
     println!(
         "cftunnel demo: starting a local control plane, the Cloudflare simulator and cftunnel"
     );
+    println!("  cftunnel's log: {}", log_file.display());
     let plane = ControlPlane::start(ControlPlaneOptions::for_cftunnel()).await?;
     let sim = Simulator::new(SimConfig {
         account_name: ACCOUNT.into(),
@@ -43,23 +58,24 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let cloudflare = sim.serve("127.0.0.1:0".parse()?).await?;
     let client = plane.admin_client()?;
 
-    let webhook = start_webhook(&plane, client.clone()).await?;
-    crate::install::register_webhook(&plane, webhook, None).await?;
+    let (webhook, webhook_addr) = start_webhook(&plane, client.clone()).await?;
+    crate::install::register_webhook(&plane, webhook_addr, None).await?;
     let options = ControllerOptions {
         cloudflare_api_url: cloudflare.url.clone(),
         ..Default::default()
     };
-    tokio::spawn(controller::run(
+    let reconcilers = tokio::spawn(controller::run(
         client.clone(),
         options,
         WatchScope::default(),
     ));
     println!(
-        "  control plane {} · simulator {} · webhook https://{webhook}\n",
+        "  control plane {} · simulator {} · webhook https://{webhook_addr}\n",
         plane.server_url(),
         cloudflare.url
     );
 
+    let mut refused = Vec::new();
     for file in manifests(&args.examples)? {
         let out = plane.kubectl().args(["apply", "-f"]).arg(&file).output()?;
         let printed = format!(
@@ -70,6 +86,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         let verb = if out.status.success() {
             "applied"
         } else {
+            refused.push((file.clone(), printed.trim().to_string()));
             "refused"
         };
         println!("{verb} {}:", file.display());
@@ -78,21 +95,85 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     }
 
-    println!("\nwaiting for the tunnels to become Ready …");
+    println!("\nwaiting for the tunnels to become Ready and their DNS records to appear …");
     let tunnels: Api<Tunnel> = Api::namespaced(client.clone(), DEMO_NAMESPACE);
     let cluster_tunnels: Api<ClusterTunnel> = Api::all(client.clone());
     let shop = ready_status("Tunnel demo/shop", &tunnels, "shop").await;
     let edge = ready_status("ClusterTunnel edge", &cluster_tunnels, "edge").await;
+    let dns = routed_records(&sim).await;
     println!("\nsummary");
     for (what, status) in [("Tunnel demo/shop", shop), ("ClusterTunnel edge", edge)] {
-        match status {
-            Ok(s) => println!(
-                "  {what}: Ready, tunnel {}",
-                s.tunnel_id.unwrap_or_default()
-            ),
-            Err(e) => println!("  {what}: not Ready ({e})"),
-        }
+        print_tunnel(what, status);
     }
+    print_cloudflare(&sim, dns);
+    print_deployment(&client).await;
+    for (file, message) in &refused {
+        println!("  refused at kubectl apply: {}", file.display());
+        println!("{}", indent(&indent(message)));
+    }
+    println!("  cftunnel's log: {}", log_file.display());
+
+    if args.keep_running {
+        println!(
+            "running; KUBECONFIG={} — Ctrl-C stops everything",
+            plane.admin_kubeconfig().display()
+        );
+        tokio::signal::ctrl_c().await?;
+    }
+    // Stop in order: the reconcilers and the webhook before what they talk to.
+    reconcilers.abort();
+    let _ = reconcilers.await;
+    webhook.shutdown();
+    let _ = webhook.join().await;
+    cloudflare.shutdown().await;
+    plane.stop().await;
+    Ok(())
+}
+
+fn print_tunnel(what: &str, status: Result<TunnelStatus, crate::testenv::TestEnvError>) {
+    let status = match status {
+        Ok(s) => s,
+        Err(e) => {
+            println!("  {what}: not Ready ({e})");
+            return;
+        }
+    };
+    println!(
+        "  {what}: Ready, tunnel {}",
+        status.tunnel_id.unwrap_or_default()
+    );
+    for route in status.routes.unwrap_or_default() {
+        println!(
+            "    route {} → {} ({}, from {})",
+            route.hostname, route.target, route.state, route.source
+        );
+    }
+}
+
+/// Waits until every routed hostname has its CNAME; the zone's records then.
+async fn routed_records(
+    sim: &Simulator,
+) -> Result<Vec<SimDnsRecord>, crate::testenv::TestEnvError> {
+    poll_until(
+        "the DNS records of the routed hostnames",
+        Duration::from_secs(120),
+        Duration::from_millis(500),
+        || async {
+            let records = sim.dns_records("example.com");
+            ROUTED
+                .iter()
+                .all(|h| {
+                    records
+                        .iter()
+                        .any(|r| r.name == *h && r.record_type == "CNAME")
+                })
+                .then_some(records)
+        },
+    )
+    .await
+}
+
+fn print_cloudflare(sim: &Simulator, dns: Result<Vec<SimDnsRecord>, crate::testenv::TestEnvError>) {
     let live: Vec<String> = sim
         .tunnels()
         .into_iter()
@@ -104,32 +185,60 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         live.len(),
         live.join(", ")
     );
-    println!("  Cloudflare API calls made: {}", sim.total_calls());
-    let deployments = plane
-        .kubectl()
-        .args([
-            "get",
-            "deployments",
-            "-A",
-            "-l",
-            "cfargotunnel.com/app=cloudflared",
-        ])
-        .output()?;
-    println!(
-        "  cloudflared Deployments:\n{}",
-        indent(&String::from_utf8_lossy(&deployments.stdout))
-    );
-
-    if args.keep_running {
-        println!(
-            "running; KUBECONFIG={} — Ctrl-C stops everything",
-            plane.admin_kubeconfig().display()
-        );
-        tokio::signal::ctrl_c().await?;
+    match dns {
+        Ok(records) => {
+            println!("  DNS records in example.com (simulated):");
+            for r in records {
+                println!("    {} {} {}", r.record_type, r.name, r.content);
+            }
+        }
+        Err(e) => println!("  DNS records in example.com: not all there ({e})"),
     }
-    cloudflare.shutdown().await;
-    plane.stop().await;
-    Ok(())
+    println!("  Cloudflare API calls made: {}", sim.total_calls());
+}
+
+/// The key settings of the hardened cloudflared Deployment of Tunnel demo/shop.
+async fn print_deployment(client: &Client) {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), DEMO_NAMESPACE);
+    let Ok(Some(deployment)) = deployments.get_opt("shop").await else {
+        println!("  cloudflared Deployment demo/shop: not found");
+        return;
+    };
+    let spec = deployment.spec;
+    let pod = spec.template.spec.unwrap_or_default();
+    let container = pod.containers.first().cloned().unwrap_or_default();
+    let security = container.security_context.unwrap_or_default();
+    let pod_security = pod.security_context.unwrap_or_default();
+    let dropped = security
+        .capabilities
+        .and_then(|c| c.drop)
+        .unwrap_or_default()
+        .join(",");
+    let seccomp = pod_security
+        .seccomp_profile
+        .or(security.seccomp_profile)
+        .map(|p| p.type_)
+        .unwrap_or_default();
+    println!("  cloudflared Deployment demo/shop (hardened):");
+    println!(
+        "    replicas {} · image {}",
+        spec.replicas.unwrap_or(1),
+        container.image.unwrap_or_default()
+    );
+    println!(
+        "    runAsNonRoot {} · readOnlyRootFilesystem {} · allowPrivilegeEscalation {} · capabilities drop [{dropped}] · seccomp {seccomp}",
+        pod_security
+            .run_as_non_root
+            .or(security.run_as_non_root)
+            .unwrap_or(false),
+        security.read_only_root_filesystem.unwrap_or(false),
+        security.allow_privilege_escalation.unwrap_or(true),
+    );
+    println!(
+        "    automountServiceAccountToken {} · serviceAccount {}",
+        pod.automount_service_account_token.unwrap_or(true),
+        pod.service_account_name.unwrap_or_default()
+    );
 }
 
 /// Waits (generously) until the object's Ready condition is True; its status then.
@@ -174,18 +283,20 @@ impl HasTunnelStatus for ClusterTunnel {
     }
 }
 
+/// Ready, with the routes the examples give every tunnel listed in its status.
 fn is_ready(status: &TunnelStatus) -> bool {
-    status
+    let ready = status
         .conditions
         .iter()
         .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == "True")
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    ready && status.routes.as_ref().is_some_and(|r| !r.is_empty())
 }
 
 async fn start_webhook(
     plane: &ControlPlane,
     client: Client,
-) -> anyhow::Result<std::net::SocketAddr> {
+) -> anyhow::Result<(ServingHandle, std::net::SocketAddr)> {
     let dir = plane.dir().join("cftunnel-webhook");
     std::fs::create_dir_all(&dir)?;
     let cert = plane.ca().issue_server_cert(&["127.0.0.1", "localhost"])?;
@@ -206,9 +317,6 @@ async fn start_webhook(
     .await?;
     let addr = handle.https_addr();
     let health = handle.health_addr();
-    tokio::spawn(async move {
-        let _ = handle.join().await;
-    });
     // Admission answers only once the caches are synced: wait for /readyz.
     poll_until(
         "the webhook to be ready",
@@ -220,7 +328,7 @@ async fn start_webhook(
         },
     )
     .await?;
-    Ok(addr)
+    Ok((handle, addr))
 }
 
 fn manifests(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {

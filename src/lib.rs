@@ -15,6 +15,7 @@ pub mod dns;
 pub mod install;
 pub mod kube_client;
 pub mod leader;
+pub mod metrics;
 pub mod render;
 pub mod routes;
 pub mod routing;

@@ -1,5 +1,48 @@
-//! Logging set-up. Logs go to stderr so that stdout stays free for machine-readable output.
+//! Logging set-up. Logs go to stderr so that stdout stays free for machine-readable output,
+//! or to a file once [`log_to_file`] is called (the demo keeps its terminal for the story).
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+
 use tracing_subscriber::{EnvFilter, fmt};
+
+/// Where log lines go: stderr until a file is named.
+static LOG_FILE: Mutex<Option<File>> = Mutex::new(None);
+
+/// Sends every later log line to `path` (created or truncated) instead of stderr.
+pub fn log_to_file(path: &Path) -> std::io::Result<()> {
+    let file = File::create(path)?;
+    *LOG_FILE.lock().unwrap_or_else(PoisonError::into_inner) = Some(file);
+    Ok(())
+}
+
+/// One log line at a time (the formatter writes each event once) to the file or stderr.
+struct LogWriter;
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match LOG_FILE
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            Some(file) => file.write(buf),
+            None => std::io::stderr().write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match LOG_FILE
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            Some(file) => file.flush(),
+            None => std::io::stderr().flush(),
+        }
+    }
+}
 
 /// Log line format.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -12,7 +55,7 @@ pub enum LogFormat {
 /// Installs the global subscriber once; later calls are ignored (tests call it repeatedly).
 pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = fmt().with_env_filter(filter).with_writer(|| LogWriter);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),

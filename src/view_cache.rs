@@ -238,6 +238,7 @@ where
             match event {
                 Ok(_) => on_change(),
                 Err(e) => {
+                    crate::metrics::watch_restarted(what);
                     tracing::warn!(watch = what, error = %e, "watch error; retrying with backoff")
                 }
             }

@@ -139,6 +139,7 @@ async fn kubectl_apply_k_manifests_passes_a_server_dry_run() {
         "validatingwebhookconfiguration.admissionregistration.k8s.io/cftunnel",
         "mutatingwebhookconfiguration.admissionregistration.k8s.io/cftunnel",
         "service/cftunnel-webhook",
+        "service/cftunnel-admission",
         "deployment.apps/cftunnel",
         "poddisruptionbudget.policy/cftunnel",
     ] {

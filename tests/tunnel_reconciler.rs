@@ -14,6 +14,10 @@ mod drift_chaos;
 #[path = "tunnel_reconciler/harness.rs"]
 mod harness;
 mod install_support;
+#[path = "tunnel_reconciler/metrics.rs"]
+mod metrics;
+#[path = "leader_election/proxy.rs"]
+mod proxy;
 #[path = "tunnel_reconciler/routes.rs"]
 mod routes;
 #[path = "tunnel_reconciler/takeover.rs"]

@@ -51,8 +51,10 @@ const WRITE_ATTEMPTS: usize = 5;
 pub struct CertSettings {
     /// cftunnel's own namespace: the Secrets and the webhook Service.
     pub namespace: String,
-    /// The webhook Service the API server calls.
+    /// The webhook Service the API server calls for CRD conversion.
     pub service: String,
+    /// The webhook Service the API server calls for admission (ready replicas only).
+    pub admission_service: String,
     /// Secret holding the CA and the trust bundle.
     pub ca_secret: String,
     /// Secret holding the serving certificate.
@@ -70,6 +72,7 @@ impl Default for CertSettings {
         Self {
             namespace: "cftunnel-system".into(),
             service: "cftunnel-webhook".into(),
+            admission_service: "cftunnel-admission".into(),
             ca_secret: "cftunnel-webhook-ca".into(),
             serving_secret: "cftunnel-webhook-tls".into(),
             webhook_configuration: "cftunnel".into(),
@@ -84,9 +87,13 @@ impl Default for CertSettings {
 }
 
 impl CertSettings {
-    /// The names the serving certificate must carry: the API server calls `<service>.<namespace>.svc`.
+    /// The names the serving certificate must carry: the API server calls
+    /// `<service>.<namespace>.svc` for conversion and admission.
     pub fn hosts(&self) -> Vec<String> {
-        vec![format!("{}.{}.svc", self.service, self.namespace)]
+        vec![
+            format!("{}.{}.svc", self.service, self.namespace),
+            format!("{}.{}.svc", self.admission_service, self.namespace),
+        ]
     }
 }
 
@@ -247,9 +254,13 @@ mod tests {
         let settings = CertSettings {
             namespace: "ops".into(),
             service: "hook".into(),
+            admission_service: "admit".into(),
             ..CertSettings::default()
         };
-        assert_eq!(settings.hosts(), vec!["hook.ops.svc".to_owned()]);
+        assert_eq!(
+            settings.hosts(),
+            vec!["hook.ops.svc".to_owned(), "admit.ops.svc".to_owned()]
+        );
     }
 
     #[test]

@@ -95,6 +95,7 @@ pub async fn reconcile<K: TunnelKindAdapter>(
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
     let key = obj.display();
+    let started = std::time::Instant::now();
     // Status written during the reconcile (drift) is carried here, so a failure report keeps it.
     let mut current = (*obj).clone();
     let outcome = if obj.meta().deletion_timestamp.is_some() {
@@ -102,6 +103,7 @@ pub async fn reconcile<K: TunnelKindAdapter>(
     } else {
         converge(&mut current, &ctx).await
     };
+    crate::metrics::reconciled(K::KIND, outcome.is_ok(), started.elapsed());
     match outcome {
         Ok(action) => {
             ctx.reset_backoff(&key);

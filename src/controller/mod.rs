@@ -109,6 +109,7 @@ async fn run_kind<K: TunnelKindAdapter>(
     let child_ns = K::children_namespace(&ctx);
     let controller = Controller::new(K::watch_api(&client, &ctx.scope), config);
     let tunnels = controller.store();
+    let _tracked = crate::metrics::track_tunnels(tunnels.clone());
     let secrets_ctx = ctx.clone();
     controller
         .reconcile_on(route_changes)
@@ -135,6 +136,7 @@ async fn run_kind<K: TunnelKindAdapter>(
         )
         .run(core::reconcile::<K>, core::error_policy::<K>, ctx)
         .for_each(|result| async move {
+            crate::metrics::controller_event(K::KIND.as_str(), &result);
             if let Err(error) = result {
                 tracing::debug!(%error, "tunnel controller event");
             }

@@ -113,6 +113,7 @@ pub async fn sync_zone(
     for (report, left) in run.reports.iter_mut().zip(left) {
         report.records_left = left;
     }
+    crate::metrics::dns_synced_zone(&run.reports);
     tracing::debug!(
         zone_id,
         reads = run.reader.reads,

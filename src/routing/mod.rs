@@ -57,6 +57,7 @@ pub async fn run(ctx: Arc<Context>, triggers: UnboundedSender<TunnelIdentity>) {
         cache.mark_seen();
         view_rx.borrow_and_update();
         let table = Arc::new(compute_routes(&cache.world()));
+        crate::metrics::routes_computed(&table);
         let previous = ctx.routes.publish(table.clone());
         for tunnel in changed_tunnels(previous.as_deref(), &table) {
             let _ = triggers.send(tunnel);

@@ -38,9 +38,13 @@ pub struct StartupArgs {
     /// Namespace of the webhook Service and of the certificate Secrets (cftunnel's own).
     #[arg(long, env = "POD_NAMESPACE", default_value = "cftunnel-system")]
     pub webhook_namespace: String,
-    /// Name of the webhook Service the API server calls for admission and conversion.
+    /// Name of the webhook Service the API server calls for CRD conversion (it publishes
+    /// not-ready addresses).
     #[arg(long, default_value = "cftunnel-webhook")]
     pub webhook_service: String,
+    /// Name of the webhook Service the API server calls for admission (ready replicas only).
+    #[arg(long, default_value = "cftunnel-admission")]
+    pub admission_service: String,
     /// Name of the validating and of the mutating webhook configuration.
     #[arg(long, default_value = "cftunnel")]
     pub webhook_configuration: String,
@@ -64,6 +68,7 @@ impl StartupArgs {
         CertSettings {
             namespace: self.webhook_namespace.clone(),
             service: self.webhook_service.clone(),
+            admission_service: self.admission_service.clone(),
             webhook_configuration: self.webhook_configuration.clone(),
             ..CertSettings::default()
         }

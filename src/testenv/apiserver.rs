@@ -107,3 +107,73 @@ pub async fn start(
     .await?;
     Ok(process)
 }
+
+/// File names of the audit policy and log inside the directory given to [`audit_args`].
+pub const AUDIT_POLICY_FILE: &str = "audit-policy.yaml";
+pub const AUDIT_LOG_FILE: &str = "audit.log";
+
+/// Flags that make the API server log every request (user, verb, resource, response code) as
+/// JSON lines to `<dir>/audit.log`; writes the policy to `<dir>/audit-policy.yaml`. Pass them in
+/// `ControlPlaneOptions::extra_apiserver_args`; read the log with [`read_audit_log`].
+///
+/// Level `Metadata` records no bodies (no Secret data). Requests log at `ResponseComplete`;
+/// watches also at `ResponseStarted`, so a watch is in the log while it is still open.
+pub fn audit_args(dir: &Path) -> Result<Vec<String>, TestEnvError> {
+    let policy = dir.join(AUDIT_POLICY_FILE);
+    let text = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: Metadata\n";
+    std::fs::write(&policy, text)
+        .map_err(|e| TestEnvError::io(format!("writing {}", policy.display()), e))?;
+    Ok(vec![
+        format!("--audit-policy-file={}", policy.display()),
+        format!("--audit-log-path={}", dir.join(AUDIT_LOG_FILE).display()),
+        "--audit-log-format=json".to_string(),
+        "--audit-log-mode=blocking".to_string(),
+    ])
+}
+
+/// One request as the audit log records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditedRequest {
+    pub user: String,
+    pub verb: String,
+    /// `resource` or `resource/subresource`, with its API group (`apps/deployments`), empty for
+    /// non-resource URLs.
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub code: u16,
+    pub uri: String,
+}
+
+/// Every request in the audit log `path` (lines that are not audit events are skipped).
+pub fn read_audit_log(path: &Path) -> Result<Vec<AuditedRequest>, TestEnvError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| TestEnvError::io(format!("reading {}", path.display()), e))?;
+    Ok(text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .map(|event| {
+            let object = &event["objectRef"];
+            let text = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+            let mut resource = text(&object["resource"]).unwrap_or_default();
+            if let Some(sub) = text(&object["subresource"]) {
+                resource = format!("{resource}/{sub}");
+            }
+            if let Some(group) = text(&object["apiGroup"]).filter(|g| !g.is_empty()) {
+                resource = format!("{group}/{resource}");
+            }
+            AuditedRequest {
+                user: text(&event["user"]["username"]).unwrap_or_default(),
+                verb: text(&event["verb"]).unwrap_or_default(),
+                resource,
+                namespace: text(&object["namespace"]),
+                name: text(&object["name"]),
+                code: event["responseStatus"]["code"]
+                    .as_u64()
+                    .and_then(|c| u16::try_from(c).ok())
+                    .unwrap_or(0),
+                uri: text(&event["requestURI"]).unwrap_or_default(),
+            }
+        })
+        .collect())
+}

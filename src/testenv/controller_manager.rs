@@ -1,4 +1,5 @@
-//! kube-controller-manager running only the controllers tests need: Deployments, ReplicaSets, GC, namespaces.
+//! kube-controller-manager running only the controllers tests need: Deployments, ReplicaSets, GC,
+//! namespaces, EndpointSlices.
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,8 +10,7 @@ use super::process::{ManagedProcess, free_port, wait_ready};
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Canonical controller names (the short names are kept only as aliases since 1.27).
-pub const CONTROLLERS: &str =
-    "garbage-collector-controller,deployment-controller,replicaset-controller,namespace-controller";
+pub const CONTROLLERS: &str = "garbage-collector-controller,deployment-controller,replicaset-controller,namespace-controller,endpointslice-controller";
 
 /// With a node, also: ServiceAccounts and the `kube-root-ca.crt` ConfigMap (pods' API
 /// credentials), endpoints for Services, PodDisruptionBudgets' status (the Eviction API reads it)

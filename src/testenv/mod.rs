@@ -19,6 +19,7 @@ mod webhook;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use apiserver::{AUDIT_LOG_FILE, AuditedRequest, audit_args, read_audit_log};
 pub use binaries::{Binaries, K8S_VERSION};
 pub use certs::{IssuedCert, TestCa};
 pub use node::{Node, NodeOptions};

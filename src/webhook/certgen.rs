@@ -155,6 +155,7 @@ pub fn default_hosts() -> Vec<String> {
         "localhost".to_owned(),
         "127.0.0.1".to_owned(),
         "cftunnel-webhook.cftunnel-system.svc".to_owned(),
+        "cftunnel-admission.cftunnel-system.svc".to_owned(),
     ]
 }
 

@@ -44,6 +44,7 @@ async fn readyz(State(state): State<HealthState>) -> Response {
 async fn metrics_text(State(state): State<HealthState>) -> Response {
     let mut text = String::new();
     state.metrics.encode(&mut text);
+    crate::metrics::encode(&mut text);
     (
         [(
             header::CONTENT_TYPE,

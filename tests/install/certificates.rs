@@ -110,7 +110,10 @@ async fn certificate_managers_racing_end_with_one_ca_injected_everywhere() {
     let facts = read_cert(&a.cert_pem).expect("serving certificate");
     assert_eq!(
         facts.dns_names,
-        vec!["cftunnel-webhook.cftunnel-system.svc".to_owned()]
+        vec![
+            "cftunnel-webhook.cftunnel-system.svc".to_owned(),
+            "cftunnel-admission.cftunnel-system.svc".to_owned()
+        ]
     );
     // Every webhook of both shipped configurations, then both CRDs.
     let (validating, mutating) = shipped_webhooks().expect("manifests/webhooks.yaml");

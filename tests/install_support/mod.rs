@@ -92,3 +92,25 @@ pub async fn stored_api_version(plane: &ControlPlane, key: &str) -> Option<Strin
     let stored: Value = serde_json::from_slice(&STANDARD.decode(value).ok()?).ok()?;
     stored["apiVersion"].as_str().map(str::to_owned)
 }
+
+/// `cftunnel run` with its webhook and health servers on free loopback ports, serving (or, with
+/// self-managed certificates, writing) `<dir>/tls.crt` and `<dir>/tls.key`, acting as the user
+/// of `kubeconfig`; stderr goes to the returned log path. Add flags and environment, then spawn.
+pub fn cftunnel_run(
+    dir: &std::path::Path,
+    kubeconfig: &std::path::Path,
+) -> (std::process::Command, PathBuf) {
+    let log_path = dir.join("cftunnel.log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cftunnel"));
+    command
+        .args(["run", "--webhook-listen", "127.0.0.1:0"])
+        .args(["--health-listen", "127.0.0.1:0", "--tls-cert-file"])
+        .arg(dir.join("tls.crt"))
+        .arg("--tls-key-file")
+        .arg(dir.join("tls.key"))
+        .env("KUBECONFIG", kubeconfig)
+        .stdout(std::process::Stdio::null())
+        .stderr(log);
+    (command, log_path)
+}

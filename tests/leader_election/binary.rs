@@ -1,8 +1,9 @@
 //! `cftunnel run` itself: it leads under its pod name and releases its lease on SIGTERM.
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use super::harness::{WAIT, plane, read_record, wait_record};
+use crate::install_support::cftunnel_run;
 
 pub async fn run_leads_and_releases_on_sigterm() {
     let plane = plane().await;
@@ -18,24 +19,15 @@ pub async fn run_leads_and_releases_on_sigterm() {
         .expect("serving cert");
     std::fs::write(dir.path().join("tls.crt"), &cert.cert_pem).expect("write cert");
     std::fs::write(dir.path().join("tls.key"), &cert.key_pem).expect("write key");
-    let log_path = dir.path().join("cftunnel.log");
-    let log = std::fs::File::create(&log_path).expect("log file");
-    let child = Command::new(env!("CARGO_BIN_EXE_cftunnel"))
-        .args(["run", "--webhook-listen", "127.0.0.1:0"])
-        .args(["--health-listen", "127.0.0.1:0", "--tls-cert-file"])
-        .arg(dir.path().join("tls.crt"))
-        .arg("--tls-key-file")
-        .arg(dir.path().join("tls.key"))
+    let (mut command, log_path) = cftunnel_run(dir.path(), plane.admin_kubeconfig());
+    let child = command
         .args(["--leader-election-namespace", &ns])
         .args(["--leader-election-id", "cftunnel-binary"])
         .args(["--go-operator-lease-namespace", &ns])
         // Serve the files above; self-managed certificates would need the installed webhooks.
         .args(["--certificate-mode", "files"])
-        .env("KUBECONFIG", plane.admin_kubeconfig())
         .env("POD_NAME", "cftunnel-7c9d-xk2p")
         .env("RUST_LOG", "warn,cftunnel::leader=info")
-        .stdout(Stdio::null())
-        .stderr(log)
         .spawn()
         .expect("start cftunnel run");
     let mut child = KillOnDrop(Some(child));

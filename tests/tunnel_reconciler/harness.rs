@@ -114,15 +114,20 @@ impl Harness {
 
     /// (Re)starts the operator; a restart reconciles every object from scratch.
     pub fn start_operator(&mut self) {
-        if let Some(task) = self.operator.take() {
-            task.abort();
-        }
         let client = self
             .plane
             .user(OPERATOR_USER, &["system:serviceaccounts"])
             .expect("operator user")
             .client()
             .expect("operator client");
+        self.start_operator_with(client);
+    }
+
+    /// (Re)starts the operator with `client` (the operator's user, reached some other way).
+    pub fn start_operator_with(&mut self, client: Client) {
+        if let Some(task) = self.operator.take() {
+            task.abort();
+        }
         let scope = WatchScope {
             namespace: Some(self.ns.clone()),
             label_selector: Some(format!("{RUN_LABEL}={}", self.ns)),

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::harness::{Harness, POLL, TOKEN, WAIT};
 
-const API_SECRET: &str = "cloudflare-api";
+pub(crate) const API_SECRET: &str = "cloudflare-api";
 pub(crate) const ZONE: &str = "example.com";
 
 pub(crate) fn bindings(h: &Harness) -> Api<TunnelBinding> {

@@ -194,6 +194,7 @@ impl CloudflareClient {
             inner.limiter.acquire().await;
             let request = self.request(&call, &url)?;
             let sent = tokio::time::timeout(inner.timeout, inner.transport.send(request)).await;
+            crate::metrics::cloudflare_attempt(operation, &sent, |r| r.status.as_u16());
             let failure = match sent {
                 Err(_) => CloudflareError::Timeout {
                     operation,

@@ -59,10 +59,11 @@ impl Limiter {
 
     /// Waits until the credential is not paused and a token is available, then takes it.
     pub async fn acquire(&self) {
+        let started = Instant::now();
         loop {
             let wait = self.try_take(Instant::now());
             match wait {
-                None => return,
+                None => return crate::metrics::ratelimit_waited(started.elapsed()),
                 Some(wait) => tokio::time::sleep(wait).await,
             }
         }
