@@ -56,6 +56,7 @@ async fn plane() -> &'static ControlPlane {
             audit_args(audit_dir()).expect("audit policy"),
         ]
         .concat(),
+        node: None,
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"))
