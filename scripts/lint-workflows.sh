@@ -16,6 +16,6 @@ if [ ! -x "$bin" ]; then
   mkdir -p "$(dirname "$bin")"
   mv "$tmp/actionlint" "$bin"
 fi
-"$bin" -version | head -n 1
+"$bin" -version | sed -n 1p
 "$bin" -shellcheck= -pyflakes= .github/workflows/*.yml
 echo "workflows are clean: $(ls .github/workflows/*.yml | tr '\n' ' ')"
