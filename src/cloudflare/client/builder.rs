@@ -146,6 +146,7 @@ fn default_http_client() -> Result<reqwest::Client, CloudflareError> {
     // reqwest panics without a process-wide provider; installing ring again is a no-op.
     crate::telemetry::install_crypto_provider();
     reqwest::Client::builder()
+        .tls_backend_preconfigured(super::tls::client_tls_config()?)
         .connect_timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| CloudflareError::InvalidInput(format!("cannot build HTTP client: {e}")))
