@@ -1,5 +1,6 @@
-//! Images built without a registry (buildah, FROM scratch): the cloudflared mirror image keeps
-//! the upstream layout and runs as its user on a read-only root.
+//! The operator image: `scripts/build-image.sh` builds it without a registry (buildah, FROM
+//! scratch); it must hold what the Dockerfile's final stage declares (binary path, numeric
+//! non-root user, entrypoint) and nothing else, and run as that user on a read-only root.
 //! Needs buildah and runc (scripts/install-image-deps.sh) and root (runc).
 #[path = "image/oci.rs"]
 mod oci;
@@ -9,7 +10,7 @@ mod runc;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use oci::OciImage;
+use oci::{OciImage, final_stage};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -51,6 +52,62 @@ fn files(entries: &[String]) -> Vec<(String, String)> {
             ))
         })
         .collect()
+}
+
+#[test]
+fn the_built_image_has_the_dockerfile_layout_and_runs_as_its_user_on_a_read_only_root() {
+    let dockerfile = std::fs::read_to_string(repo().join("Dockerfile")).unwrap_or_default();
+    let stage = final_stage(&dockerfile);
+    assert_eq!(
+        stage.from, "scratch",
+        "the final stage must be FROM scratch"
+    );
+    assert_eq!(
+        stage.copies.len(),
+        1,
+        "one COPY in the final stage: {stage:?}"
+    );
+    assert_eq!(stage.entrypoint.first(), stage.copies.first(), "{stage:?}");
+
+    let archive = build("scripts/build-image.sh", &[]);
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let image = OciImage::open(&archive, &dir.path().join("oci"));
+    assert_eq!(
+        image.ref_name,
+        format!("ghcr.io/cftunnel/cftunnel:{}", env!("CARGO_PKG_VERSION")),
+        "the name the manifests and the chart deploy"
+    );
+    assert_eq!(image.user(), stage.user);
+    assert_eq!(image.entrypoint(), stage.entrypoint);
+    assert_eq!(image.cmd(), Vec::<String>::new());
+    let user = runc::numeric_user(image.user())
+        .unwrap_or_else(|| panic!("user {:?} is not numeric", image.user()));
+    assert!(user.0 != 0 && user.1 != 0, "user {user:?} is root");
+    // Only the binary: no shell, no libraries, no CA bundle.
+    assert_eq!(
+        files(&image.entries()),
+        [("-rwxr-xr-x".to_string(), stage.copies[0].clone())]
+    );
+
+    let bundle = dir.path().join("bundle");
+    image.unpack(&bundle.join("rootfs"));
+    let mut args = image.entrypoint();
+    args.push("--version".into());
+    let id = format!("cftunnel-image-test-{}", std::process::id());
+    let out = runc::run(&bundle, &id, &args, user);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        text(&out.stdout),
+        format!("cftunnel {}\n", env!("CARGO_PKG_VERSION"))
+    );
+
+    // The root filesystem is read-only: writing anywhere on it fails with EROFS.
+    let mut args = image.entrypoint();
+    args.extend(["certs".into(), "--dir".into(), "/usr/local/certs".into()]);
+    let out = runc::run(&bundle, &format!("{id}-ro"), &args, user);
+    assert!(!out.status.success(), "{out:?}");
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(all.contains("Read-only file system"), "{all}");
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Reading an OCI archive (as `buildah push … oci-archive:` writes it), with `tar` and serde only.
+//! Reading an OCI archive (as `buildah push … oci-archive:` writes it) and the final stage of
+//! the Dockerfile, with `tar` and serde only.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -111,4 +112,61 @@ fn strings(value: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// What the Dockerfile's final stage declares.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct FinalStage {
+    pub from: String,
+    pub user: String,
+    pub entrypoint: Vec<String>,
+    /// Destination of each COPY.
+    pub copies: Vec<String>,
+}
+
+/// Parses the instructions after the last `FROM` (continuation lines joined, comments dropped).
+pub fn final_stage(dockerfile: &str) -> FinalStage {
+    let mut instructions: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for line in dockerfile.lines() {
+        let trimmed = line.trim();
+        if current.is_empty() && (trimmed.is_empty() || trimmed.starts_with('#')) {
+            continue;
+        }
+        match trimmed.strip_suffix('\\') {
+            Some(part) => {
+                current.push_str(part);
+                current.push(' ');
+            }
+            None => {
+                current.push_str(trimmed);
+                instructions.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    let start = instructions
+        .iter()
+        .rposition(|i| i.to_ascii_uppercase().starts_with("FROM "))
+        .unwrap_or_else(|| panic!("the Dockerfile has no FROM"));
+    let mut stage = FinalStage::default();
+    for instruction in &instructions[start..] {
+        let (keyword, rest) = instruction.split_once(' ').unwrap_or((instruction, ""));
+        let rest = rest.trim();
+        match keyword.to_ascii_uppercase().as_str() {
+            "FROM" => stage.from = rest.to_string(),
+            "USER" => stage.user = rest.to_string(),
+            "ENTRYPOINT" => {
+                stage.entrypoint = serde_json::from_str(rest).unwrap_or_else(|e| {
+                    panic!("ENTRYPOINT must be an exec-form JSON array ({e}): {rest}")
+                })
+            }
+            "COPY" => {
+                if let Some(dest) = rest.split_whitespace().last() {
+                    stage.copies.push(dest.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    stage
 }

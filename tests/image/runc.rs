@@ -23,6 +23,8 @@ pub fn numeric_user(user: &str) -> Option<(u32, u32)> {
 
 /// Runs `args` in `bundle/rootfs` as `uid:gid` and returns its output.
 pub fn run(bundle: &Path, id: &str, args: &[String], (uid, gid): (u32, u32)) -> Output {
+    // `runc spec` refuses to overwrite the config of an earlier run in the same bundle.
+    let _ = std::fs::remove_file(bundle.join("config.json"));
     let spec = runc()
         .args(["spec", "--bundle"])
         .arg(bundle)
