@@ -21,7 +21,7 @@ if [ -z "$binary" ] || [ ! -x "$binary" ]; then
   echo "github.com/cloudflare/cloudflared with CGO_ENABLED=0); got '${binary}'" >&2
   exit 1
 fi
-if ldd "$binary" >/dev/null 2>&1; then
+if ldd "$binary" 2>/dev/null | grep -q "=>"; then
   echo "$binary is dynamically linked; the scratch image needs a static binary (CGO_ENABLED=0)" >&2
   exit 1
 fi

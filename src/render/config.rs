@@ -104,5 +104,8 @@ pub fn render_config(input: &TunnelInput) -> Result<String, RenderError> {
         origin_request: top,
         ingress,
     };
-    serde_yaml_ng::to_string(&file).map_err(|e| RenderError::Encode(e.to_string()))
+    let text = serde_yaml_ng::to_string(&file).map_err(|e| RenderError::Encode(e.to_string()))?;
+    #[cfg(test)]
+    super::record::record_config(input, &text);
+    Ok(text)
 }

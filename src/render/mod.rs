@@ -11,6 +11,10 @@ pub mod strategic_merge;
 pub mod strategic_merge_keys;
 
 #[cfg(test)]
+mod cloudflared_check;
+#[cfg(test)]
+pub(crate) mod record;
+#[cfg(test)]
 mod strategic_merge_tests;
 #[cfg(test)]
 mod tests;

@@ -34,6 +34,7 @@
 //! - A Service with both expose labels is not a source (admission refuses it).
 mod backend;
 mod model;
+mod serve;
 mod source;
 mod table;
 mod world;
@@ -50,5 +51,6 @@ mod source_tests;
 mod target_tests;
 
 pub use model::compute_routes;
+pub use serve::{Serving, serving_route, serving_route_for_url};
 pub use table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus, TunnelRoutes};
 pub use world::{RouteWorld, SourceKind, SourceRef};

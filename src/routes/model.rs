@@ -82,6 +82,8 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
             })
             .collect();
     }
+    #[cfg(test)]
+    crate::render::record::record_route_table(world, &table);
     table
 }
 

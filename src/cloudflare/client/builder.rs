@@ -147,6 +147,7 @@ fn default_http_client() -> Result<reqwest::Client, CloudflareError> {
     crate::telemetry::install_crypto_provider();
     reqwest::Client::builder()
         .user_agent(crate::kube_client::USER_AGENT)
+        .tls_backend_preconfigured(super::tls::client_tls_config()?)
         .connect_timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| CloudflareError::InvalidInput(format!("cannot build HTTP client: {e}")))

@@ -13,6 +13,7 @@ mod models;
 mod ratelimit;
 mod records;
 mod retry;
+mod tls;
 mod token;
 mod transport;
 mod tunnels;
