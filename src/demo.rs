@@ -9,7 +9,7 @@ use kube::{Api, Client};
 
 use crate::api::{ClusterTunnel, Tunnel, TunnelStatus};
 use crate::cloudflare::sim::{SimConfig, Simulator};
-use crate::controller::{self, ControllerOptions};
+use crate::controller::ControllerOptions;
 use crate::testenv::{ControlPlane, ControlPlaneOptions, poll_until};
 use crate::view_cache::WatchScope;
 use crate::webhook::WebhookConfig;
@@ -49,7 +49,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         cloudflare_api_url: cloudflare.url.clone(),
         ..Default::default()
     };
-    tokio::spawn(controller::run(
+    tokio::spawn(crate::process::run_reconcilers(
         client.clone(),
         options,
         WatchScope::default(),

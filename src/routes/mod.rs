@@ -33,6 +33,7 @@
 //! - A DNS name is wanted unless every source serving that fqdn disables DNS updates.
 //! - A Service with both expose labels is not a source (admission refuses it).
 mod backend;
+mod index;
 mod model;
 mod source;
 mod table;
@@ -49,6 +50,7 @@ mod source_tests;
 #[cfg(test)]
 mod target_tests;
 
+pub use index::{RouteIndex, changed_tunnels};
 pub use model::compute_routes;
 pub use table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus, TunnelRoutes};
 pub use world::{RouteWorld, SourceKind, SourceRef};

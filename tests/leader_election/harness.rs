@@ -113,7 +113,7 @@ impl Candidate {
         let identity = config.identity.clone();
         let work = {
             let (ledger, running) = (ledger.clone(), running.clone());
-            move || {
+            move |_term| {
                 let (ledger, running) = (ledger.clone(), running.clone());
                 async move {
                     let _running = Running::enter(ledger, running);
@@ -125,6 +125,7 @@ impl Candidate {
             client,
             Some(config),
             status.clone(),
+            cftunnel::lifecycle::Scope::root("candidate"),
             async move {
                 let _ = stopped.await;
             },
