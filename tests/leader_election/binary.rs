@@ -74,6 +74,11 @@ pub async fn run_leads_and_releases_on_sigterm() {
         "cftunnel run did not exit cleanly on SIGTERM: {status:?}\n{}",
         log()
     );
+    let text = log();
+    assert!(
+        !text.contains("WARN") && !text.contains("ERROR"),
+        "a normal start and stop logs no warning or error:\n{text}"
+    );
     let released = read_record(&admin, &ns, "cftunnel-binary")
         .await
         .expect("lease");
