@@ -2,7 +2,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::harness::{WAIT, plane, read_record, wait_record};
+use super::harness::{WAIT, plane, read_record, serving_cert_dir, wait_record};
 
 pub async fn run_leads_and_releases_on_sigterm() {
     let plane = plane().await;
@@ -11,13 +11,7 @@ pub async fn run_leads_and_releases_on_sigterm() {
         .create_namespace("leader-binary")
         .await
         .expect("namespace");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let cert = plane
-        .ca()
-        .issue_server_cert(&["127.0.0.1"])
-        .expect("serving cert");
-    std::fs::write(dir.path().join("tls.crt"), &cert.cert_pem).expect("write cert");
-    std::fs::write(dir.path().join("tls.key"), &cert.key_pem).expect("write key");
+    let dir = serving_cert_dir(plane);
     let log_path = dir.path().join("cftunnel.log");
     let log = std::fs::File::create(&log_path).expect("log file");
     let child = Command::new(env!("CARGO_BIN_EXE_cftunnel"))

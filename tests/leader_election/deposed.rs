@@ -20,7 +20,7 @@ use kube::{Api, Client};
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::harness::{POLL, WAIT, plane, read_record, wait_record};
+use super::harness::{POLL, WAIT, plane, read_record, serving_cert_dir, wait_record};
 
 const TOKEN: &str = "sim-token-deposed";
 const LEASE: &str = "cftunnel-deposed";
@@ -202,13 +202,7 @@ pub async fn a_deposed_leader_sends_no_cloudflare_write_after_it_lost_the_lease(
         .create_namespace("leader-deposed")
         .await
         .expect("namespace");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let cert = plane
-        .ca()
-        .issue_server_cert(&["127.0.0.1"])
-        .expect("serving cert");
-    std::fs::write(dir.path().join("tls.crt"), &cert.cert_pem).expect("write cert");
-    std::fs::write(dir.path().join("tls.key"), &cert.key_pem).expect("write key");
+    let dir = serving_cert_dir(plane);
     let sim = Simulator::new(SimConfig {
         tokens: vec![TOKEN.to_string()],
         ..SimConfig::default()
