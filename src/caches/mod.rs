@@ -103,11 +103,13 @@ impl ProcessCaches {
 
     /// Resolves once every store has listed.
     pub async fn synced(&self) {
-        let _ = self.tunnels.store().wait_until_ready().await;
-        let _ = self.cluster_tunnels.store().wait_until_ready().await;
-        let _ = self.bindings.store().wait_until_ready().await;
-        let _ = self.services.store().wait_until_ready().await;
-        let _ = self.namespaces.store().wait_until_ready().await;
+        // Not `Store::wait_until_ready`: the webhook's readiness and the leader's route
+        // reconciler wait here at once, and the controllers on the same stores (see `shared`).
+        self.tunnels.listed().await;
+        self.cluster_tunnels.listed().await;
+        self.bindings.listed().await;
+        self.services.listed().await;
+        self.namespaces.listed().await;
     }
 
     /// A counter bumped on every event of any of these watches.
