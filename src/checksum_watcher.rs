@@ -3,29 +3,27 @@
 //! a config change rolls the pods (SPEC §2.3). Workloads controlled by a Tunnel are left to the
 //! tunnel reconciler. The admission path never reads ConfigMaps: stamping happens here.
 //!
-//! Workloads are watched by label; ConfigMaps metadata-only (names and resourceVersions), so
-//! memory stays small however many unrelated ConfigMaps the cluster has.
+//! Runs only in the leader. Workloads are watched by label; ConfigMaps metadata-only (names and
+//! resourceVersions), so memory stays small however many unrelated ConfigMaps the cluster has.
+//! Both watches are the term's shared ones ([`crate::caches::TermCaches`]).
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::admission::mutate::{ConfigMapContent, config_checksum, mounted_config_maps, restamp};
-use crate::api::names::{APP_CLOUDFLARED, LABEL_APP};
-use crate::view_cache::namespaced;
+use crate::caches::{Shared, TermCaches};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChecksumError {
@@ -52,15 +50,26 @@ struct Context {
     client: Client,
 }
 
-/// Runs the watchers for Deployments and DaemonSets until the process ends.
-pub async fn run(client: Client, namespace: Option<String>) {
-    let deployments = watch::<Deployment>(client.clone(), namespace.clone());
-    let daemon_sets = watch::<DaemonSet>(client, namespace);
+/// Runs the watchers for Deployments and DaemonSets until the term ends, from the term's
+/// shared watches of the watched namespace (the first of each list).
+pub async fn run(client: Client, caches: TermCaches) {
+    let (Some(deployments), Some(daemon_sets), Some(config_maps)) = (
+        caches.deployments.first(),
+        caches.daemon_sets.first(),
+        caches.config_maps.first(),
+    ) else {
+        return;
+    };
+    let deployments = watch(client.clone(), deployments.clone(), config_maps);
+    let daemon_sets = watch(client, daemon_sets.clone(), config_maps);
     futures::join!(deployments, daemon_sets);
 }
 
-async fn watch<K>(client: Client, namespace: Option<String>)
-where
+async fn watch<K>(
+    client: Client,
+    workloads: Shared<K>,
+    config_maps: &Shared<PartialObjectMeta<ConfigMap>>,
+) where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
         + Debug
@@ -70,16 +79,11 @@ where
         + Sync
         + 'static,
 {
-    let workloads: Api<K> = namespaced(&client, namespace.as_deref());
-    let config_maps: Api<PartialObjectMeta<ConfigMap>> = namespaced(&client, namespace.as_deref());
-    let selector = format!("{LABEL_APP}={APP_CLOUDFLARED}");
-    let controller = Controller::new(workloads, watcher::Config::default().labels(&selector));
-    let store = controller.store();
-    controller
-        .watches(
-            config_maps,
-            watcher::Config::default(),
-            move |cm: PartialObjectMeta<ConfigMap>| {
+    let store = workloads.store();
+    Controller::for_shared_stream(workloads.objects(), workloads.store())
+        .watches_shared_stream(
+            config_maps.changes(),
+            move |cm: Arc<PartialObjectMeta<ConfigMap>>| {
                 let namespace = cm.namespace().unwrap_or_default();
                 let name = cm.name_any();
                 store

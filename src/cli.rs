@@ -242,28 +242,16 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(future: F) -> a
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let election = args.leader_election()?;
     let client = crate::kube_client::client().await?;
-    crate::startup::prepare(
-        &client,
-        &args.startup,
-        &args.tls_cert_file,
-        &args.tls_key_file,
-    )
-    .await?;
-    let scope = crate::view_cache::WatchScope {
+    let watch = crate::view_cache::WatchScope {
         namespace: args.watch_namespace,
         label_selector: args.watch_selector,
     };
-    let config = crate::webhook::WebhookConfig::new(
+    let webhook = crate::webhook::WebhookConfig::new(
         args.webhook_listen,
         args.health_listen,
         args.tls_cert_file,
         args.tls_key_file,
     );
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        stop.send_replace(true);
-    });
     let options = crate::controller::ControllerOptions {
         cloudflare_api_url: args.cloudflare_api_url,
         cluster_resource_namespace: args.cluster_resource_namespace,
@@ -275,26 +263,15 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         dns_batch: args.dns_batch,
         ..Default::default()
     };
-    let leader = crate::leader::LeaderStatus::new();
-    let reconcilers = tokio::spawn({
-        let (client, scope) = (client.clone(), scope.clone());
-        crate::leader::run_while_leading(
-            client.clone(),
-            election,
-            leader.clone(),
-            until_stopped(stopped.clone()),
-            move || crate::controller::run(client.clone(), options.clone(), scope.clone()),
-        )
-    });
-    let handle = crate::run::start_webhook(client, &scope, config, until_stopped(stopped)).await?;
-    tokio::spawn(crate::leader::report_to_metrics(
-        leader,
-        handle.metrics().clone(),
-    ));
-    tracing::info!(https = %handle.https_addr(), health = %handle.health_addr(), "cftunnel is serving");
-    handle.join().await?;
-    reconcilers.await??;
-    Ok(())
+    let settings = crate::process::Settings {
+        client,
+        election,
+        watch,
+        webhook,
+        options,
+        startup: args.startup,
+    };
+    crate::process::run(settings, shutdown_signal()).await
 }
 
 /// SIGTERM (what the kubelet sends) or Ctrl-C.
@@ -312,11 +289,6 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => {}
         () = terminated => {}
     }
-}
-
-/// Resolves once shutdown was asked for.
-async fn until_stopped(mut stopped: tokio::sync::watch::Receiver<bool>) {
-    let _ = stopped.wait_for(|stop| *stop).await;
 }
 
 fn print_crds(args: &CrdsArgs) -> anyhow::Result<()> {

@@ -10,7 +10,7 @@ use kube::{Api, Client};
 
 use crate::api::{ClusterTunnel, Tunnel, TunnelStatus};
 use crate::cloudflare::sim::{SimConfig, SimDnsRecord, Simulator};
-use crate::controller::{self, ControllerOptions};
+use crate::controller::ControllerOptions;
 use crate::testenv::{ControlPlane, ControlPlaneOptions, poll_until};
 use crate::view_cache::WatchScope;
 use crate::webhook::{ServingHandle, WebhookConfig};
@@ -64,7 +64,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         cloudflare_api_url: cloudflare.url.clone(),
         ..Default::default()
     };
-    let reconcilers = tokio::spawn(controller::run(
+    let reconcilers = tokio::spawn(crate::process::run_reconcilers(
         client.clone(),
         options,
         WatchScope::default(),

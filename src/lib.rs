@@ -4,6 +4,7 @@
 //! piece so that tests, the demo and the binary share one implementation.
 pub mod admission;
 pub mod api;
+pub mod caches;
 pub mod certs;
 pub mod chart;
 pub mod checksum_watcher;
@@ -15,7 +16,9 @@ pub mod dns;
 pub mod install;
 pub mod kube_client;
 pub mod leader;
+pub mod lifecycle;
 pub mod metrics;
+pub mod process;
 pub mod render;
 pub mod routes;
 pub mod routing;

@@ -1,5 +1,5 @@
-//! `cftunnel run`: one process serving the admission webhook from watch caches, with health
-//! and metrics. (The tunnel and route reconcilers join this process as they are built.)
+//! The admission webhook of `cftunnel run`, served from the process-wide watch caches, with
+//! health and metrics. The process itself is wired in [`crate::process`].
 use std::future::Future;
 use std::sync::Arc;
 
@@ -9,6 +9,8 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kube::core::conversion::{ConversionRequest, ConversionResponse};
 
 use crate::admission::review;
+use crate::caches::ProcessCaches;
+use crate::lifecycle::Scope;
 use crate::view_cache::{ViewCache, WatchScope};
 use crate::webhook::{self, Policy, Readiness, ServingHandle, WebhookConfig, WebhookError};
 
@@ -31,23 +33,33 @@ impl Policy for CachedPolicy {
     }
 }
 
-/// Starts the caches, the webhook and the config-checksum watcher; admission answers (and
-/// `/readyz`) wait for the caches.
+/// Starts the process-wide caches in a scope of their own, then the webhook (see
+/// [`serve_webhook`]). For tests and the demo; `cftunnel run` shares its caches with the
+/// leader's reconcilers.
 pub async fn start_webhook(
     client: Client,
     scope: &WatchScope,
     config: WebhookConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ServingHandle, WebhookError> {
-    tokio::spawn(crate::checksum_watcher::run(
-        client.clone(),
-        scope.namespace.clone(),
-    ));
-    let (cache, synced) = ViewCache::start(client, scope);
+    let process = Scope::root("webhook");
+    let caches = ProcessCaches::start(&process, &client, scope);
+    serve_webhook(&process, caches, config, shutdown).await
+}
+
+/// Serves the webhook from `caches`; admission answers (and `/readyz`) wait until they have
+/// listed.
+pub async fn serve_webhook(
+    process: &Scope,
+    caches: ProcessCaches,
+    config: WebhookConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<ServingHandle, WebhookError> {
+    let cache = ViewCache::new(caches.clone());
     let readiness = Readiness::new();
     let ready = readiness.clone();
-    tokio::spawn(async move {
-        synced.await;
+    process.spawn("readiness", async move {
+        caches.synced().await;
         ready.set_ready(true);
         tracing::info!("caches synced; admission is ready");
     });

@@ -4,6 +4,8 @@
 #[path = "leader_election/binary.rs"]
 mod binary;
 mod common;
+#[path = "leader_election/deposed.rs"]
+mod deposed;
 #[path = "leader_election/go_lease.rs"]
 mod go_lease;
 #[path = "leader_election/harness.rs"]
@@ -11,6 +13,8 @@ mod harness;
 mod install_support;
 #[path = "leader_election/proxy.rs"]
 mod proxy;
+#[path = "leader_election/terms.rs"]
+mod terms;
 
 use std::time::Duration;
 
@@ -271,4 +275,9 @@ fn is_micro_time(text: &str) -> bool {
             'd' => c.is_ascii_digit(),
             other => c == other,
         })
+}
+
+#[tokio::test]
+async fn a_deposed_leader_sends_no_cloudflare_write_after_it_lost_the_lease() {
+    deposed::a_deposed_leader_sends_no_cloudflare_write_after_it_lost_the_lease().await;
 }

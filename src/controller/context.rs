@@ -8,6 +8,7 @@ use kube::runtime::events::{Recorder, Reporter};
 
 use super::memory::{DriftSchedule, Failures};
 use crate::cloudflare::client::{CloudflareClient, CloudflareError, Credentials, RateLimiters};
+use crate::lifecycle::Scope;
 use crate::view_cache::WatchScope;
 
 /// Default namespace of ClusterTunnels' objects, apart from the operator's own namespace.
@@ -68,8 +69,11 @@ pub struct Context {
     pub limiters: RateLimiters,
     pub options: ControllerOptions,
     pub scope: WatchScope,
+    /// The leadership term (or standalone run) this context belongs to: everything the
+    /// reconcilers spawn runs in it, and every Cloudflare write checks its permit.
+    pub term: Scope,
     /// Every tunnel's routes, published by the route reconciler.
-    pub routes: std::sync::Arc<crate::routing::RouteIndex>,
+    pub routes: std::sync::Arc<crate::routes::RouteIndex>,
     /// Zone ids looked up by name, shared by every reconcile.
     pub zone_ids: super::zones::ZoneIds,
     /// One DNS sync per zone at a time (route reconciler and deletions).
@@ -81,7 +85,12 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(client: Client, options: ControllerOptions, scope: WatchScope) -> Context {
+    pub fn new(
+        client: Client,
+        options: ControllerOptions,
+        scope: WatchScope,
+        term: Scope,
+    ) -> Context {
         let reporter = Reporter {
             controller: "cftunnel".to_string(),
             instance: std::env::var("POD_NAME").ok(),
@@ -92,6 +101,7 @@ impl Context {
             limiters: RateLimiters::new(),
             options,
             scope,
+            term,
             routes: Default::default(),
             zone_ids: Default::default(),
             dns_guard: Default::default(),
@@ -107,7 +117,8 @@ impl Context {
     ) -> Result<CloudflareClient, CloudflareError> {
         let builder = CloudflareClient::builder(credentials)
             .base_url(self.options.cloudflare_api_url.clone())
-            .limiters(self.limiters.clone());
+            .limiters(self.limiters.clone())
+            .write_gate(self.term.write_gate());
         match self.options.cloudflare_max_attempts {
             Some(attempts) => builder.max_attempts(attempts).build(),
             None => builder.build(),

@@ -30,14 +30,9 @@ pub mod zones;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
-use kube::{Api, Client};
 
 pub use adapters::TunnelKindAdapter;
 pub use conditions::ReadyReason;
@@ -50,29 +45,40 @@ use tokio::sync::mpsc;
 
 use crate::admission::{TunnelIdentity, TunnelKind};
 use crate::api::{ClusterTunnel, Tunnel};
-use crate::view_cache::WatchScope;
+use crate::caches::{Shared, TermCaches};
 
 /// Key of the managed Secret holding the base64 tunnel secret before the tunnel exists.
 pub const PENDING_SECRET_KEY: &str = "tunnelSecret";
 
-/// Runs the Tunnel and ClusterTunnel controllers, and the route reconciler that feeds them,
-/// until the process ends.
-pub async fn run(client: Client, options: ControllerOptions, scope: WatchScope) {
-    let ctx = Arc::new(Context::new(client, options, scope));
-    tokio::spawn(secret_guard::sweep(
-        ctx.clone(),
-        ctx.scope.namespace.clone(),
-    ));
+/// Starts the Secret guard's sweeps in the context's term.
+pub fn start_secret_guard(ctx: &Arc<Context>) {
+    ctx.term.spawn(
+        "secret-guard-sweep",
+        secret_guard::sweep(ctx.clone(), ctx.scope.namespace.clone()),
+    );
     if ctx.scope.namespace.is_some() {
         let cluster_ns = Some(ctx.options.cluster_resource_namespace.clone());
-        tokio::spawn(secret_guard::sweep(ctx.clone(), cluster_ns));
+        ctx.term.spawn(
+            "secret-guard-sweep",
+            secret_guard::sweep(ctx.clone(), cluster_ns),
+        );
     }
-    let (route_tx, mut route_rx) = mpsc::unbounded_channel::<TunnelIdentity>();
+}
+
+/// Runs the Tunnel and ClusterTunnel controllers until the term ends. `route_changes` names
+/// the tunnels whose routes changed (the route reconciler sends them); each is re-run.
+pub async fn run_controllers(
+    ctx: Arc<Context>,
+    tunnels: Shared<Tunnel>,
+    cluster_tunnels: Shared<ClusterTunnel>,
+    children: TermCaches,
+    mut route_changes: mpsc::UnboundedReceiver<TunnelIdentity>,
+) {
     let (tunnel_tx, tunnel_rx) = mpsc::unbounded_channel::<ObjectRef<Tunnel>>();
     let (cluster_tx, cluster_rx) = mpsc::unbounded_channel::<ObjectRef<ClusterTunnel>>();
     // Route changes re-run exactly the tunnels they touch.
     let dispatch = async move {
-        while let Some(tunnel) = route_rx.recv().await {
+        while let Some(tunnel) = route_changes.recv().await {
             let sent = match tunnel.kind {
                 TunnelKind::ClusterTunnel => cluster_tx.send(ObjectRef::new(&tunnel.name)).is_ok(),
                 _ => tunnel_tx
@@ -85,55 +91,43 @@ pub async fn run(client: Client, options: ControllerOptions, scope: WatchScope) 
         }
     };
     futures::join!(
-        crate::routing::run(ctx.clone(), route_tx),
         dispatch,
-        run_kind::<Tunnel>(ctx.clone(), receiver_stream(tunnel_rx)),
-        run_kind::<ClusterTunnel>(ctx, receiver_stream(cluster_rx))
+        run_kind::<Tunnel>(ctx.clone(), tunnels, &children, receiver_stream(tunnel_rx)),
+        run_kind::<ClusterTunnel>(ctx, cluster_tunnels, &children, receiver_stream(cluster_rx))
     );
 }
 
-/// One controller: the custom resources of kind `K`, triggered by their label-selected children
-/// and by every Secret of the watched namespaces (an API Secret that appears, is fixed or rotates
-/// re-runs the tunnels that name it at once). All trigger watches are metadata-only and keep no
-/// cache: memory never holds Secret data or unrelated objects.
+/// One controller: the custom resources of kind `K` (from the process-wide shared store),
+/// triggered by their children and by every Secret of the watched namespaces (an API Secret
+/// that appears, is fixed or rotates re-runs the tunnels that name it at once). The trigger
+/// watches are the term's shared ones ([`TermCaches`]): Secrets and ConfigMaps metadata-only,
+/// so memory never holds Secret data.
 async fn run_kind<K: TunnelKindAdapter>(
     ctx: Arc<Context>,
+    objects: Shared<K>,
+    children: &TermCaches,
     route_changes: impl futures::Stream<Item = ObjectRef<K>> + Send + 'static,
 ) {
-    let client = ctx.client.clone();
-    let mut config = watcher::Config::default();
-    if let Some(selector) = &ctx.scope.label_selector {
-        config = config.labels(selector);
-    }
-    let children = watcher::Config::default().labels(&K::child_selector());
-    let child_ns = K::children_namespace(&ctx);
-    let controller = Controller::new(K::watch_api(&client, &ctx.scope), config);
-    let tunnels = controller.store();
+    let tunnels = objects.store();
     let _tracked = crate::metrics::track_tunnels(tunnels.clone());
     let secrets_ctx = ctx.clone();
-    controller
+    let secrets = futures::stream::select_all(children.secrets.iter().map(|s| s.changes().boxed()));
+    let config_maps =
+        futures::stream::select_all(children.config_maps.iter().map(|s| s.changes().boxed()));
+    let deployments =
+        futures::stream::select_all(children.deployments.iter().map(|s| s.changes().boxed()));
+    // A term that starts after the store listed still reconciles every object once.
+    Controller::for_shared_stream(objects.objects(), objects.store())
         .reconcile_on(route_changes)
-        .watches(
-            child_api::<Secret>(&client, child_ns.as_deref()),
-            watcher::Config::default(),
-            move |secret| {
-                let mut refs: Vec<ObjectRef<K>> = K::controlling_object(&secret.metadata)
-                    .into_iter()
-                    .collect();
-                refs.extend(api_secret_users(&tunnels, &secret.metadata, &secrets_ctx));
-                refs
-            },
-        )
-        .watches(
-            child_api::<ConfigMap>(&client, child_ns.as_deref()),
-            children.clone(),
-            |child| K::controlling_object(&child.metadata),
-        )
-        .watches(
-            child_api::<Deployment>(&client, child_ns.as_deref()),
-            children,
-            |child| K::controlling_object(&child.metadata),
-        )
+        .watches_shared_stream(secrets, move |secret| {
+            let mut refs: Vec<ObjectRef<K>> = K::controlling_object(&secret.metadata)
+                .into_iter()
+                .collect();
+            refs.extend(api_secret_users(&tunnels, &secret.metadata, &secrets_ctx));
+            refs
+        })
+        .watches_shared_stream(config_maps, |child| K::controlling_object(&child.metadata))
+        .watches_shared_stream(deployments, |child| K::controlling_object(&child.metadata))
         .run(core::reconcile::<K>, core::error_policy::<K>, ctx)
         .for_each(|result| async move {
             crate::metrics::controller_event(K::KIND.as_str(), &result);
@@ -166,16 +160,4 @@ fn api_secret_users<K: TunnelKindAdapter>(
         .filter(|t| t.api_secret_name() == name && t.managed_namespace(ctx) == namespace)
         .map(|t| ObjectRef::from_obj(&**t))
         .collect()
-}
-
-/// Metadata-only view (kube sends metadata-only requests for `PartialObjectMeta`): memory and
-/// traffic hold names and owners, never Secret data. `None`: all namespaces.
-fn child_api<C>(client: &Client, namespace: Option<&str>) -> Api<PartialObjectMeta<C>>
-where
-    C: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
 }

@@ -164,7 +164,8 @@ fn retry_delay(attempt: u32) -> Duration {
 
 /// Retries a failed release in the background until it succeeds.
 pub fn release_later(ctx: Arc<Context>, namespace: String, name: String) {
-    tokio::spawn(async move {
+    let term = ctx.term.clone();
+    term.spawn("secret-guard-release", async move {
         let mut attempt = 0;
         loop {
             tokio::time::sleep(retry_delay(attempt)).await;

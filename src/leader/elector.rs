@@ -1,10 +1,14 @@
-//! The election loop: acquire, run the work in a task of its own, renew until lost, abort the
-//! task at once, compete again; on shutdown stop the work, then release the lease.
+//! The election loop: acquire, start a term (a child [`Scope`] of the process) and run the work
+//! in it, renew until lost, end the term (cancel, then wait for every task it started), compete
+//! again; on shutdown end the term, then release the lease.
 use std::future::Future;
+use std::time::Duration;
 
 use jiff::Timestamp;
 use kube::Client;
 use tokio::time::{Instant, sleep, sleep_until, timeout, timeout_at};
+
+use crate::lifecycle::{Scope, WriteGate};
 
 use super::decision::{Decision, Observer, decide, next_record, released_record};
 use super::lease::{LeaseLock, is_conflict, is_forbidden};
@@ -14,28 +18,34 @@ use super::{
 
 /// Runs `work` only while this process holds the lease (SPEC §7.1), until `shutdown` completes.
 ///
-/// Each leadership term runs a fresh `work()` in its own task, aborted the moment leadership
-/// is lost (renew deadline passed, lease taken or deleted, Go operator alive). With `None`,
-/// there is no election: `work` runs until shutdown. Fails only on an invalid `config`.
+/// Each leadership term is a child scope of `process`: `work(term)` runs in it and spawns
+/// everything it starts there, so the moment leadership is lost (renew deadline passed, lease
+/// taken or deleted, Go operator alive) the whole term is cancelled and awaited (at most
+/// [`TERM_GRACE`]). The term's write permit expires `renew_deadline` after the start of the
+/// last successful renewal. With `None`, there is no election: `work` runs in one term until
+/// shutdown. Fails only on an invalid `config`.
 pub async fn run_while_leading<W, F>(
     client: Client,
     config: Option<LeaderElectionConfig>,
     status: LeaderStatus,
+    process: Scope,
     shutdown: impl Future<Output = ()>,
     mut work: W,
 ) -> Result<(), LeaderConfigError>
 where
-    W: FnMut() -> F,
+    W: FnMut(Scope) -> F,
     F: Future<Output = ()> + Send + 'static,
 {
     tokio::pin!(shutdown);
     let Some(config) = config else {
         status.set(LeaderState::Leading);
-        let mut task = tokio::spawn(work());
+        let term = process.child("term");
+        let mut task = term.spawn("reconcilers", work(term.clone()));
         tokio::select! {
-            () = &mut shutdown => { task.abort(); let _ = task.await; }
+            () = &mut shutdown => {}
             _ = &mut task => tracing::warn!("the reconcilers ended on their own"),
         }
+        term.shutdown(TERM_GRACE).await;
         status.set(LeaderState::Stopped);
         return Ok(());
     };
@@ -48,16 +58,16 @@ where
         };
         tracing::info!(lease = %elector.lock.key(), identity = %elector.config.identity, "became leader; starting the reconcilers");
         status.set(LeaderState::Leading);
-        let mut task = tokio::spawn(work());
+        let term = process.child("term");
+        let gate = term.write_gate();
+        gate.renew_until(renewed_at + elector.config.renew_deadline);
+        let mut task = term.spawn("reconcilers", work(term.clone()));
         let end = tokio::select! {
             () = &mut shutdown => None,
-            loss = elector.hold(renewed_at) => Some(loss),
+            loss = elector.hold(renewed_at, &gate) => Some(loss),
             _ = &mut task => Some(Loss::WorkEnded),
         };
-        if end != Some(Loss::WorkEnded) {
-            task.abort();
-            let _ = task.await;
-        }
+        term.shutdown(TERM_GRACE).await;
         status.set(LeaderState::Candidate);
         let Some(loss) = end else { break };
         tracing::warn!(lease = %elector.lock.key(), identity = %elector.config.identity, reason = %loss, "lost leadership; the reconcilers are stopped");
@@ -70,6 +80,10 @@ where
     status.set(LeaderState::Stopped);
     Ok(())
 }
+
+/// How long an ended term's tasks may take to stop (they are dropped at their next await point,
+/// so this is reached only by a task blocked outside the runtime).
+pub const TERM_GRACE: Duration = Duration::from_secs(5);
 
 /// Why a leadership term ended.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -213,7 +227,7 @@ impl Elector {
 
     /// Renews every retry period until a renewal fails for the renew deadline or finds the
     /// lease gone or taken; returns the moment that is known.
-    async fn hold(&mut self, mut renewed_at: Instant) -> Loss {
+    async fn hold(&mut self, mut renewed_at: Instant, gate: &WriteGate) -> Loss {
         loop {
             let deadline = renewed_at + self.config.renew_deadline;
             tokio::select! {
@@ -223,7 +237,10 @@ impl Elector {
             let started = Instant::now();
             match timeout_at(deadline, self.renew()).await {
                 Err(_) => return Loss::RenewDeadline,
-                Ok(Ok(Renewal::Renewed)) => renewed_at = started,
+                Ok(Ok(Renewal::Renewed)) => {
+                    renewed_at = started;
+                    gate.renew_until(renewed_at + self.config.renew_deadline);
+                }
                 Ok(Ok(Renewal::Gone)) => return Loss::Deleted,
                 Ok(Ok(Renewal::TakenBy(holder))) => return Loss::TakenBy(holder),
                 Ok(Ok(Renewal::GoOperator(holder))) => {

@@ -1,9 +1,15 @@
 //! Leader election for the reconcilers on a coordination.k8s.io/v1 Lease (SPEC §7.1, §7.3).
 //!
 //! Every replica serves the webhook; only the holder of the lease runs the reconcilers.
-//! [`run_while_leading`] loops: wait to acquire → run the reconcilers in a task of their own →
-//! on loss, abort that task at once → wait again. On shutdown it stops the reconcilers, then
-//! releases the lease (empty holder) so a successor takes over without waiting for expiry.
+//! [`run_while_leading`] loops: wait to acquire → start a term ([`crate::lifecycle::Scope`])
+//! and run the reconcilers in it → on loss, cancel the term and wait for every task it started
+//! → wait again. On shutdown it ends the term, then releases the lease (empty holder) so a
+//! successor takes over without waiting for expiry.
+//!
+//! - **No write after loss**: the term's write permit expires `renew_deadline` after the start
+//!   of its last successful renewal, and every Cloudflare write checks it right before it is
+//!   sent. A leader frozen past its lease (SIGSTOP, a stalled VM) wakes with the permit already
+//!   expired, so it sends nothing even before its own elector task has run.
 //!
 //! - **Writes** are a create or a full replace with the resourceVersion read (never a patch),
 //!   so two candidates cannot both win ([`lease`]).
@@ -30,7 +36,7 @@ pub use decision::{
     Decision, LeaseRecord, Observed, Observer, RELEASED_DURATION_SECONDS, decide, next_record,
     released_record,
 };
-pub use elector::run_while_leading;
+pub use elector::{TERM_GRACE, run_while_leading};
 pub use lease::{LeaseLock, record_of};
 pub use status::{LeaderState, LeaderStatus, report_to_metrics};
 

@@ -33,6 +33,7 @@
 //! - A DNS name is wanted unless every source serving that fqdn disables DNS updates.
 //! - A Service with both expose labels is not a source (admission refuses it).
 mod backend;
+mod index;
 mod model;
 mod serve;
 mod source;
@@ -50,6 +51,7 @@ mod source_tests;
 #[cfg(test)]
 mod target_tests;
 
+pub use index::{RouteIndex, changed_tunnels};
 pub use model::compute_routes;
 pub use serve::{Serving, serving_route, serving_route_for_url};
 pub use table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus, TunnelRoutes};

@@ -8,7 +8,6 @@
 //! tunnel). A tunnel's own DNS records are removed by its deletion, before the tunnel itself.
 mod cache;
 mod dns;
-mod index;
 mod status;
 
 use std::collections::BTreeSet;
@@ -18,11 +17,12 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 
+pub use crate::routes::{RouteIndex, changed_tunnels};
 pub use cache::{RouteCache, TunnelRecord};
 pub use dns::{DnsProblem, DnsSync, DnsView};
-pub use index::{RouteIndex, changed_tunnels};
 
 use crate::admission::TunnelIdentity;
+use crate::caches::ProcessCaches;
 use crate::controller::Context;
 use crate::routes::{RouteTable, compute_routes};
 
@@ -37,21 +37,23 @@ struct DnsInput {
     force: BTreeSet<TunnelIdentity>,
 }
 
-/// Runs until the process ends. `triggers` receives the tunnels whose routes changed.
+/// Runs until its term ends (the DNS task is spawned in `ctx.term`). `triggers` receives the
+/// tunnels whose routes changed.
 ///
 /// DNS runs in its own task: a first sync of many hostnames is paced by the Cloudflare rate
 /// limit (minutes for a thousand), and route changes must reach config.yaml meanwhile.
-pub async fn run(ctx: Arc<Context>, triggers: UnboundedSender<TunnelIdentity>) {
-    let (mut cache, synced) = RouteCache::start(
-        &ctx.client,
-        &ctx.scope,
-        &ctx.options.cluster_resource_namespace,
-    );
-    synced.await;
+pub async fn run(
+    ctx: Arc<Context>,
+    caches: ProcessCaches,
+    triggers: UnboundedSender<TunnelIdentity>,
+) {
+    let mut cache = RouteCache::new(&caches, &ctx.options.cluster_resource_namespace);
+    caches.synced().await;
     tracing::info!("route caches synced");
     let (input_tx, input_rx) = watch::channel::<Option<Arc<DnsInput>>>(None);
     let (view_tx, mut view_rx) = watch::channel(Arc::new(DnsView::default()));
-    tokio::spawn(run_dns(ctx.clone(), input_rx, view_tx));
+    ctx.term
+        .spawn("dns", run_dns(ctx.clone(), input_rx, view_tx));
     let mut statuses = status::StatusWriter::default();
     loop {
         cache.mark_seen();

@@ -77,6 +77,7 @@ impl StartupArgs {
 
 /// Runs the start-up checks; returns once the serving certificate files are in place.
 pub async fn prepare(
+    process: &crate::lifecycle::Scope,
     client: &Client,
     args: &StartupArgs,
     tls_cert_file: &Path,
@@ -90,13 +91,16 @@ pub async fn prepare(
             key: tls_key_file.to_owned(),
         };
         first_pass(&manager, &files).await?;
-        tokio::spawn(manager.run(files, args.certificate_check_interval));
+        process.spawn(
+            "certificates",
+            manager.run(files, args.certificate_check_interval),
+        );
     }
     let crds = crate::install::CONVERTED_CRDS
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
-    tokio::spawn(migrate::run(client.clone(), crds));
+    process.spawn("storage-migration", migrate::run(client.clone(), crds));
     Ok(())
 }
 

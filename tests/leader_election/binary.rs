@@ -2,7 +2,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use super::harness::{WAIT, plane, read_record, wait_record};
+use super::harness::{WAIT, plane, read_record, serving_cert_dir, wait_record};
 use crate::install_support::cftunnel_run;
 
 pub async fn run_leads_and_releases_on_sigterm() {
@@ -12,13 +12,7 @@ pub async fn run_leads_and_releases_on_sigterm() {
         .create_namespace("leader-binary")
         .await
         .expect("namespace");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let cert = plane
-        .ca()
-        .issue_server_cert(&["127.0.0.1"])
-        .expect("serving cert");
-    std::fs::write(dir.path().join("tls.crt"), &cert.cert_pem).expect("write cert");
-    std::fs::write(dir.path().join("tls.key"), &cert.key_pem).expect("write key");
+    let dir = serving_cert_dir(plane);
     let (mut command, log_path) = cftunnel_run(dir.path(), plane.admin_kubeconfig());
     let child = command
         .args(["--leader-election-namespace", &ns])
@@ -65,6 +59,11 @@ pub async fn run_leads_and_releases_on_sigterm() {
         status.is_some_and(|s| s.success()),
         "cftunnel run did not exit cleanly on SIGTERM: {status:?}\n{}",
         log()
+    );
+    let text = log();
+    assert!(
+        !text.contains("WARN") && !text.contains("ERROR"),
+        "a normal start and stop logs no warning or error:\n{text}"
     );
     let released = read_record(&admin, &ns, "cftunnel-binary")
         .await

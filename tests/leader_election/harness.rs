@@ -113,7 +113,7 @@ impl Candidate {
         let identity = config.identity.clone();
         let work = {
             let (ledger, running) = (ledger.clone(), running.clone());
-            move || {
+            move |_term| {
                 let (ledger, running) = (ledger.clone(), running.clone());
                 async move {
                     let _running = Running::enter(ledger, running);
@@ -125,6 +125,7 @@ impl Candidate {
             client,
             Some(config),
             status.clone(),
+            cftunnel::lifecycle::Scope::root("candidate"),
             async move {
                 let _ = stopped.await;
             },
@@ -228,4 +229,17 @@ pub async fn wait_until(what: &str, check: impl Fn() -> bool) {
     poll_until(what, WAIT, POLL, || async move { check().then_some(()) })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A temporary directory holding `tls.crt` and `tls.key`, a serving certificate for 127.0.0.1
+/// from the plane's CA (for `cftunnel run` processes).
+pub fn serving_cert_dir(plane: &ControlPlane) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cert = plane
+        .ca()
+        .issue_server_cert(&["127.0.0.1"])
+        .expect("serving cert");
+    std::fs::write(dir.path().join("tls.crt"), &cert.cert_pem).expect("write cert");
+    std::fs::write(dir.path().join("tls.key"), &cert.key_pem).expect("write key");
+    dir
 }

@@ -11,7 +11,7 @@ use cftunnel::api::crds::{self, ConversionService};
 use cftunnel::api::{ClusterTunnel, Tunnel, TunnelStatus};
 use cftunnel::cloudflare::client::{CloudflareClient, ConfigSrc, Credentials};
 use cftunnel::cloudflare::sim::{RunningSim, SimConfig, Simulator};
-use cftunnel::controller::{self, ControllerOptions};
+use cftunnel::controller::ControllerOptions;
 use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
 use cftunnel::view_cache::WatchScope;
 use k8s_openapi::ByteString;
@@ -132,7 +132,11 @@ impl Harness {
             namespace: Some(self.ns.clone()),
             label_selector: Some(format!("{RUN_LABEL}={}", self.ns)),
         };
-        self.operator = Some(tokio::spawn(controller::run(client, self.options(), scope)));
+        self.operator = Some(tokio::spawn(cftunnel::process::run_reconcilers(
+            client,
+            self.options(),
+            scope,
+        )));
     }
 
     pub fn stop_operator(&mut self) {

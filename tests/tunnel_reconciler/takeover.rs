@@ -3,6 +3,7 @@
 //! and adopted by the new Deployment.
 use std::collections::BTreeMap;
 
+use cftunnel::api::names::ANNOTATION_CHECKSUM;
 use cftunnel::testenv::poll_until;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
@@ -16,6 +17,21 @@ use super::harness::{Harness, POLL, TOKEN, WAIT, ready, ready_message};
 const API_SECRET: &str = "cloudflare-api";
 const GO_MANAGER: &str = "cloudflare-operator";
 const GO_TUNNEL_ID: &str = "6ff42ae2-765d-4adf-8112-31c55c1551ef";
+
+/// `spec` without the pod template's config checksum annotation.
+fn without_checksum(
+    mut spec: k8s_openapi::api::apps::v1::DeploymentSpec,
+) -> k8s_openapi::api::apps::v1::DeploymentSpec {
+    if let Some(meta) = spec.template.metadata.as_mut() {
+        if let Some(annotations) = meta.annotations.as_mut() {
+            annotations.remove(ANNOTATION_CHECKSUM);
+        }
+        if meta.annotations.as_ref().is_some_and(BTreeMap::is_empty) {
+            meta.annotations = None;
+        }
+    }
+    spec
+}
 
 /// Our fixed selector for the Tunnel `web`.
 fn our_selector() -> BTreeMap<String, String> {
@@ -315,6 +331,8 @@ async fn a_go_deployment_with_our_selector_keeps_none_of_the_go_fields() {
 async fn a_go_shaped_deployment_not_controlled_by_the_tunnel_is_a_name_conflict() {
     let (mut h, _) = stopped_with_tunnel("tr-takeover-foreign").await;
     let (old_uid, ..) = plant(&h, &go_deployment(&go_selector(), None)).await;
+    let deployments: Api<Deployment> = Api::namespaced(h.admin.clone(), &h.ns);
+    let planted = deployments.get("web").await.expect("planted deployment");
     h.start_operator();
     let t = h.wait_reason(&h.tunnels(), "web", "NameConflict").await;
     let message = ready_message(t.status.as_ref());
@@ -325,11 +343,12 @@ async fn a_go_shaped_deployment_not_controlled_by_the_tunnel_is_a_name_conflict(
         )),
         "{message}"
     );
-    let deployments: Api<Deployment> = Api::namespaced(h.admin.clone(), &h.ns);
     let d = deployments.get("web").await.expect("deployment kept");
     assert_eq!(d.uid(), Some(old_uid));
     assert_eq!(d.spec.selector.match_labels, Some(go_selector()));
-    assert_eq!(d.metadata.generation, Some(1));
+    // Not taken over: its spec is the planted one. The only addition allowed is the config
+    // checksum the checksum watcher keeps on every cloudflared workload no Tunnel controls.
+    assert_eq!(without_checksum(d.spec), planted.spec);
     assert!(
         !h.event_reasons("web")
             .await

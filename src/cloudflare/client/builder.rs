@@ -28,6 +28,7 @@ pub struct CloudflareClientBuilder {
     limiters: Option<RateLimiters>,
     timeout: Duration,
     retry: RetryPolicy,
+    gate: crate::lifecycle::WriteGate,
 }
 
 impl CloudflareClient {
@@ -42,6 +43,7 @@ impl CloudflareClient {
             limiters: None,
             timeout: DEFAULT_TIMEOUT,
             retry: RetryPolicy::default(),
+            gate: crate::lifecycle::WriteGate::open(),
         }
     }
 }
@@ -87,6 +89,12 @@ impl CloudflareClientBuilder {
     pub fn backoff(mut self, base: Duration, max: Duration) -> Self {
         self.retry.base_delay = base;
         self.retry.max_delay = max;
+        self
+    }
+
+    /// The permit every write checks before it is sent (default: always open).
+    pub fn write_gate(mut self, gate: crate::lifecycle::WriteGate) -> Self {
+        self.gate = gate;
         self
     }
 
@@ -138,6 +146,7 @@ impl CloudflareClientBuilder {
             limiter,
             timeout: self.timeout,
             retry: self.retry,
+            gate: self.gate,
         })))
     }
 }

@@ -36,6 +36,8 @@ pub(super) struct Inner {
     pub limiter: Arc<Limiter>,
     pub timeout: Duration,
     pub retry: RetryPolicy,
+    /// Checked right before every write is sent (see [`crate::lifecycle::WriteGate`]).
+    pub gate: crate::lifecycle::WriteGate,
 }
 
 impl fmt::Debug for CloudflareClient {
@@ -192,6 +194,10 @@ impl CloudflareClient {
         loop {
             attempt += 1;
             inner.limiter.acquire().await;
+            // After the (possibly long) rate-limit wait: a term that ended meanwhile sends nothing.
+            if call.method != Method::GET && !inner.gate.may_write() {
+                return Err(CloudflareError::NotLeading { operation });
+            }
             let request = self.request(&call, &url)?;
             let sent = tokio::time::timeout(inner.timeout, inner.transport.send(request)).await;
             crate::metrics::cloudflare_attempt(operation, &sent, |r| r.status.as_u16());
@@ -314,7 +320,9 @@ fn is_retryable(err: &CloudflareError) -> bool {
         | CloudflareError::Transport { .. }
         | CloudflareError::RateLimited { .. } => true,
         CloudflareError::Api { status, .. } => retry::is_retryable_status(*status),
-        CloudflareError::Decode { .. } | CloudflareError::InvalidInput(_) => false,
+        CloudflareError::Decode { .. }
+        | CloudflareError::InvalidInput(_)
+        | CloudflareError::NotLeading { .. } => false,
     }
 }
 

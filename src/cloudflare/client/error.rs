@@ -99,6 +99,10 @@ pub enum CloudflareError {
     /// The caller passed something the client refuses to send.
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// A write was not sent: the leadership term that asked for it has ended (or its lease
+    /// permit expired).
+    #[error("cloudflare {operation}: not sent, this replica no longer leads")]
+    NotLeading { operation: &'static str },
 }
 
 /// The underlying transport failure.
@@ -182,6 +186,7 @@ impl CloudflareError {
             Self::Transport { .. } => "transport",
             Self::Decode { .. } => "decode",
             Self::InvalidInput(_) => "invalid_input",
+            Self::NotLeading { .. } => "not_leading",
         }
     }
 }

@@ -15,6 +15,7 @@ use super::{
 };
 
 mod envelope;
+mod gate;
 mod http;
 mod logging;
 mod operations;

@@ -1,0 +1,306 @@
+//! One set of watch caches: one watch and one store per kind, shared by every reader.
+//!
+//! - [`ProcessCaches`] run in every replica, for the whole process: Tunnels, ClusterTunnels and
+//!   TunnelBindings (decoded object by object, see [`decode`]), Services (stripped to what
+//!   routes read) and namespace labels (metadata only). The admission view
+//!   ([`crate::view_cache`]) and, in the leader, the route table ([`crate::routing`]) and the
+//!   tunnel controllers (their own kind's trigger) are built from them, so the leader watches
+//!   these kinds once, not three times.
+//! - [`TermCaches`] run only in a leadership term and stop with it: metadata of Secrets and
+//!   ConfigMaps, Deployments and DaemonSets labelled `app=cloudflared`. Both tunnel
+//!   controllers and the checksum watcher read them.
+//!
+//! A leader therefore runs 5 + 4 watches (one more of each term kind when `--watch-namespace`
+//! differs from the cluster-resource namespace: children of ClusterTunnels live there).
+//! The ConfigMap watch has no label selector: the checksum watcher follows the ConfigMaps that
+//! user-managed cloudflared workloads mount, which carry no label of cftunnel's. It is
+//! metadata-only (names and resourceVersions), so its memory does not grow with ConfigMap data.
+pub mod decode;
+mod shared;
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceSpec};
+use kube::core::PartialObjectMeta;
+use kube::{Api, Client};
+use tokio::sync::watch;
+
+pub use shared::{Shared, keep, typed};
+
+use crate::api::names::{APP_CLOUDFLARED, LABEL_APP};
+use crate::api::{ClusterTunnel, Tunnel, TunnelBinding};
+use crate::lifecycle::Scope;
+use crate::view_cache::{WatchScope, config, namespaced};
+
+/// The watches every replica runs (the webhook needs them), shared with the leader's term.
+#[derive(Clone)]
+pub struct ProcessCaches {
+    pub tunnels: Shared<Tunnel>,
+    pub cluster_tunnels: Shared<ClusterTunnel>,
+    pub bindings: Shared<TunnelBinding>,
+    /// Services of the watched namespaces, stripped by [`strip_service`].
+    pub services: Shared<Service>,
+    pub namespaces: Shared<PartialObjectMeta<Namespace>>,
+    generation: Arc<watch::Sender<u64>>,
+}
+
+impl ProcessCaches {
+    /// Starts the five watches as tasks of `scope`.
+    pub fn start(scope: &Scope, client: &Client, watch_scope: &WatchScope) -> ProcessCaches {
+        let generation = Arc::new(watch::channel(0u64).0);
+        let labels = watch_scope.label_selector.clone().unwrap_or_default();
+        let ns = watch_scope.namespace.as_deref();
+        let tunnels = Shared::start(
+            scope,
+            "tunnels",
+            |store| decode::tolerant::<Tunnel>(client, ns, config(&labels), store),
+            keep,
+            generation.clone(),
+        );
+        let cluster_tunnels = Shared::start(
+            scope,
+            "clustertunnels",
+            |store| decode::tolerant::<ClusterTunnel>(client, None, config(&labels), store),
+            keep,
+            generation.clone(),
+        );
+        let bindings = Shared::start(
+            scope,
+            "tunnelbindings",
+            |store| decode::tolerant::<TunnelBinding>(client, ns, config(&labels), store),
+            keep,
+            generation.clone(),
+        );
+        let services = Shared::start(
+            scope,
+            "services",
+            |_| typed(namespaced::<Service>(client, ns), config("")),
+            strip_service,
+            generation.clone(),
+        );
+        let namespaces = Shared::start(
+            scope,
+            "namespaces",
+            |_| {
+                typed(
+                    Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
+                    config(""),
+                )
+            },
+            keep,
+            generation.clone(),
+        );
+        ProcessCaches {
+            tunnels,
+            cluster_tunnels,
+            bindings,
+            services,
+            namespaces,
+            generation,
+        }
+    }
+
+    /// Resolves once every store has listed.
+    pub async fn synced(&self) {
+        // Not `Store::wait_until_ready`: the webhook's readiness and the leader's route
+        // reconciler wait here at once, and the controllers on the same stores (see `shared`).
+        self.tunnels.listed().await;
+        self.cluster_tunnels.listed().await;
+        self.bindings.listed().await;
+        self.services.listed().await;
+        self.namespaces.listed().await;
+    }
+
+    /// A counter bumped on every event of any of these watches.
+    pub fn generation(&self) -> u64 {
+        *self.generation.borrow()
+    }
+
+    /// Wakes on every event of any of these watches.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+}
+
+/// The watches only a leader runs, over the namespaces of managed objects.
+#[derive(Clone)]
+pub struct TermCaches {
+    /// Secrets, metadata only: API Secrets and managed Secrets.
+    pub secrets: Vec<Shared<PartialObjectMeta<Secret>>>,
+    /// ConfigMaps, metadata only, unselected (see the module comment).
+    pub config_maps: Vec<Shared<PartialObjectMeta<ConfigMap>>>,
+    /// Deployments labelled `app=cloudflared`: managed ones and user-managed cloudflared.
+    pub deployments: Vec<Shared<Deployment>>,
+    /// DaemonSets labelled `app=cloudflared` (user-managed cloudflared).
+    pub daemon_sets: Vec<Shared<DaemonSet>>,
+}
+
+impl TermCaches {
+    /// Starts the watches as tasks of `term`, one per kind and namespace of
+    /// [`child_namespaces`]. The first namespace is the watched one.
+    pub fn start(term: &Scope, client: &Client, namespaces: &[Option<String>]) -> TermCaches {
+        let generation = Arc::new(watch::channel(0u64).0);
+        let cloudflared = format!("{LABEL_APP}={APP_CLOUDFLARED}");
+        let mut caches = TermCaches {
+            secrets: Vec::new(),
+            config_maps: Vec::new(),
+            deployments: Vec::new(),
+            daemon_sets: Vec::new(),
+        };
+        for (index, ns) in namespaces.iter().map(Option::as_deref).enumerate() {
+            caches.secrets.push(Shared::start(
+                term,
+                "secrets",
+                |_| {
+                    typed(
+                        namespaced::<PartialObjectMeta<Secret>>(client, ns),
+                        config(""),
+                    )
+                },
+                keep,
+                generation.clone(),
+            ));
+            caches.config_maps.push(Shared::start(
+                term,
+                "configmaps",
+                |_| {
+                    typed(
+                        namespaced::<PartialObjectMeta<ConfigMap>>(client, ns),
+                        config(""),
+                    )
+                },
+                keep,
+                generation.clone(),
+            ));
+            caches.deployments.push(Shared::start(
+                term,
+                "deployments",
+                |_| typed(namespaced::<Deployment>(client, ns), config(&cloudflared)),
+                strip_managed_fields,
+                generation.clone(),
+            ));
+            // User-managed cloudflared DaemonSets are followed in the watched namespace only.
+            if index == 0 {
+                caches.daemon_sets.push(Shared::start(
+                    term,
+                    "daemonsets",
+                    |_| typed(namespaced::<DaemonSet>(client, ns), config(&cloudflared)),
+                    strip_managed_fields,
+                    generation.clone(),
+                ));
+            }
+        }
+        caches
+    }
+}
+
+/// The namespaces of managed objects: the watched one (`None`: all), and the
+/// cluster-resource namespace when it is not already covered.
+pub fn child_namespaces(
+    scope: &WatchScope,
+    cluster_resource_namespace: &str,
+) -> Vec<Option<String>> {
+    match &scope.namespace {
+        None => vec![None],
+        Some(ns) if ns == cluster_resource_namespace => vec![Some(ns.clone())],
+        Some(ns) => vec![
+            Some(ns.clone()),
+            Some(cluster_resource_namespace.to_string()),
+        ],
+    }
+}
+
+/// Annotations of this prefix are cftunnel's; others are never read.
+const ANNOTATION_PREFIX: &str = "cfargotunnel.com/";
+
+/// Keeps what routes and admission read of a Service: identity, labels, cftunnel's
+/// annotations, ports.
+pub fn strip_service(service: &mut Service) {
+    let meta = &mut service.metadata;
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.retain(|k, _| k.starts_with(ANNOTATION_PREFIX));
+    }
+    let ports = service.spec.take().and_then(|s| s.ports);
+    service.spec = Some(ServiceSpec {
+        ports,
+        ..ServiceSpec::default()
+    });
+    service.status = None;
+}
+
+fn strip_managed_fields<K: kube::Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ServicePort;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube::ResourceExt;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_stored_service_keeps_only_what_routes_read() {
+        let service = Service {
+            metadata: ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some("shop".into()),
+                annotations: Some(BTreeMap::from([
+                    (
+                        "cfargotunnel.com/fqdn".to_string(),
+                        "a.example.com".to_string(),
+                    ),
+                    (
+                        "kubectl.kubernetes.io/last-applied-configuration".to_string(),
+                        "{…}".to_string(),
+                    ),
+                ])),
+                labels: Some(BTreeMap::from([(
+                    "cfargotunnel.com/expose-tunnel".to_string(),
+                    "edge".to_string(),
+                )])),
+                ..ObjectMeta::default()
+            },
+            spec: Some(ServiceSpec {
+                ports: Some(vec![ServicePort {
+                    port: 80,
+                    name: Some("http".into()),
+                    ..ServicePort::default()
+                }]),
+                cluster_ip: Some("10.0.0.1".into()),
+                selector: Some(BTreeMap::from([("app".to_string(), "web".to_string())])),
+                ..ServiceSpec::default()
+            }),
+            ..Service::default()
+        };
+        let mut stripped = service;
+        strip_service(&mut stripped);
+        let annotations = stripped.metadata.annotations.clone().unwrap_or_default();
+        assert_eq!(
+            annotations.keys().collect::<Vec<_>>(),
+            vec!["cfargotunnel.com/fqdn"]
+        );
+        assert_eq!(stripped.labels().len(), 1);
+        let spec = stripped.spec.unwrap_or_default();
+        assert_eq!(spec.ports.map(|p| p.len()), Some(1));
+        assert!(spec.cluster_ip.is_none() && spec.selector.is_none());
+    }
+
+    #[test]
+    fn managed_objects_are_watched_once_per_namespace() {
+        let all = WatchScope::default();
+        assert_eq!(child_namespaces(&all, "cftunnel-tunnels"), vec![None]);
+        let same = WatchScope {
+            namespace: Some("t".into()),
+            label_selector: None,
+        };
+        assert_eq!(child_namespaces(&same, "t"), vec![Some("t".to_string())]);
+        assert_eq!(
+            child_namespaces(&same, "c"),
+            vec![Some("t".to_string()), Some("c".to_string())]
+        );
+    }
+}

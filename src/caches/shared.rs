@@ -1,0 +1,256 @@
+//! One watch, one store, many readers: [`Shared`] keeps a reflector store of one kind and fans
+//! every change out to subscribers (controllers, the route reconciler, the admission view).
+//!
+//! Readiness: wait with [`Shared::listed`], never with [`Store::wait_until_ready`] from more
+//! than one place. kube's store readiness is a single-waker oneshot: of several futures waiting
+//! on it at once (on other tasks, or inside a `SelectAll` that polls only woken streams), only
+//! the one polled last is woken when the first list completes; the others can stay pending for
+//! good (seen as a controller whose first list was never replayed, so it never reconciled).
+//! The only remaining `wait_until_ready` caller is the kube controller handed a store
+//! ([`kube::runtime::Controller::for_shared_stream`]), one per store.
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt, TryStreamExt};
+use kube::Resource;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher::Event};
+use tokio::sync::{broadcast, watch};
+
+use crate::lifecycle::Scope;
+
+/// Changes a subscriber may fall behind by before it is handed the whole store again.
+const FANOUT_BUFFER: usize = 1024;
+
+/// A store of one kind, kept by one watch running in a [`Scope`], and its change fan-out.
+pub struct Shared<K>
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    store: Store<K>,
+    changes: broadcast::Sender<Arc<K>>,
+    /// Becomes `true` once the first list is in the store; any number of waiters.
+    listed: watch::Receiver<bool>,
+}
+
+impl<K> Clone for Shared<K>
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    fn clone(&self) -> Self {
+        Shared {
+            store: self.store.clone(),
+            changes: self.changes.clone(),
+            listed: self.listed.clone(),
+        }
+    }
+}
+
+impl<K> Shared<K>
+where
+    K: Resource + Clone + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+{
+    /// Drives the watch `events(store)` (already decoded; given the store it feeds) on a task
+    /// of `scope`: every event passes through `modify`, is applied to the store, bumps
+    /// `generation` and is fanned out.
+    pub fn start<S>(
+        scope: &Scope,
+        what: &'static str,
+        events: impl FnOnce(Store<K>) -> S,
+        modify: fn(&mut K),
+        generation: Arc<watch::Sender<u64>>,
+    ) -> Shared<K>
+    where
+        S: Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
+    {
+        let (store, writer) = reflector::store();
+        let events = events(store.clone());
+        let (changes, _) = broadcast::channel(FANOUT_BUFFER);
+        let fanout = changes.clone();
+        let (listed_tx, listed) = watch::channel(false);
+        let stream = events
+            .modify(modify)
+            .reflect(writer)
+            .inspect_ok(move |event| {
+                match event {
+                    Event::Apply(object) | Event::Delete(object) | Event::InitApply(object) => {
+                        let _ = fanout.send(Arc::new(object.clone()));
+                    }
+                    // After `reflect`: the listed objects are in the store by now.
+                    Event::InitDone => {
+                        listed_tx.send_replace(true);
+                    }
+                    Event::Init => {}
+                }
+                generation.send_modify(|n| *n = n.wrapping_add(1));
+            });
+        let watching = scope.watch_guard();
+        scope.spawn(what, async move {
+            let _watching = watching;
+            let mut stream = std::pin::pin!(stream);
+            while let Some(event) = stream.next().await {
+                if let Err(e) = event {
+                    crate::metrics::watch_restarted(what);
+                    tracing::warn!(watch = what, error = %e, "watch error; retrying with backoff");
+                }
+            }
+        });
+        Shared {
+            store,
+            changes,
+            listed,
+        }
+    }
+
+    /// The store (empty until the first list completed: wait with [`Shared::listed`]).
+    pub fn store(&self) -> Store<K> {
+        self.store.clone()
+    }
+
+    /// Resolves once the first list is in the store (`false`: the watch stopped before). Every
+    /// waiter is woken, wherever it is polled from (see the module comment).
+    pub async fn listed(&self) -> bool {
+        wait_listed(self.listed.clone()).await
+    }
+
+    /// Every object once the store is ready, then each object as it changes; after falling
+    /// behind, every object again. For a controller's own kind: a term started after the
+    /// store listed still reconciles everything once.
+    pub fn objects(&self) -> impl Stream<Item = Arc<K>> + Send + 'static {
+        let receiver = self.changes.subscribe();
+        let store = self.store.clone();
+        let initial = {
+            let store = store.clone();
+            let listed = self.listed.clone();
+            futures::stream::once(async move {
+                wait_listed(listed).await;
+                futures::stream::iter(store.state())
+            })
+            .flatten()
+        };
+        initial.chain(follow(receiver, store))
+    }
+
+    /// Each object as it changes from now on (after falling behind, every object again).
+    pub fn changes(&self) -> impl Stream<Item = Arc<K>> + Send + 'static {
+        follow(self.changes.subscribe(), self.store.clone())
+    }
+}
+
+async fn wait_listed(mut listed: watch::Receiver<bool>) -> bool {
+    listed.wait_for(|listed| *listed).await.is_ok()
+}
+
+fn follow<K>(
+    receiver: broadcast::Receiver<Arc<K>>,
+    store: Store<K>,
+) -> impl Stream<Item = Arc<K>> + Send + 'static
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone + Send + Sync,
+{
+    futures::stream::unfold(receiver, move |mut receiver| {
+        let store = store.clone();
+        async move {
+            match receiver.recv().await {
+                Ok(object) => Some((vec![object], receiver)),
+                Err(broadcast::error::RecvError::Lagged(_)) => Some((store.state(), receiver)),
+                Err(broadcast::error::RecvError::Closed) => None,
+            }
+        }
+    })
+    .flat_map(futures::stream::iter)
+}
+
+/// Keeps objects as they are.
+pub fn keep<K>(_: &mut K) {}
+
+/// A typed watch stream with the default backoff (for built-in kinds, which the API server
+/// always stores decodable).
+pub fn typed<K>(
+    api: kube::Api<K>,
+    config: watcher::Config,
+) -> impl Stream<Item = watcher::Result<Event<K>>> + Send + 'static
+where
+    K: Resource + Clone + Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    watcher(api, config).default_backoff()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use tokio::sync::mpsc;
+
+    use super::*;
+
+    fn config_map(name: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        }
+    }
+
+    /// Three readers on three tasks, all waiting before the list arrives, as the webhook's
+    /// readiness, the route reconciler and a controller do: each one is woken.
+    #[tokio::test]
+    async fn every_reader_waiting_for_the_first_list_is_woken() {
+        let scope = Scope::root("test");
+        let (events_tx, events_rx) = mpsc::unbounded_channel::<watcher::Result<Event<ConfigMap>>>();
+        let events = futures::stream::unfold(events_rx, |mut rx| async move {
+            rx.recv().await.map(|event| (event, rx))
+        });
+        let generation = Arc::new(watch::channel(0u64).0);
+        let shared = Shared::start(&scope, "configmaps", |_| events, keep, generation);
+        let first_listed = tokio::spawn({
+            let shared = shared.clone();
+            async move { shared.listed().await }
+        });
+        let second_listed = tokio::spawn({
+            let shared = shared.clone();
+            async move { shared.listed().await }
+        });
+        let replayed = tokio::spawn({
+            let objects = shared.objects();
+            async move {
+                let mut objects = std::pin::pin!(objects);
+                objects.next().await.and_then(|o| o.metadata.name.clone())
+            }
+        });
+        // Let all three register as waiters before the list completes.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        for event in [
+            Event::Init,
+            Event::InitApply(config_map("listed")),
+            Event::InitDone,
+        ] {
+            events_tx.send(Ok(event)).expect("watch task alive");
+        }
+        let wait = Duration::from_secs(10);
+        let listed = |task| tokio::time::timeout(wait, task);
+        assert!(listed(first_listed).await.expect("woken").expect("joined"));
+        assert!(listed(second_listed).await.expect("woken").expect("joined"));
+        assert_eq!(
+            tokio::time::timeout(wait, replayed)
+                .await
+                .expect("woken")
+                .expect("joined"),
+            Some("listed".to_string())
+        );
+        assert!(scope.shutdown(Duration::from_secs(5)).await);
+    }
+}
