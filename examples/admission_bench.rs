@@ -1,4 +1,4 @@
-//! Admission benchmark (SPEC §8): drives AdmissionReviews over TLS with keep-alive connections,
+//! Admission benchmark (docs/design.md §8): drives AdmissionReviews over TLS with keep-alive connections,
 //! as the API server does, at a fixed concurrency, against cftunnel's decision logic and against
 //! the same server answering a canned response. Also measures the handler alone, in-process.
 //!

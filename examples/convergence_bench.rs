@@ -1,4 +1,4 @@
-//! Convergence benchmark (SPEC §8): many tunnels and routes applied at once to a local control
+//! Convergence benchmark (docs/design.md §8): many tunnels and routes applied at once to a local control
 //! plane (etcd, kube-apiserver, kube-controller-manager) with `cftunnel run` as its own process
 //! against the Cloudflare simulator. Records the time until every tunnel is Ready and every DNS
 //! record exists, the Cloudflare calls by operation, the cloudflared rollouts and the operator's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Convergence benchmark (SPEC §8, BENCHMARKS.md): builds the control-plane binaries (a no-op when
+# Convergence benchmark (docs/design.md §8, BENCHMARKS.md): builds the control-plane binaries (a no-op when
 # cached) and the release `cftunnel`, then applies the benchmark's tunnels and routes to a local
 # control plane with `cftunnel run` against the Cloudflare simulator. Arguments go to the
 # benchmark, e.g. `--namespaces 2 --tunnels-per-namespace 5 --routes-per-tunnel 4`.

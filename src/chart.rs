@@ -3,7 +3,7 @@
 //! `scripts/check-generated.sh`, so the chart's CRDs cannot go stale.
 //!
 //! The CRDs are templates rather than files of the chart's `crds/` folder because Helm never
-//! upgrades the latter (SPEC §7.2). Each carries `helm.sh/resource-policy: keep`, so
+//! upgrades the latter (docs/design.md §7.2). Each carries `helm.sh/resource-policy: keep`, so
 //! `helm uninstall` never deletes them and every Tunnel with them; in cert-manager mode the
 //! converted ones also carry cert-manager's CA-injection annotation.
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! Keeps `cfargotunnel.com/checksum` on user-managed cloudflared Deployments and DaemonSets (e.g.
 //! the `cloudflare-tunnel` Helm chart's) equal to the hash of the ConfigMaps their pods mount, so
-//! a config change rolls the pods (SPEC §2.3). Workloads controlled by a Tunnel are left to the
+//! a config change rolls the pods (docs/design.md §2.3). Workloads controlled by a Tunnel are left to the
 //! tunnel reconciler. The admission path never reads ConfigMaps: stamping happens here.
 //!
 //! Runs only in the leader. Workloads are watched by label; ConfigMaps metadata-only (names and

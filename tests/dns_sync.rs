@@ -1,4 +1,4 @@
-//! The DNS sync of SPEC §3.3 against the in-process Cloudflare simulator: what each sync
+//! The DNS sync of docs/design.md §3.3 against the in-process Cloudflare simulator: what each sync
 //! writes and what it costs in calls (§8 Cloudflare economy).
 #[path = "dns_sync/batch.rs"]
 mod batch;

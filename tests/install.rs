@@ -1,4 +1,4 @@
-//! Installing cftunnel (SPEC §7.1, §7.2) against a real kube-apiserver: `kubectl apply -k
+//! Installing cftunnel (docs/design.md §7.1, §7.2) against a real kube-apiserver: `kubectl apply -k
 //! manifests/` and the Helm chart pass a server-side dry run with pods that meet the restricted
 //! profile, the chart grants exactly the manifests' RBAC, and the certificate manager — run as
 //! cftunnel's ServiceAccount, twice at once — ends with one CA that it injects into the shipped

@@ -1,4 +1,4 @@
-//! Storage-version migration (SPEC §1.2) against a real kube-apiserver and etcd: Tunnels and
+//! Storage-version migration (docs/design.md §1.2) against a real kube-apiserver and etcd: Tunnels and
 //! ClusterTunnels stored as v1alpha1 (the CRD first installed with v1alpha1 as storage version)
 //! are rewritten as v1alpha2 once the shipped CRD is applied, `status.storedVersions` is pruned,
 //! nothing is lost, and two replicas migrating at once converge. The migration runs as cftunnel's

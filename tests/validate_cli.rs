@@ -1,5 +1,5 @@
 //! `cftunnel validate` and `cftunnel certs`, run as a user runs them; the table of invalid
-//! manifests under tests/data/admission/ proves every admission rule of SPEC §2.1 and §2.2.
+//! manifests under tests/data/admission/ proves every admission rule of docs/design.md §2.1 and §2.2.
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -24,7 +24,7 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// One file of the table: its expected message fragments and SPEC rule tags.
+/// One file of the table: its expected message fragments and rule tags (docs/design.md §2.1, §2.2).
 struct Case {
     path: PathBuf,
     expects: Vec<String>,
@@ -134,7 +134,7 @@ fn the_table_covers_every_create_rule() {
         "2.1.1", "2.1.2", "2.1.3", "2.1.4", "2.1.5", "2.1.6", "2.2.1", "2.2.2", "2.2.3", "2.2.4",
         "2.2.5", "2.2.6",
     ] {
-        assert!(rules.contains(rule), "no case for SPEC §{rule}");
+        assert!(rules.contains(rule), "no case for docs/design.md §{rule}");
     }
     let expects: Vec<&str> = cases
         .iter()

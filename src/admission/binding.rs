@@ -1,4 +1,4 @@
-//! Validation of TunnelBinding (SPEC §2.2).
+//! Validation of TunnelBinding (docs/design.md §2.2).
 use std::collections::BTreeSet;
 
 use super::route::{Field, PortRef, RouteInput, check_fields, check_ownership, deny_not_admitted};

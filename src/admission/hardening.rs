@@ -1,4 +1,4 @@
-//! Refusal of explicit weakening of a cloudflared pod (SPEC §2.3): the checks shared by
+//! Refusal of explicit weakening of a cloudflared pod (docs/design.md §2.3): the checks shared by
 //! workload admission and by a Tunnel's `deployPatch`. Only the pod level and the container
 //! named `cloudflared` are judged; other containers have needs of their own.
 use serde_json::Value;

@@ -1,4 +1,4 @@
-//! Admission decisions as plain functions of their inputs (SPEC §2): used by the webhook, the
+//! Admission decisions as plain functions of their inputs (docs/design.md §2): used by the webhook, the
 //! offline `cftunnel validate` command and the reconciler's own checks — one implementation.
 pub mod binding;
 pub mod duration;

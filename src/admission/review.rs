@@ -62,7 +62,7 @@ pub fn validate(req: &AdmissionRequest<DynamicObject>, view: &AdmissionView) -> 
     answer(response, verdict)
 }
 
-/// Deletion, and updates of metadata or status only, are always allowed (SPEC §2, ratcheting):
+/// Deletion, and updates of metadata or status only, are always allowed (docs/design.md §2, ratcheting):
 /// objects stored before cftunnel existed must never get stuck.
 fn needs_judging(new: &DynamicObject, old: &DynamicObject) -> bool {
     new.metadata.deletion_timestamp.is_none() && !same_except_status(&new.data, &old.data)
@@ -217,7 +217,7 @@ fn answer(response: AdmissionResponse, verdict: Verdict) -> AdmissionResponse {
     response
 }
 
-/// The mutating webhook's answer: hardening of cloudflared workloads (SPEC §2.3) and defaulting
+/// The mutating webhook's answer: hardening of cloudflared workloads (docs/design.md §2.3) and defaulting
 /// of our own kinds. The checksum of user-managed workloads is stamped by the checksum watcher,
 /// so the admission path never reads ConfigMaps.
 pub fn mutate(req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {

@@ -1,5 +1,5 @@
 //! Rules for one route, whichever object declares it: a TunnelBinding subject or a labelled
-//! Service (SPEC §2.2). Each source names its own fields, so messages point at what the user wrote.
+//! Service (docs/design.md §2.2). Each source names its own fields, so messages point at what the user wrote.
 use std::borrow::Cow;
 use std::net::IpAddr;
 
@@ -82,7 +82,7 @@ pub struct RouteInput<'a> {
     pub durations: Vec<(Field, &'a str)>,
     /// Service port by name or number; `None` means the Service's first port.
     pub port: Option<(Field, PortRef<'a>)>,
-    /// Only `true` counts: a route never turns off what the tunnel turned on (SPEC §3.4).
+    /// Only `true` counts: a route never turns off what the tunnel turned on (docs/design.md §3.4).
     pub no_tls_verify: bool,
     pub http2_origin: bool,
     pub http_host_header: Option<(Field, &'a str)>,
@@ -117,7 +117,7 @@ impl<'a> RouteInput<'a> {
     }
 }
 
-/// Field-level rules (SPEC §2.2 items 2 and 3).
+/// Field-level rules (docs/design.md §2.2 items 2 and 3).
 pub fn check_fields(route: &RouteInput<'_>, tunnel: Option<&TunnelFacts>, v: &mut Verdict) {
     for (field, fqdn) in &route.fqdns {
         check_fqdn(*field, fqdn, tunnel, route.dns_updates_disabled, v);

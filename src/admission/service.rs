@@ -1,4 +1,4 @@
-//! Validation of Services labelled for exposure (SPEC §1.4, §2.2 item 6): the binding rules,
+//! Validation of Services labelled for exposure (docs/design.md §1.4, §2.2 item 6): the binding rules,
 //! applied to the annotations.
 use std::collections::BTreeMap;
 

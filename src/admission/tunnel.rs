@@ -1,4 +1,4 @@
-//! Validation of Tunnel and ClusterTunnel (SPEC §2.1). One function per rule, message beside it.
+//! Validation of Tunnel and ClusterTunnel (docs/design.md §2.1). One function per rule, message beside it.
 use serde_json::Value;
 
 use super::hardening;

@@ -46,7 +46,7 @@ impl Verdict {
         self.warnings.push(format!("{field}: {advice}"));
     }
 
-    /// All violations in one answer, joined by `; ` (SPEC §2).
+    /// All violations in one answer, joined by `; ` (docs/design.md §2).
     pub fn denial_message(&self) -> Option<String> {
         if self.violations.is_empty() {
             return None;

@@ -1,4 +1,4 @@
-//! TunnelBinding v1alpha1: routes Services through a Tunnel or ClusterTunnel (SPEC §1.3).
+//! TunnelBinding v1alpha1: routes Services through a Tunnel or ClusterTunnel (docs/design.md §1.3).
 //! Its fields sit at the top level of the object (no `spec`), as the Go operator defined it.
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;

@@ -1,4 +1,4 @@
-//! CEL rules embedded in the CRDs (SPEC §2.1). The API server evaluates them before any
+//! CEL rules embedded in the CRDs (docs/design.md §2.1). The API server evaluates them before any
 //! webhook, so each message is the exact text the admission rule of the same name gives.
 
 /// One CEL rule and the message shown when it fails.
@@ -7,7 +7,7 @@ pub struct CelRule {
     pub message: &'static str,
 }
 
-/// "Set" for existingTunnel (SPEC §1.1): present with a non-empty id or name. `$` = the spec.
+/// "Set" for existingTunnel (docs/design.md §1.1): present with a non-empty id or name. `$` = the spec.
 const EXISTING_SET: &str = "(has($.existingTunnel) && ((has($.existingTunnel.id) && $.existingTunnel.id != '') || (has($.existingTunnel.name) && $.existingTunnel.name != '')))";
 
 pub const BOTH_TUNNEL_SOURCES: &str = "spec: newTunnel and existingTunnel are mutually exclusive; set exactly one (newTunnel creates a tunnel, existingTunnel adopts one)";

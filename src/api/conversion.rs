@@ -1,4 +1,4 @@
-//! Lossless conversion between Tunnel/ClusterTunnel v1alpha1 and v1alpha2 (SPEC §1.2).
+//! Lossless conversion between Tunnel/ClusterTunnel v1alpha1 and v1alpha2 (docs/design.md §1.2).
 //!
 //! Up: `size`, `image`, `nodeSelectors`, `tolerations` move into `deployPatch`, so they take
 //! effect; they win over the round-trip annotation, which is removed. Down: those four are

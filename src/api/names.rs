@@ -1,5 +1,5 @@
 //! Names that are part of the compatibility contract with the Go operator's installations:
-//! labels, annotations, finalizers and field managers (SPEC §1.5). Never rename them.
+//! labels, annotations, finalizers and field managers (docs/design.md §1.5). Never rename them.
 
 pub const GROUP: &str = "networking.cfargotunnel.com";
 
@@ -31,7 +31,7 @@ pub const FIELD_MANAGER_SECRET_GUARD: &str = "cftunnel-secret-guard";
 /// The Go operator's field manager, whose fields are dropped on takeover.
 pub const FIELD_MANAGER_GO_OPERATOR: &str = "cloudflare-operator";
 
-/// Annotations of labelled Services that mirror a binding subject's spec (SPEC §1.4).
+/// Annotations of labelled Services that mirror a binding subject's spec (docs/design.md §1.4).
 pub mod service_annotations {
     pub const HOSTNAME: &str = "cfargotunnel.com/hostname";
     pub const PATH: &str = "cfargotunnel.com/path";

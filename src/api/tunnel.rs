@@ -60,7 +60,7 @@ macro_rules! tunnel_kinds {
         }
 
         impl $spec {
-            /// Exactly-one check input: is `newTunnel` set, is `existingTunnel` set (SPEC §1.1).
+            /// Exactly-one check input: is `newTunnel` set, is `existingTunnel` set (docs/design.md §1.1).
             pub fn tunnel_sources(&self) -> (bool, bool) {
                 (self.new_tunnel.is_some(), self.existing_tunnel.as_ref().is_some_and(ExistingTunnel::is_set))
             }

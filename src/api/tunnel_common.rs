@@ -1,4 +1,4 @@
-//! Pieces of the Tunnel / ClusterTunnel API shared by both kinds and both versions (SPEC §1.1).
+//! Pieces of the Tunnel / ClusterTunnel API shared by both kinds and both versions (docs/design.md §1.1).
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -26,7 +26,7 @@ pub struct ExistingTunnel {
 }
 
 impl ExistingTunnel {
-    /// "Set" (SPEC §1.1): a non-empty id or name.
+    /// "Set" (docs/design.md §1.1): a non-empty id or name.
     pub fn is_set(&self) -> bool {
         self.id.as_deref().is_some_and(|s| !s.is_empty())
             || self.name.as_deref().is_some_and(|s| !s.is_empty())

@@ -1,4 +1,4 @@
-//! Self-managed webhook certificates (SPEC §7.1), the default of `cftunnel run`.
+//! Self-managed webhook certificates (docs/design.md §7.1), the default of `cftunnel run`.
 //!
 //! - A long-lived CA is kept in the Secret `cftunnel-webhook-ca` (`tls.crt`, `tls.key`, and
 //!   `ca.crt`, the trust bundle). It is *created* (POST), never applied blindly: when replicas

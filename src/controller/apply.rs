@@ -1,5 +1,5 @@
 //! Server-side apply of the managed objects under the `cftunnel` field manager, never over an
-//! object this tunnel does not control (SPEC §3.1 step 5). An unchanged render is a no-op apply,
+//! object this tunnel does not control (docs/design.md §3.1 step 5). An unchanged render is a no-op apply,
 //! which the API server does not persist, so no resourceVersion moves.
 use std::fmt::Debug;
 

@@ -1,4 +1,4 @@
-//! The generic reconcile core shared by Tunnels and ClusterTunnels (SPEC §3.1).
+//! The generic reconcile core shared by Tunnels and ClusterTunnels (docs/design.md §3.1).
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
@@ -167,7 +167,7 @@ fn spec_changed<K: TunnelKindAdapter>(obj: &K) -> bool {
     !ready || observed.is_none() || observed != obj.meta().generation
 }
 
-/// Steps 2–5 of SPEC §3.1 for a live object.
+/// Steps 2–5 of docs/design.md §3.1 for a live object.
 async fn converge<K: TunnelKindAdapter>(
     current: &mut K,
     ctx: &Context,

@@ -1,4 +1,4 @@
-//! Drift (SPEC §3.1 step 8): on a slow jittered interval, the tunnel in status must still exist on
+//! Drift (docs/design.md §3.1 step 8): on a slow jittered interval, the tunnel in status must still exist on
 //! Cloudflare. A deleted newTunnel is recreated (its old id kept for DNS re-pointing); a deleted
 //! existingTunnel is reported, never recreated. Between checks no Cloudflare call is made.
 use kube::ResourceExt;

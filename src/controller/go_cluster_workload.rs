@@ -1,4 +1,4 @@
-//! The Go operator's workload of a ClusterTunnel (SPEC §7.3). The Go operator named a
+//! The Go operator's workload of a ClusterTunnel (docs/design.md §7.3). The Go operator named a
 //! ClusterTunnel's Deployment after the ClusterTunnel itself; cftunnel names it
 //! `clustertunnel-<name>` (see [`ObjectNames::for_owner`]), so a Go Deployment cannot be re-created
 //! in place the way a Tunnel's is ([`super::takeover`]). Instead it is retired: deleted once

@@ -1,4 +1,4 @@
-//! The Tunnel / ClusterTunnel reconciler (SPEC §3.1): one generic core, one adapter per kind.
+//! The Tunnel / ClusterTunnel reconciler (docs/design.md §3.1): one generic core, one adapter per kind.
 //!
 //! Crash safety of `newTunnel`: before a tunnel is created, its 32 random secret bytes are stored
 //! in the managed Secret under [`PENDING_SECRET_KEY`]; once the tunnel exists, the rendered

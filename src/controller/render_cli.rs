@@ -1,4 +1,4 @@
-//! `cftunnel render` (SPEC §6): what the reconciler would apply for Tunnels and ClusterTunnels
+//! `cftunnel render` (docs/design.md §6): what the reconciler would apply for Tunnels and ClusterTunnels
 //! given as files, without a cluster or Cloudflare. Deterministic: no secret is ever generated;
 //! what only Cloudflare knows is a fixed placeholder and the Secret's values are redacted.
 //! TunnelBindings and labelled Services in the input are routed by `routes::compute_routes`,

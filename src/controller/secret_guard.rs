@@ -1,4 +1,4 @@
-//! The API Secret guard (SPEC §3.1 step 6): while a tunnel holding the finalizer references an
+//! The API Secret guard (docs/design.md §3.1 step 6): while a tunnel holding the finalizer references an
 //! API Secret, the Secret carries `cfargotunnel.com/secret-in-use`, applied by SSA under its own
 //! field manager touching only `metadata.finalizers`, so deleting a namespace cannot remove the
 //! credentials a tunnel's cleanup needs. Server-side apply removes only what its own manager

@@ -1,5 +1,5 @@
 //! Which tunnel an object runs and with which credentials: a new tunnel (created crash-safely),
-//! an adopted one, or an existing one; plus its account and zone (SPEC §3.1 steps 3–4).
+//! an adopted one, or an existing one; plus its account and zone (docs/design.md §3.1 steps 3–4).
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use k8s_openapi::api::core::v1::Secret;

@@ -1,4 +1,4 @@
-//! Takeover of a Deployment written by the Go operator (SPEC §7.3): its selector is immutable
+//! Takeover of a Deployment written by the Go operator (docs/design.md §7.3): its selector is immutable
 //! and carries spec-dependent labels, and its field manager's values (probes, user id) must not
 //! survive, so it is deleted with `propagationPolicy=Orphan` and re-created by the next apply.
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! Planner cases of SPEC §3.3 where a record is not ours: conflicts, overwrite, shared hostnames.
+//! Planner cases of docs/design.md §3.3 where a record is not ours: conflicts, overwrite, shared hostnames.
 use super::fixtures::*;
 use super::*;
 

@@ -1,4 +1,4 @@
-//! DNS records of routed hostnames (SPEC §3.3): an ExternalDNS-style sync per zone.
+//! DNS records of routed hostnames (docs/design.md §3.3): an ExternalDNS-style sync per zone.
 //!
 //! - [`plan_zone`] is pure: every tunnel's routed hostnames in one zone + the candidate records
 //!   → creates, updates and deletes per tunnel, and conflicts naming the record in the way.

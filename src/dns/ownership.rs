@@ -1,4 +1,4 @@
-//! Which records are ours, and for which tunnel (SPEC §3.3 "Ownership").
+//! Which records are ours, and for which tunnel (docs/design.md §3.3 "Ownership").
 //!
 //! A CNAME is ours when it points at a current or previous id of one of the zone's tunnels
 //! **and** its comment is that operator's marker for one of them; or, without any cftunnel

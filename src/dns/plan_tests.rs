@@ -1,4 +1,4 @@
-//! Planner cases of SPEC §3.3 that write: creation, adoption, repairs, re-pointing, deletion.
+//! Planner cases of docs/design.md §3.3 that write: creation, adoption, repairs, re-pointing, deletion.
 use std::collections::BTreeSet;
 
 use crate::cloudflare::client::NewDnsRecord;

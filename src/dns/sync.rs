@@ -46,7 +46,7 @@ impl DnsSyncError {
     }
 }
 
-/// Syncs the DNS records of one zone with `zone.tunnels`' routed hostnames (SPEC §3.3).
+/// Syncs the DNS records of one zone with `zone.tunnels`' routed hostnames (docs/design.md §3.3).
 ///
 /// Reads: the candidate pages once (see [`super::candidates`]), plus one read per name found
 /// taken on create. Writes: only what differs. With nothing changed it costs only the reads.

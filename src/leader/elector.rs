@@ -16,7 +16,7 @@ use super::{
     GO_OPERATOR_LEASE, LeaderConfigError, LeaderElectionConfig, LeaderState, LeaderStatus,
 };
 
-/// Runs `work` only while this process holds the lease (SPEC §7.1), until `shutdown` completes.
+/// Runs `work` only while this process holds the lease (docs/design.md §7.1), until `shutdown` completes.
 ///
 /// Each leadership term is a child scope of `process`: `work(term)` runs in it and spawns
 /// everything it starts there, so the moment leadership is lost (renew deadline passed, lease

@@ -1,4 +1,4 @@
-//! Leader election for the reconcilers on a coordination.k8s.io/v1 Lease (SPEC §7.1, §7.3).
+//! Leader election for the reconcilers on a coordination.k8s.io/v1 Lease (docs/design.md §7.1, §7.3).
 //!
 //! Every replica serves the webhook; only the holder of the lease runs the reconcilers.
 //! [`run_while_leading`] loops: wait to acquire → start a term ([`crate::lifecycle::Scope`])

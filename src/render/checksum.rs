@@ -1,4 +1,4 @@
-//! The pod-template checksum (SPEC §3.4): what cloudflared reads only at start-up, hashed so a
+//! The pod-template checksum (docs/design.md §3.4): what cloudflared reads only at start-up, hashed so a
 //! change rolls the pods and an unchanged render never does.
 use sha2::{Digest, Sha256};
 

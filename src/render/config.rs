@@ -1,4 +1,4 @@
-//! cloudflared's config.yaml (SPEC §3.4 item 1): fixed key order, so equal input gives equal bytes.
+//! cloudflared's config.yaml (docs/design.md §3.4 item 1): fixed key order, so equal input gives equal bytes.
 use serde::Serialize;
 
 use super::RenderError;

@@ -1,4 +1,4 @@
-//! `spec.deployPatch` (SPEC §3.5): parsed as YAML or JSON, applied last as a strategic merge
+//! `spec.deployPatch` (docs/design.md §3.5): parsed as YAML or JSON, applied last as a strategic merge
 //! patch, then hardening and the identity of the workload are put back.
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! Labels of the managed objects (SPEC §1.5) and the immutable Deployment selector (SPEC §3.4).
+//! Labels of the managed objects (docs/design.md §1.5) and the immutable Deployment selector (docs/design.md §3.4).
 use std::collections::BTreeMap;
 
 use crate::admission::TunnelKind;

@@ -1,4 +1,4 @@
-//! Pure builders of everything the tunnel reconciler applies (SPEC §3.4, §3.5); `cftunnel render`
+//! Pure builders of everything the tunnel reconciler applies (docs/design.md §3.4, §3.5); `cftunnel render`
 //! prints the same objects. No I/O, no randomness: equal input gives equal bytes.
 pub mod checksum;
 pub mod config;
@@ -139,7 +139,7 @@ fn is_pinned(image: &str) -> bool {
     matches!(last.rsplit_once(':'), Some((_, tag)) if !tag.is_empty() && tag != "latest")
 }
 
-/// Hardening of the cloudflared pod (SPEC §2.3): the very function the mutating webhook applies,
+/// Hardening of the cloudflared pod (docs/design.md §2.3): the very function the mutating webhook applies,
 /// run on the rendered pod and again after `deployPatch`, so a patch cannot weaken it.
 use crate::admission::mutate::harden_pod_spec as harden;
 

@@ -1,4 +1,4 @@
-//! The Kubernetes objects of one tunnel (SPEC §3.4): ServiceAccount, Secret, ConfigMap,
+//! The Kubernetes objects of one tunnel (docs/design.md §3.4): ServiceAccount, Secret, ConfigMap,
 //! Deployment (as JSON, so fields newer than our API types survive a `deployPatch`) and PDB.
 use std::collections::BTreeMap;
 

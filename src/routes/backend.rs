@@ -1,4 +1,4 @@
-//! Where a route goes (SPEC §3.2): the Service port, the protocol, the cloudflared service.
+//! Where a route goes (docs/design.md §3.2): the Service port, the protocol, the cloudflared service.
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 
 use super::table::RouteReason;

@@ -1,4 +1,4 @@
-//! The route model of SPEC §3.2, as pure code: from a snapshot of the world (tunnels,
+//! The route model of docs/design.md §3.2, as pure code: from a snapshot of the world (tunnels,
 //! TunnelBindings, Services) to the ingress routes and DNS names of every tunnel and the status
 //! of every object that declares routes. No I/O: the reconciler feeds it from watch caches,
 //! `cftunnel render` from files.

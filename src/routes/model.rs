@@ -296,7 +296,7 @@ fn default_field(declared: &Declared<'_>) -> String {
     }
 }
 
-/// Route-level `originRequest`: only what the source set (SPEC §3.4 item 1). A `caPool` on a
+/// Route-level `originRequest`: only what the source set (docs/design.md §3.4 item 1). A `caPool` on a
 /// tunnel without `originCaPool` is dropped (admission warned about it).
 fn origin_request(route: &RouteInput<'_>, tunnel: &TunnelFacts) -> OriginRequest {
     let text = |value: Option<(Field, &str)>| value.map(|(_, v)| v.to_string());

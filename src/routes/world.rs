@@ -72,7 +72,7 @@ impl fmt::Display for SourceRef {
     }
 }
 
-/// Who owns a contested hostname: the oldest claim, as Gateway API decides (SPEC §3.2).
+/// Who owns a contested hostname: the oldest claim, as Gateway API decides (docs/design.md §3.2).
 /// Field order is the comparison order; a missing timestamp sorts first.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Age {

@@ -1,4 +1,4 @@
-//! When and with what the DNS records are synced (SPEC §3.3): one sync per group of tunnels
+//! When and with what the DNS records are synced (docs/design.md §3.3): one sync per group of tunnels
 //! sharing a zone and an API Secret, run when the group's routed hostnames, tunnel ids or
 //! previous ids change, retried with backoff while it has problems, and repeated on the slow
 //! drift interval. A group whose input did not change makes no Cloudflare call.

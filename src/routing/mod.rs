@@ -1,4 +1,4 @@
-//! The route reconciler (SPEC §3.2, §3.3): watches tunnels, TunnelBindings, Services and
+//! The route reconciler (docs/design.md §3.2, §3.3): watches tunnels, TunnelBindings, Services and
 //! namespace labels; computes every tunnel's routes ([`crate::routes`]); hands them to the tunnel
 //! reconciler (the single writer of config.yaml) through a shared [`RouteIndex`], triggering only
 //! the tunnels whose routes changed; syncs DNS per zone ([`crate::dns`]); writes TunnelBinding

@@ -1,4 +1,4 @@
-//! Are the installed CRDs the ones this cftunnel ships? (SPEC §7.2.) A Helm upgrade never
+//! Are the installed CRDs the ones this cftunnel ships? (docs/design.md §7.2.) A Helm upgrade never
 //! touches CRDs in a chart's `crds/` folder and the Go operator's CRDs lack `status.conditions`
 //! and point conversion at its own Service, so a stale CRD is common and worth a loud log line.
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{

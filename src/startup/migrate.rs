@@ -1,4 +1,4 @@
-//! Storage-version migration (SPEC §1.2): objects still stored as v1alpha1 are rewritten in the
+//! Storage-version migration (docs/design.md §1.2): objects still stored as v1alpha1 are rewritten in the
 //! storage version, then `status.storedVersions` of the CRD is pruned to it.
 //!
 //! The rewrite is an empty merge patch: the API server reads the object (converting it through

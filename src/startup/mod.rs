@@ -1,4 +1,4 @@
-//! What `cftunnel run` does before its webhook and reconcilers start (SPEC §7.1, §7.2, §1.2):
+//! What `cftunnel run` does before its webhook and reconcilers start (docs/design.md §7.1, §7.2, §1.2):
 //! check that the installed CRDs are current (logged, never fatal), make the serving certificate
 //! available (self-managed mode: created, injected, written to the TLS files, then renewed in the
 //! background) and start the storage-version migration in the background — it depends on the

@@ -1,4 +1,4 @@
-//! `cftunnel validate`: the admission rules of SPEC §2 run offline over manifests, for CI.
+//! `cftunnel validate`: the admission rules of docs/design.md §2 run offline over manifests, for CI.
 //!
 //! All objects are judged together, as the webhook's view would hold them: tunnels given in
 //! the input are known (domain, allowedRoutes, originCaPool), Namespaces give their labels,

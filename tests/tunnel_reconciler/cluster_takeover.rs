@@ -1,4 +1,4 @@
-//! The Go operator's Deployment of a ClusterTunnel (SPEC §7.3): the Go operator named it after
+//! The Go operator's Deployment of a ClusterTunnel (docs/design.md §7.3): the Go operator named it after
 //! the ClusterTunnel, cftunnel names its own `clustertunnel-<name>`, so the Go one is retired —
 //! deleted only once cftunnel's has an available replica, and before the tunnel on deletion.
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! Routes end to end (SPEC §3.2, §3.3): TunnelBindings and labelled Services become ingress
+//! Routes end to end (docs/design.md §3.2, §3.3): TunnelBindings and labelled Services become ingress
 //! rules in the tunnel's config.yaml and DNS records on the simulated Cloudflare, bindings get
 //! their status and finalizer, and every removal takes its records with it.
 use std::collections::BTreeMap;

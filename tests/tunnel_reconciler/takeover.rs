@@ -1,4 +1,4 @@
-//! Takeover of the Deployment the Go operator left behind (SPEC §7.3): re-created with our
+//! Takeover of the Deployment the Go operator left behind (docs/design.md §7.3): re-created with our
 //! selector, none of the Go field manager's values kept, its ReplicaSet orphaned (not deleted)
 //! and adopted by the new Deployment.
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! The checksum of the ConfigMaps a user-managed cloudflared pod mounts (SPEC §2.3): stamped
+//! The checksum of the ConfigMaps a user-managed cloudflared pod mounts (docs/design.md §2.3): stamped
 //! on the pod template so that a config change rolls the pods.
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

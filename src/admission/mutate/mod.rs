@@ -1,4 +1,4 @@
-//! Mutation of cloudflared workloads (SPEC §2.3): hardening filled in where unset and the
+//! Mutation of cloudflared workloads (docs/design.md §2.3): hardening filled in where unset and the
 //! config checksum of user-managed workloads, returned as a JSON Patch built by diffing raw
 //! JSON, so fields newer than our Kubernetes API version survive.
 mod affinity;

@@ -1,4 +1,4 @@
-//! Hardening of a PodSpec (SPEC §2.3): the pod level and the container named `cloudflared`,
+//! Hardening of a PodSpec (docs/design.md §2.3): the pod level and the container named `cloudflared`,
 //! filled in where unset; other containers and init containers are never touched.
 use serde_json::{Map, Value, json};
 
