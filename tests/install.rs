@@ -239,7 +239,11 @@ async fn helm_chart_in_cert_manager_mode_issues_and_injects_through_cert_manager
     let serving = find(&cert_manager, "Certificate", Some("cftunnel-webhook"));
     assert_eq!(
         serving[0]["spec"]["dnsNames"],
-        serde_json::json!(["cftunnel-webhook.cftunnel-system.svc"])
+        serde_json::json!([
+            "cftunnel-webhook.cftunnel-system.svc",
+            "cftunnel-admission.cftunnel-system.svc"
+        ]),
+        "the conversion Service and the admission Service (ready replicas only)"
     );
     let yaml: String = rest
         .iter()

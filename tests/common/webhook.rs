@@ -5,6 +5,9 @@ use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use cftunnel::caches::{TermCaches, child_namespaces};
+use cftunnel::checksum_watcher;
+use cftunnel::lifecycle::Scope;
 use cftunnel::run::start_webhook;
 use cftunnel::testenv::ControlPlane;
 use cftunnel::view_cache::WatchScope;
@@ -40,13 +43,19 @@ pub fn start_webhook_thread(plane: &'static ControlPlane) -> SocketAddr {
                 dir.join("tls.key"),
             );
             let handle = start_webhook(
-                client,
+                client.clone(),
                 &WatchScope::default(),
                 config,
                 std::future::pending(),
             )
             .await
             .expect("webhook");
+            // The checksum watcher patches workloads, so `cftunnel run` starts it only in the
+            // leader's term; these tests have no election and run it beside the webhook.
+            let term = Scope::root("checksum-watcher");
+            let namespaces = child_namespaces(&WatchScope::default(), "cftunnel-tunnels");
+            let children = TermCaches::start(&term, &client, &namespaces);
+            term.spawn("checksum-watcher", checksum_watcher::run(client, children));
             tx.send(handle.https_addr()).expect("report address");
             let _ = handle.join().await;
         });

@@ -101,6 +101,9 @@ impl Process {
             .args(["--go-operator-lease-namespace", ns])
             .args(["--certificate-mode", "files"])
             .args(["--watch-namespace", ns, "--cluster-resource-namespace", ns])
+            // One record per request, so a sync is many writes and the leader can be frozen in
+            // the middle of one (a batched sync of these hostnames is a single request).
+            .args(["--dns-batch", "never"])
             .args(["--cloudflare-api-url", api_url])
             .env("KUBECONFIG", plane.admin_kubeconfig())
             .env("POD_NAME", pod)
