@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: builds the control-plane binaries first (a no-op when cached),
-# then `cargo test`. Integration tests start their own etcd + kube-apiserver (+ controller
-# manager) on loopback and the Cloudflare simulator in-process.
+# Runs the whole test suite: installs the Debian packages the node and image tests use and builds
+# the Kubernetes binaries first (no-ops when present), then `cargo test`. Integration tests start
+# their own etcd + kube-apiserver (+ controller manager, + a node in a network namespace of its
+# own) and the Cloudflare simulator in-process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/install-node-deps.sh >&2
+scripts/install-image-deps.sh >&2
 bin_dir=$(scripts/build-control-plane.sh | tail -n 1)
 export CFTUNNEL_BIN_DIR=$bin_dir
 exec cargo test --all-targets "$@"
