@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::TestEnvError;
-use super::process::{ManagedProcess, free_port, wait_ready};
+use super::process::{ManagedProcess, free_port, wait_healthz};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -59,23 +59,7 @@ pub async fn start(
         &args(dir, kubeconfig, port, root_ca),
         dir,
     )?;
-    // Its serving certificate is self-signed and the probe sends nothing secret.
-    let http = reqwest::Client::builder()
-        .danger_accept_invalid_certs(true)
-        .timeout(Duration::from_secs(2))
-        .build()
-        .map_err(|e| TestEnvError::io("building an HTTP client", std::io::Error::other(e)))?;
     let url = format!("https://127.0.0.1:{port}/healthz");
-    wait_ready(&mut process, READY_TIMEOUT, || async {
-        let response = http.get(&url).send().await.map_err(|e| e.to_string())?;
-        let status = response.status();
-        let body = response.text().await.map_err(|e| e.to_string())?;
-        if status.is_success() && body.trim() == "ok" {
-            Ok(())
-        } else {
-            Err(format!("healthz {status}: {body}"))
-        }
-    })
-    .await?;
+    wait_healthz(&mut process, READY_TIMEOUT, &url).await?;
     Ok(process)
 }

@@ -125,6 +125,32 @@ where
     }
 }
 
+/// Waits until a component's `/healthz` at `url` answers `ok` with a success status. The
+/// components' serving certificates are self-signed and the probe sends nothing secret, so the
+/// certificate is not verified.
+pub async fn wait_healthz(
+    process: &mut ManagedProcess,
+    timeout: Duration,
+    url: &str,
+) -> Result<(), TestEnvError> {
+    let http = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .timeout(Duration::from_secs(2))
+        .build()
+        .map_err(|e| TestEnvError::io("building an HTTP client", std::io::Error::other(e)))?;
+    wait_ready(process, timeout, || async {
+        let response = http.get(url).send().await.map_err(|e| e.to_string())?;
+        let status = response.status();
+        let body = response.text().await.map_err(|e| e.to_string())?;
+        if status.is_success() && body.trim() == "ok" {
+            Ok(())
+        } else {
+            Err(format!("healthz {status}: {body}"))
+        }
+    })
+    .await
+}
+
 fn record_pid(dir: &Path, pid: u32) -> Result<(), TestEnvError> {
     let path = dir.join(PIDS_FILE);
     let mut file = OpenOptions::new()

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 
 use super::super::TestEnvError;
-use super::super::process::{ManagedProcess, wait_ready};
+use super::super::process::{ManagedProcess, wait_healthz, wait_ready};
 use super::{NODE_IP, NODE_NAME, POD_CIDR};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -112,21 +112,8 @@ pub async fn start(
         "-v=1".to_string(),
     ];
     let mut process = ManagedProcess::spawn("kubelet", binary, &args, plane_dir)?;
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .build()
-        .map_err(|e| TestEnvError::io("building an HTTP client", std::io::Error::other(e)))?;
     let url = format!("http://127.0.0.1:{HEALTHZ_PORT}/healthz");
-    wait_ready(&mut process, READY_TIMEOUT, || async {
-        let response = http.get(&url).send().await.map_err(|e| e.to_string())?;
-        let body = response.text().await.map_err(|e| e.to_string())?;
-        if body.trim() == "ok" {
-            Ok(())
-        } else {
-            Err(format!("healthz: {body}"))
-        }
-    })
-    .await?;
+    wait_healthz(&mut process, READY_TIMEOUT, &url).await?;
     let nodes: Api<Node> = Api::all(client);
     wait_ready(&mut process, READY_TIMEOUT, || async {
         let node = nodes.get_opt(NODE_NAME).await.map_err(|e| e.to_string())?;
