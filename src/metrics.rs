@@ -69,7 +69,7 @@ struct State {
     ratelimit_wait: Histogram,
     dns_writes: BTreeMap<(&'static str, &'static str), u64>,
     watch_restarts: BTreeMap<String, u64>,
-    routes: BTreeMap<&'static str, u64>,
+    route_sources: BTreeMap<u64, BTreeMap<&'static str, u64>>,
     tunnel_sources: BTreeMap<u64, (&'static str, StateSource)>,
 }
 
@@ -177,15 +177,43 @@ fn short_type_name(what: &str) -> String {
     last.trim_start_matches('<').to_string()
 }
 
-/// Replaces the route gauge with the routes of `table`, by the reason of each.
-pub fn routes_computed(table: &RouteTable) {
-    let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
-    for source in table.sources.values() {
-        for route in &source.routes {
-            *counts.entry(route.reason.as_str()).or_default() += 1;
-        }
+/// The routes of one route loop in the route gauge; dropped with the loop (at the end of its
+/// term), so a deposed leader's routes and those of finished loops are never counted.
+#[derive(Debug)]
+pub struct TrackedRoutes {
+    id: u64,
+}
+
+impl TrackedRoutes {
+    pub fn new() -> Self {
+        let id = NEXT_SOURCE.fetch_add(1, Ordering::Relaxed);
+        with(|s| s.route_sources.insert(id, BTreeMap::new()));
+        Self { id }
     }
-    with(|s| s.routes = counts);
+
+    /// Replaces this loop's share of the gauge with the routes of `table`, by reason.
+    pub fn computed(&self, table: &RouteTable) {
+        let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
+        for source in table.sources.values() {
+            for route in &source.routes {
+                *counts.entry(route.reason.as_str()).or_default() += 1;
+            }
+        }
+        with(|s| s.route_sources.insert(self.id, counts));
+    }
+}
+
+impl Default for TrackedRoutes {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for TrackedRoutes {
+    fn drop(&mut self) {
+        let id = self.id;
+        with(|s| s.route_sources.remove(&id));
+    }
 }
 
 /// Counts the tunnels of `store` by state while the returned guard lives (the controller that
@@ -346,7 +374,13 @@ pub fn encode(out: &mut String) {
         "gauge",
         "Routes of TunnelBindings and labelled Services by state (the reason of each route).",
     );
-    for (route_state, value) in &state.routes {
+    let mut routes: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for counts in state.route_sources.values() {
+        for (route_state, value) in counts {
+            *routes.entry(route_state).or_default() += value;
+        }
+    }
+    for (route_state, value) in &routes {
         let _ = writeln!(out, "cftunnel_routes{{state=\"{route_state}\"}} {value}");
     }
     header(

@@ -55,11 +55,12 @@ pub async fn run(
     ctx.term
         .spawn("dns", run_dns(ctx.clone(), input_rx, view_tx));
     let mut statuses = status::StatusWriter::default();
+    let route_gauge = crate::metrics::TrackedRoutes::new();
     loop {
         cache.mark_seen();
         view_rx.borrow_and_update();
         let table = Arc::new(compute_routes(&cache.world()));
-        crate::metrics::routes_computed(&table);
+        route_gauge.computed(&table);
         let previous = ctx.routes.publish(table.clone());
         for tunnel in changed_tunnels(previous.as_deref(), &table) {
             let _ = triggers.send(tunnel);
