@@ -22,6 +22,17 @@ version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
 image=${IMAGE_NAME:-ghcr.io/cftunnel/cftunnel:$version}
 triple=$(uname -m)-unknown-linux-gnu
 
+# Run from a test, the environment carries the variables `cargo test` sets for the test binary
+# (CARGO_PKG_NAME, CARGO_MANIFEST_DIR, ...). Build scripts such as ring's rerun when those change,
+# so a release build from a test and one from a shell would each rebuild ring and every crate
+# above it; clear them so both see the same environment.
+for var in $(compgen -e); do
+  case $var in
+    CARGO_PKG_*|CARGO_MANIFEST_*|CARGO_CRATE_NAME|CARGO_BIN_NAME|CARGO_BIN_EXE_*|CARGO_PRIMARY_PACKAGE|CARGO_TARGET_TMPDIR|OUT_DIR)
+      unset "$var" ;;
+  esac
+done
+
 # glibc linked statically: a scratch image has no loader or libraries. With --target the flags
 # reach only the binary's own units, not build scripts or proc macros.
 echo "release build of cftunnel (target dir $CARGO_TARGET_DIR)" >&2

@@ -18,13 +18,13 @@ impl RouteIndex {
         slot.replace(table)
     }
 
-    /// The routes of one tunnel; `None` until the first table exists. The tunnel reconciler
-    /// waits for it: rendering before the routes are known would drop every ingress rule and
-    /// roll every cloudflared at start-up.
+    /// The routes of one tunnel; `None` until a table computed after the route reconciler saw
+    /// this tunnel exists. The tunnel reconciler waits for it: rendering before the routes are
+    /// known would drop every ingress rule and roll every cloudflared at start-up, and a tunnel
+    /// created together with its bindings would roll out twice (first without its routes).
     pub fn tunnel(&self, identity: &TunnelIdentity) -> Option<TunnelRoutes> {
         let slot = self.table.read().unwrap_or_else(|p| p.into_inner());
-        let table = slot.as_ref()?;
-        Some(table.tunnels.get(identity).cloned().unwrap_or_default())
+        slot.as_ref()?.tunnels.get(identity).cloned()
     }
 
     /// The current table, if any.
@@ -33,19 +33,19 @@ impl RouteIndex {
     }
 }
 
-/// Tunnels whose rendered routes or route statuses differ between two tables (all of the new
-/// table's tunnels when there was none before, and tunnels that lost every route).
+/// Tunnels whose rendered routes or route statuses differ between two tables: tunnels new in
+/// the table (all of them when there was none before; their reconcile waits for this), those
+/// whose routes moved, and tunnels that lost every route.
 pub fn changed_tunnels(old: Option<&RouteTable>, new: &RouteTable) -> Vec<TunnelIdentity> {
-    let empty = TunnelRoutes::default();
     let Some(old) = old else {
         return new.tunnels.keys().cloned().collect();
     };
     let mut changed: Vec<TunnelIdentity> = new
         .tunnels
         .iter()
-        .filter(|(id, routes)| {
-            let before = old.tunnels.get(*id).unwrap_or(&empty);
-            before.routes != routes.routes || before.entries != routes.entries
+        .filter(|(id, routes)| match old.tunnels.get(*id) {
+            None => true,
+            Some(before) => before.routes != routes.routes || before.entries != routes.entries,
         })
         .map(|(id, _)| id.clone())
         .collect();
@@ -85,7 +85,7 @@ mod tests {
     }
 
     #[test]
-    fn only_tunnels_whose_routes_moved_are_reported() {
+    fn tunnels_new_in_the_table_and_those_whose_routes_moved_are_reported() {
         let mut old = RouteTable::default();
         old.tunnels.insert(id("a"), with_route("a.example.com"));
         old.tunnels.insert(id("b"), with_route("b.example.com"));
@@ -96,18 +96,22 @@ mod tests {
         new.tunnels.insert(id("c"), TunnelRoutes::default());
         let mut changed = changed_tunnels(Some(&old), &new);
         changed.sort();
-        assert_eq!(changed, vec![id("b"), id("gone")]);
+        assert_eq!(changed, vec![id("b"), id("c"), id("gone")]);
         assert_eq!(changed_tunnels(None, &new).len(), 3);
     }
 
     #[test]
-    fn the_index_answers_none_until_published_then_empty_routes_for_unknown_tunnels() {
+    fn the_index_answers_none_for_a_tunnel_until_a_table_that_knows_it_is_published() {
         let index = RouteIndex::default();
         assert!(index.tunnel(&id("a")).is_none());
         let mut table = RouteTable::default();
         table.tunnels.insert(id("a"), with_route("a.example.com"));
         assert!(index.publish(Arc::new(table)).is_none());
         assert_eq!(index.tunnel(&id("a")).map(|t| t.routes.len()), Some(1));
+        assert_eq!(index.tunnel(&id("z")), None);
+        let mut table = RouteTable::default();
+        table.tunnels.insert(id("z"), TunnelRoutes::default());
+        index.publish(Arc::new(table));
         assert_eq!(index.tunnel(&id("z")), Some(TunnelRoutes::default()));
     }
 }

@@ -7,6 +7,7 @@ use cftunnel::api::TunnelBinding;
 use cftunnel::api::names::FINALIZER;
 use cftunnel::cloudflare::sim::{Operation, SimDnsRecord};
 use cftunnel::testenv::poll_until;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -168,6 +169,44 @@ fn dns_writes(h: &Harness) -> u64 {
     .iter()
     .map(|op| h.sim.calls(*op))
     .sum()
+}
+
+/// A Tunnel created after its binding was seen renders its routes in its first Deployment: one
+/// pod template, not a first one without routes that a second rollout replaces at once.
+#[tokio::test]
+async fn a_tunnel_created_after_its_binding_starts_with_its_routes_in_one_rollout() {
+    let h = Harness::start("tr-first-render").await;
+    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
+        .await;
+    create_service(&h, "web", 80, json!({}), json!({})).await;
+    create_binding(&h, "web", json!([{"name": "web"}])).await;
+    poll_until(
+        "the binding to report its missing tunnel",
+        WAIT,
+        POLL,
+        || async { (binding_ready(&h, "web").await.1 == "TunnelNotFound").then_some(()) },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    h.create_tunnel(
+        "edge",
+        h.spec(API_SECRET, json!({"newTunnel": {"name": "edge"}})),
+    )
+    .await;
+    h.wait_reason(&h.tunnels(), "edge", "Ready").await;
+    let ns = h.ns.clone();
+    wait_ingress(&h, "the route rendered", |rules| {
+        rules.get("web.example.com") == Some(&format!("http://web.{ns}.svc:80"))
+    })
+    .await;
+    let deployments: Api<Deployment> = Api::namespaced(h.admin.clone(), &h.ns);
+    let deployment = deployments.get("edge").await.expect("deployment");
+    assert_eq!(
+        deployment.metadata.generation,
+        Some(1),
+        "the Deployment's spec changed after its creation: {:?}",
+        deployment.spec.template.metadata
+    );
 }
 
 #[tokio::test]
