@@ -30,6 +30,8 @@ fn view_with_claim_on(claim_tunnel: TunnelIdentity) -> AdmissionView {
                 domain: "example.com".into(),
                 allowed: RouteNamespacePolicy::Same,
                 has_origin_ca_pool: false,
+                account: String::new(),
+                account_zones: Vec::new(),
             },
             TunnelFacts {
                 identity: TunnelIdentity {
@@ -40,6 +42,8 @@ fn view_with_claim_on(claim_tunnel: TunnelIdentity) -> AdmissionView {
                 domain: "example.org".into(),
                 allowed: RouteNamespacePolicy::All,
                 has_origin_ca_pool: true,
+                account: String::new(),
+                account_zones: Vec::new(),
             },
         ],
         BTreeMap::new(),
@@ -344,5 +348,79 @@ fn refuses_ports_that_cannot_name_a_service_port_and_ca_pool_keys_that_are_not_f
         vec![
             "metadata.annotations[cfargotunnel.com/port]: 70000 is not a port number; use 1 to 65535, or a port name such as http"
         ]
+    );
+}
+
+/// Three tunnels: `shop/web` (example.com) and `shop/blog` (dev.example.net) of one account,
+/// `shop/other` (example.org) of another, linked as the webhook's view links them.
+fn account_view() -> AdmissionView {
+    let spec = |domain: &str, account: &str| -> crate::api::TunnelSpec {
+        serde_json::from_value(json!({
+            "newTunnel": {"name": "t"},
+            "cloudflare": {"domain": domain, "secret": "s", "accountId": account},
+        }))
+        .expect("tunnel spec")
+    };
+    let same = "0123456789ABCDEF0123456789abcdef";
+    let mut tunnels = vec![
+        super::facts::tunnel_facts(
+            TunnelKind::Tunnel,
+            "shop",
+            "web",
+            &spec("example.com", same),
+        ),
+        super::facts::tunnel_facts(
+            TunnelKind::Tunnel,
+            "shop",
+            "blog",
+            &spec("dev.example.net", &same.to_ascii_lowercase()),
+        ),
+        super::facts::tunnel_facts(
+            TunnelKind::Tunnel,
+            "shop",
+            "other",
+            &spec("example.org", "fedcba9876543210fedcba9876543210"),
+        ),
+    ];
+    super::facts::link_account_zones(&mut tunnels);
+    AdmissionView::new(tunnels, BTreeMap::new(), Vec::new())
+}
+
+fn errors_on(view: &AdmissionView, fqdn: &str) -> Vec<String> {
+    let value = binding_json(
+        json!([{"name": "web", "spec": {"fqdn": fqdn}}]),
+        "Tunnel",
+        "web",
+    );
+    let b: TunnelBinding = serde_json::from_value(value).expect("binding JSON");
+    binding::validate(&b, "shop", view)
+        .violations
+        .iter()
+        .map(|x| x.message().to_string())
+        .collect()
+}
+
+#[test]
+fn a_hostname_in_the_zone_of_another_tunnel_of_the_same_account_is_admitted() {
+    let view = account_view();
+    assert_eq!(
+        errors_on(&view, "app.dev.example.net"),
+        Vec::<String>::new()
+    );
+    assert_eq!(errors_on(&view, "dev.example.net"), Vec::<String>::new());
+    assert_eq!(errors_on(&view, "app.example.com"), Vec::<String>::new());
+    // example.org belongs to a tunnel of another account; example.net is not a known zone.
+    let refused = "is outside the domain \"example.com\" of Tunnel shop/web; use a hostname ending in .example.com or in another zone of its account (dev.example.net)";
+    assert_eq!(
+        errors_on(&view, "app.example.org"),
+        vec![format!(
+            "subjects[0].spec.fqdn: \"app.example.org\" {refused}"
+        )]
+    );
+    assert_eq!(
+        errors_on(&view, "app.example.net"),
+        vec![format!(
+            "subjects[0].spec.fqdn: \"app.example.net\" {refused}"
+        )]
     );
 }

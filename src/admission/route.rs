@@ -253,9 +253,13 @@ fn is_secret_key(key: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-/// A hostname's own rules: syntax, length, inside the tunnel's domain unless no DNS is written
-/// for it (`dns_updates_disabled`: the Go operator routed such hostnames, whose records the user
-/// manages).
+/// A hostname's own rules: syntax, length, inside the tunnel's domain or another zone its
+/// account is known to hold (the domain of another tunnel of the same account), unless no DNS
+/// is written for it (`dns_updates_disabled`: the Go operator routed such hostnames, whose
+/// records the user manages). The webhook never asks Cloudflare: a zone of the account that no
+/// tunnel names is not known here (its hostnames are refused until a tunnel names it); one
+/// that a tunnel names but the credential cannot see is reported on the route at reconcile
+/// time, with the zones the account does hold.
 pub fn check_fqdn(
     field: impl std::fmt::Display,
     fqdn: &str,
@@ -275,10 +279,23 @@ pub fn check_fqdn(
         return;
     }
     match tunnel {
-        Some(t) if !dns_updates_disabled && !in_domain(fqdn, &t.domain) => v.deny(
-            field,
-            format!("{fqdn:?} is outside the domain {:?} of {}; use a hostname ending in .{}", t.domain, t.identity, t.domain),
-        ),
+        Some(t)
+            if !dns_updates_disabled
+                && !in_domain(fqdn, &t.domain)
+                && !t.account_zones.iter().any(|z| in_domain(fqdn, z)) =>
+        {
+            let others = match t.account_zones.as_slice() {
+                [] => String::new(),
+                zones => format!(
+                    " or in another zone of its account ({})",
+                    zones.join(", ")
+                ),
+            };
+            v.deny(
+                field,
+                format!("{fqdn:?} is outside the domain {:?} of {}; use a hostname ending in .{}{others}", t.domain, t.identity, t.domain),
+            )
+        }
         None => v.warn(field, format!("{fqdn:?} cannot be checked against the tunnel's domain: the tunnel is not known yet")),
         _ => {}
     }

@@ -23,7 +23,7 @@ use super::deletion_target::{self, Target};
 use super::{credentials, events, go_cluster_workload, status};
 use crate::api::names::ANNOTATION_ABANDON_CLEANUP;
 use crate::cloudflare::client::CloudflareClient;
-use crate::dns::{DnsOptions, TunnelDns, ZoneDns, sync_zone};
+use crate::dns::{AccountZone, DnsOptions, TunnelDns, ZoneDns, sync_zone};
 use crate::render::ObjectNames;
 use crate::render::labels::selector_labels;
 
@@ -208,8 +208,9 @@ pub fn abandons_cleanup<K: TunnelKindAdapter>(obj: &K) -> bool {
 }
 
 /// Removes every DNS record this tunnel owns (current or previous ids) before the tunnel goes:
-/// a sync of its zone with no hostname wanted. The route reconciler leaves a deleting tunnel
-/// out, so nothing re-creates them meanwhile.
+/// a sync with no hostname wanted of its zone and of every other zone of the account its
+/// hostnames were placed in. The route reconciler leaves a deleting tunnel out, so nothing
+/// re-creates them meanwhile.
 async fn remove_dns_records<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
@@ -224,31 +225,50 @@ async fn remove_dns_records<K: TunnelKindAdapter>(
         None if ids.is_empty() => return Ok(()),
         None => ids.remove(0),
     };
-    let zone = ZoneDns {
-        zone_name: zone_name.to_string(),
-        tunnels: vec![TunnelDns {
-            identity: obj.route_identity(),
-            tunnel_id,
-            previous_tunnel_ids: ids,
-            tunnel_name: target.tunnel_name.clone(),
-            hostnames: Default::default(),
-            txt_records: true,
-        }],
-    };
-    let _zone_lock = ctx.dns_guard.lock(zone_id).await;
-    let report = sync_zone(cf, zone_id, &zone, &DnsOptions::default())
-        .await
-        .map_err(|e| ReconcileError::cloudflare("removing the tunnel's DNS records", e.source))?;
-    let left = report.tunnels.first();
-    if let Some(t) = left.filter(|t| t.records_left > 0 || !t.errors.is_empty()) {
-        return Err(ReconcileError::blocked(
-            ReadyReason::CloudflareError,
-            format!(
-                "{} DNS record(s) of this tunnel could not be removed yet: {}",
-                t.records_left,
-                t.problems().join("; ")
-            ),
-        ));
+    let mut zones = vec![AccountZone {
+        id: zone_id.to_string(),
+        name: zone_name.to_string(),
+    }];
+    for id in std::iter::once(&tunnel_id).chain(&ids) {
+        for zone in ctx.dns_zones.of(id) {
+            if !zones.iter().any(|z| z.id == zone.id) {
+                zones.push(zone);
+            }
+        }
+    }
+    for zone in &zones {
+        let input = ZoneDns {
+            zone_name: zone.name.clone(),
+            tunnels: vec![TunnelDns {
+                identity: obj.route_identity(),
+                tunnel_id: tunnel_id.clone(),
+                previous_tunnel_ids: ids.clone(),
+                tunnel_name: target.tunnel_name.clone(),
+                hostnames: Default::default(),
+                txt_records: true,
+            }],
+        };
+        let _zone_lock = ctx.dns_guard.lock(&zone.id).await;
+        let report = sync_zone(cf, &zone.id, &input, &DnsOptions::default())
+            .await
+            .map_err(|e| {
+                ReconcileError::cloudflare("removing the tunnel's DNS records", e.source)
+            })?;
+        let left = report.tunnels.first();
+        if let Some(t) = left.filter(|t| t.records_left > 0 || !t.errors.is_empty()) {
+            return Err(ReconcileError::blocked(
+                ReadyReason::CloudflareError,
+                format!(
+                    "{} DNS record(s) of this tunnel in zone {} could not be removed yet: {}",
+                    t.records_left,
+                    zone.name,
+                    t.problems().join("; ")
+                ),
+            ));
+        }
+        for id in std::iter::once(&tunnel_id).chain(&ids) {
+            ctx.dns_zones.remove(id, &zone.id);
+        }
     }
     Ok(())
 }
