@@ -128,7 +128,9 @@ pub async fn cleanup<K: TunnelKindAdapter>(
         let account = target.account_id.as_str();
         let (zone_id, zone_name) =
             deletion_target::zone(ctx, &cf, creds, account, &spec, &status).await?;
-        remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name).await
+        let routed =
+            deletion_target::routed_zones(ctx, &cf, creds, account, &status, &zone_id).await;
+        remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name, routed).await
     };
     if let Err(error) = dns.await {
         if !abandons_cleanup(obj) {
@@ -189,7 +191,7 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
     let api_secret =
         credentials::read_api_secret(&ctx.client, &namespace, &spec.cloudflare).await?;
     let cf = ctx
-        .cloudflare(api_secret.credentials)
+        .cloudflare(api_secret.credentials.clone())
         .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?;
     let target = Target {
         account_id: status.account_id.clone().unwrap_or_default(),
@@ -197,7 +199,16 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
         previous_tunnel_ids: status.previous_tunnel_ids.clone().unwrap_or_default(),
         tunnel_name: status.tunnel_name.clone().unwrap_or_default(),
     };
-    remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name).await
+    let routed = deletion_target::routed_zones(
+        ctx,
+        &cf,
+        &api_secret.credentials,
+        &target.account_id,
+        &status,
+        &zone_id,
+    )
+    .await;
+    remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name, routed).await
 }
 
 /// Has the user let this deletion finish without (all of) the clean-up on Cloudflare?
@@ -208,9 +219,9 @@ pub fn abandons_cleanup<K: TunnelKindAdapter>(obj: &K) -> bool {
 }
 
 /// Removes every DNS record this tunnel owns (current or previous ids) before the tunnel goes:
-/// a sync with no hostname wanted of its zone and of every other zone of the account its
-/// hostnames were placed in. The route reconciler leaves a deleting tunnel out, so nothing
-/// re-creates them meanwhile.
+/// a sync with no hostname wanted of its zone, of every other zone the DNS sync placed its
+/// hostnames in, and of `routed` (the zones of the hostnames its `status.routes` lists). The
+/// route reconciler leaves a deleting tunnel out, so nothing re-creates them meanwhile.
 async fn remove_dns_records<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
@@ -218,6 +229,7 @@ async fn remove_dns_records<K: TunnelKindAdapter>(
     target: &Target,
     zone_id: &str,
     zone_name: &str,
+    routed: Vec<AccountZone>,
 ) -> Result<(), ReconcileError> {
     let mut ids = target.previous_tunnel_ids.clone();
     let tunnel_id = match &target.tunnel_id {
@@ -229,11 +241,12 @@ async fn remove_dns_records<K: TunnelKindAdapter>(
         id: zone_id.to_string(),
         name: zone_name.to_string(),
     }];
-    for id in std::iter::once(&tunnel_id).chain(&ids) {
-        for zone in ctx.dns_zones.of(id) {
-            if !zones.iter().any(|z| z.id == zone.id) {
-                zones.push(zone);
-            }
+    let remembered = std::iter::once(&tunnel_id)
+        .chain(&ids)
+        .flat_map(|id| ctx.dns_zones.of(id));
+    for zone in remembered.chain(routed) {
+        if !zones.iter().any(|z| z.id == zone.id) {
+            zones.push(zone);
         }
     }
     for zone in &zones {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use crate::cloudflare::client::Credentials;
+use crate::cloudflare::client::{CloudflareClient, Credentials, ZoneFilter};
 use crate::dns::AccountZone;
 
 /// Distinct lookups kept before the map is cleared (a zone id rarely changes; a clear only costs
@@ -117,6 +117,25 @@ impl ZoneLists {
             },
         }
     }
+}
+
+/// Every zone of `account_id` the client's credential sees (all pages), names in lower case.
+pub async fn list_account_zones(
+    cf: &CloudflareClient,
+    account_id: &str,
+) -> Result<Vec<AccountZone>, String> {
+    let filter = ZoneFilter {
+        account_id: Some(account_id.to_string()),
+        ..ZoneFilter::default()
+    };
+    let zones = cf.list_zones(&filter).await.map_err(|e| e.to_string())?;
+    Ok(zones
+        .into_iter()
+        .map(|z| AccountZone {
+            id: z.id,
+            name: z.name.to_ascii_lowercase(),
+        })
+        .collect())
 }
 
 #[cfg(test)]

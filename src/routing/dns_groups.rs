@@ -19,7 +19,7 @@ use crate::admission::TunnelIdentity;
 use crate::admission::route::in_domain;
 use crate::controller::Context;
 use crate::controller::credentials::read_api_secret;
-use crate::controller::zones::{ZONE_LIST_MAX_AGE, ZONE_LIST_MIN_REFRESH};
+use crate::controller::zones::{ZONE_LIST_MAX_AGE, ZONE_LIST_MIN_REFRESH, list_account_zones};
 use crate::dns::{AccountZone, TunnelDns, ZoneDns, no_zone_message, place};
 use crate::routes::RouteTable;
 
@@ -245,23 +245,8 @@ pub(super) async fn refresh(
         let missed_now = previous.as_deref().is_some_and(|z| missed(z));
         let result = ctx
             .zone_lists
-            .get(&secret.credentials, &account, missed_now, || async {
-                client
-                    .list_zones(&crate::cloudflare::client::ZoneFilter {
-                        account_id: Some(account.clone()),
-                        ..Default::default()
-                    })
-                    .await
-                    .map(|zones| {
-                        zones
-                            .into_iter()
-                            .map(|z| AccountZone {
-                                id: z.id,
-                                name: z.name.to_ascii_lowercase(),
-                            })
-                            .collect()
-                    })
-                    .map_err(|e| e.to_string())
+            .get(&secret.credentials, &account, missed_now, || {
+                list_account_zones(&client, &account)
             })
             .await;
         match result {
