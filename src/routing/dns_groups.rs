@@ -110,6 +110,17 @@ fn dns_hostnames(table: &RouteTable, r: &TunnelRecord) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
+/// The hostnames placed in `zone` so far (a new, empty set the first time).
+fn slot<'p>(
+    placed: &'p mut BTreeMap<String, (String, BTreeSet<String>)>,
+    zone: &AccountZone,
+) -> &'p mut BTreeSet<String> {
+    &mut placed
+        .entry(zone.id.clone())
+        .or_insert_with(|| (zone.name.clone(), BTreeSet::new()))
+        .1
+}
+
 /// The input of every group, from the route table, the tunnels' status and the zone lists.
 pub(super) fn wanted(
     table: &RouteTable,
@@ -124,11 +135,20 @@ pub(super) fn wanted(
             continue;
         };
         let credential = CredentialRef::of(r);
-        let zones = directory.get(&(credential.clone(), account));
-        let mut placed: BTreeMap<AccountZone, BTreeSet<String>> = BTreeMap::new();
-        placed.insert(own.clone(), BTreeSet::new());
+        // The tunnel's own zone was found by name: it counts even if the list left it out.
+        let zones = directory.get(&(credential.clone(), account)).map(|listed| {
+            let mut zones = listed.to_vec();
+            if !zones.iter().any(|z| z.id == own.id) {
+                zones.push(own.clone());
+            }
+            zones
+        });
+        let zones = zones.as_deref();
+        // By zone id (a name may differ in case between the spec and the list).
+        let mut placed: BTreeMap<String, (String, BTreeSet<String>)> = BTreeMap::new();
+        slot(&mut placed, &own);
         for zone in elsewhere.get(&r.identity).into_iter().flatten() {
-            placed.entry(zone.clone()).or_default();
+            slot(&mut placed, zone);
         }
         for host in dns_hostnames(table, r) {
             let zone = match zones {
@@ -137,13 +157,13 @@ pub(super) fn wanted(
             };
             match zone {
                 Some(zone) => {
-                    placed.entry(zone).or_default().insert(host);
+                    slot(&mut placed, &zone).insert(host);
                 }
                 None => {
                     let message = match zones {
                         Some(zones) => no_zone_message(&host, zones),
                         None => format!(
-                            "{host} is outside the tunnel's domain {} and the zones of its Cloudflare account could not be listed (the credential needs Zone:Read); it gets its DNS record once they can",
+                            "{host} is outside the tunnel's domain {} and the zones of its Cloudflare account could not be listed yet (the credential needs Zone Read on them); its DNS record waits for that list",
                             own.name
                         ),
                     };
@@ -162,16 +182,16 @@ pub(super) fn wanted(
                 }
             }
         }
-        for (zone, hostnames) in placed {
+        for (zone_id, (zone_name, hostnames)) in placed {
             let key = GroupKey {
-                zone_id: zone.id.clone(),
+                zone_id,
                 credential: credential.clone(),
             };
             let s = &r.status;
             out.groups
                 .entry(key)
                 .or_insert_with(|| ZoneDns {
-                    zone_name: zone.name.clone(),
+                    zone_name,
                     tunnels: Vec::new(),
                 })
                 .tunnels

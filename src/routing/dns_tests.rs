@@ -318,3 +318,26 @@ fn a_zone_a_tunnel_had_hostnames_in_stays_in_its_groups_with_none_until_let_go()
         "its records there are removed"
     );
 }
+
+#[test]
+fn the_own_zone_is_one_group_whatever_the_case_and_counts_when_the_list_misses_it() {
+    let table = table(&[("a", &[("a.example.com", false), ("b.example.net", false)])]);
+    let mut r = with_account(record("a", "s1", Some("z1"), false));
+    r.status.zone_domain = Some("Example.COM".into());
+    let records = vec![r];
+    let both = listed(&[zone("z1", "example.com"), zone("z3", "example.net")]);
+    let w = wanted(&table, &records, true, &both, &Elsewhere::new());
+    let ids: Vec<&str> = w.groups.keys().map(|k| k.zone_id.as_str()).collect();
+    assert_eq!(ids, vec!["z1", "z3"]);
+    assert!(w.groups.values().all(|z| z.tunnels.len() == 1));
+    // A list without the tunnel's own zone (found by name) still places its hostnames there.
+    let without_own = listed(&[zone("z3", "example.net")]);
+    let w = wanted(&table, &records, true, &without_own, &Elsewhere::new());
+    let z1 = w
+        .groups
+        .iter()
+        .find(|(k, _)| k.zone_id == "z1")
+        .map(|(_, z)| z.tunnels[0].hostnames.iter().cloned().collect::<Vec<_>>());
+    assert_eq!(z1, Some(vec!["a.example.com".to_string()]));
+    assert!(w.unplaced.is_empty());
+}
