@@ -57,6 +57,11 @@ impl ZoneIds {
     }
 }
 
+/// (credential fingerprint, lower-case account id).
+type AccountKey = (String, String);
+/// An account's zones and when they were listed.
+type Listed = (Arc<Vec<AccountZone>>, Instant);
+
 /// A listed zone set is trusted this long; then the next sync lists again.
 pub const ZONE_LIST_MAX_AGE: Duration = Duration::from_secs(3600);
 /// A hostname in no listed zone lists the account again, at most this often per credential (a
@@ -69,7 +74,7 @@ pub const ZONE_LIST_MIN_REFRESH: Duration = Duration::from_secs(60);
 /// previous one when there is one.
 #[derive(Default)]
 pub struct ZoneLists {
-    lists: Mutex<HashMap<(String, String), (Arc<Vec<AccountZone>>, Instant)>>,
+    lists: Mutex<HashMap<AccountKey, Listed>>,
 }
 
 impl ZoneLists {
