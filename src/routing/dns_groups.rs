@@ -9,6 +9,11 @@
 //! most once a minute (a zone just added to the account), then is reported on its route with
 //! the zones it could have been in. While the list is unknown (the credential may not list
 //! zones), hostnames inside the tunnel's own zone still go there and others wait.
+//!
+//! Which other zones may still hold a tunnel's records is kept in memory ([`Elsewhere`], and
+//! `TunnelZones` for deletions, which also place the hostnames of `status.routes`): records in
+//! another zone of a route removed while cftunnel was down are not found by a drift sync after
+//! a restart, only those in the tunnel's own zone.
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
