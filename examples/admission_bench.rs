@@ -60,6 +60,8 @@ fn view() -> AdmissionView {
             domain: "example.com".into(),
             allowed: RouteNamespacePolicy::All,
             has_origin_ca_pool: false,
+            account: String::new(),
+            account_zones: Vec::new(),
         })
         .collect();
     let claims: Vec<HostnameClaim> = (0..1000)

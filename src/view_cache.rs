@@ -68,6 +68,7 @@ impl ViewCache {
                 &t.tunnel_spec(),
             ));
         }
+        crate::admission::facts::link_account_zones(&mut tunnels);
         let mut claims = Vec::new();
         for b in s.bindings.store().state() {
             claims.extend(binding_claims(

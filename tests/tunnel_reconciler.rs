@@ -24,6 +24,8 @@ mod routes;
 mod takeover;
 #[path = "tunnel_reconciler/updates.rs"]
 mod updates;
+#[path = "tunnel_reconciler/zones.rs"]
+mod zones;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

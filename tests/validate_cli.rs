@@ -219,7 +219,6 @@ fn the_table_covers_every_create_rule() {
         "must not end with a dot",
         "may contain `*` only as the whole first label",
         "is longer than 244 characters",
-        "is outside the domain",
         "is listed twice in this binding",
         "is already exposed by TunnelBinding",
         "is already exposed by Service",
@@ -356,7 +355,7 @@ fn a_directory_is_read_recursively_and_only_manifest_files() {
         "a/b/c/web.json",
         r#"{"apiVersion": "networking.cfargotunnel.com/v1alpha1", "kind": "TunnelBinding",
         "metadata": {"name": "web", "namespace": "shop"},
-        "subjects": [{"name": "web", "spec": {"fqdn": "web.example.com"}}],
+        "subjects": [{"name": "web", "spec": {"fqdn": "web.example.org", "protocol": "quic"}}],
         "tunnelRef": {"kind": "ClusterTunnel", "name": "edge"}}"#,
     );
     write(dir.path(), "a/notes.txt", "kind: [ not yaml");
@@ -364,7 +363,7 @@ fn a_directory_is_read_recursively_and_only_manifest_files() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout),
-        "TunnelBinding shop/web: subjects[0].spec.fqdn: \"web.example.com\" is outside the domain \"example.org\" of ClusterTunnel edge; use a hostname ending in .example.org\n"
+        "TunnelBinding shop/web: subjects[0].spec.protocol: \"quic\" is not supported; use http, https, tcp, udp, ssh, rdp or smb\n"
     );
 }
 

@@ -29,7 +29,7 @@ pub fn validate(binding: &TunnelBinding, namespace: &str, view: &AdmissionView) 
         let mut route = subject_route(i, subject, namespace);
         route.dns_updates_disabled = fields.tunnel_ref.disable_dns_updates;
         check_subject_identity(i, subject, &mut v);
-        check_fields(&route, tunnel, &mut v);
+        check_fields(&route, tunnel, true, &mut v);
         if let Some(t) = tunnel {
             for (field, fqdn) in route.effective_fqdns(Some(t)) {
                 let key = (fqdn.to_ascii_lowercase(), route.path_value());

@@ -30,6 +30,8 @@ fn view_with_claim_on(claim_tunnel: TunnelIdentity) -> AdmissionView {
                 domain: "example.com".into(),
                 allowed: RouteNamespacePolicy::Same,
                 has_origin_ca_pool: false,
+                account: String::new(),
+                account_zones: Vec::new(),
             },
             TunnelFacts {
                 identity: TunnelIdentity {
@@ -40,6 +42,8 @@ fn view_with_claim_on(claim_tunnel: TunnelIdentity) -> AdmissionView {
                 domain: "example.org".into(),
                 allowed: RouteNamespacePolicy::All,
                 has_origin_ca_pool: true,
+                account: String::new(),
+                account_zones: Vec::new(),
             },
         ],
         BTreeMap::new(),
@@ -134,7 +138,7 @@ fn a_different_path_on_the_same_tunnel_is_not_a_conflict_but_another_tunnel_is()
 }
 
 #[test]
-fn a_hostname_outside_the_domain_is_admitted_when_no_dns_is_written_for_it() {
+fn a_hostname_outside_the_known_zones_is_admitted_with_a_warning_unless_no_dns_is_written() {
     let mut quiet = binding_json(
         json!([{"name": "web", "spec": {"fqdn": "app.other.net"}}]),
         "Tunnel",
@@ -147,12 +151,17 @@ fn a_hostname_outside_the_domain_is_admitted_when_no_dns_is_written_for_it() {
     );
     quiet["tunnelRef"]["disableDNSUpdates"] = json!(false);
     assert_eq!(
-        binding_messages(quiet, "shop").0,
-        vec![
-            "subjects[0].spec.fqdn: \"app.other.net\" is outside the domain \"example.com\" of \
-             Tunnel shop/web; use a hostname ending in .example.com"
-                .to_string()
-        ]
+        binding_messages(quiet, "shop"),
+        (
+            Vec::new(),
+            vec![
+                "subjects[0].spec.fqdn: \"app.other.net\" is outside the domain \"example.com\" of \
+                 Tunnel shop/web and in no other zone known for its account (example.com); it gets \
+                 a DNS record only if a zone of the tunnel's Cloudflare account holds it (otherwise \
+                 its route reports DNSZoneNotFound)"
+                    .to_string()
+            ]
+        )
     );
 }
 
@@ -172,7 +181,6 @@ fn lists_every_field_violation_of_a_subject() {
     let expected_starts = [
         "subjects[0].kind: \"Pod\" is not supported",
         "subjects[0].name: \"Web_1\" is not a valid Service name",
-        "subjects[0].spec.fqdn: \"app.other.net\" is outside the domain \"example.com\" of Tunnel shop/web",
         "subjects[0].spec.protocol: \"quic\" is not supported",
         "subjects[0].spec.path: \"(\" is not a valid regular expression",
         "subjects[0].spec.target: \"http://x/y\" has a path",
@@ -185,7 +193,10 @@ fn lists_every_field_violation_of_a_subject() {
     for (e, start) in errors.iter().zip(expected_starts) {
         assert!(e.starts_with(start), "{e}\n  should start with\n{start}");
     }
-    assert_eq!(warnings, Vec::<String>::new());
+    assert_eq!(
+        warnings,
+        vec!["subjects[0].spec.fqdn: \"app.other.net\" is outside the domain \"example.com\" of Tunnel shop/web and in no other zone known for its account (example.com); it gets a DNS record only if a zone of the tunnel's Cloudflare account holds it (otherwise its route reports DNSZoneNotFound)".to_string()]
+    );
 }
 
 #[test]
@@ -345,4 +356,78 @@ fn refuses_ports_that_cannot_name_a_service_port_and_ca_pool_keys_that_are_not_f
             "metadata.annotations[cfargotunnel.com/port]: 70000 is not a port number; use 1 to 65535, or a port name such as http"
         ]
     );
+}
+
+/// Three tunnels: `shop/web` (example.com) and `shop/blog` (dev.example.net) of one account,
+/// `shop/other` (example.org) of another, linked as the webhook's view links them.
+fn account_view() -> AdmissionView {
+    let spec = |domain: &str, account: &str| -> crate::api::TunnelSpec {
+        serde_json::from_value(json!({
+            "newTunnel": {"name": "t"},
+            "cloudflare": {"domain": domain, "secret": "s", "accountId": account},
+        }))
+        .expect("tunnel spec")
+    };
+    let same = "0123456789ABCDEF0123456789abcdef";
+    let mut tunnels = vec![
+        super::facts::tunnel_facts(
+            TunnelKind::Tunnel,
+            "shop",
+            "web",
+            &spec("example.com", same),
+        ),
+        super::facts::tunnel_facts(
+            TunnelKind::Tunnel,
+            "shop",
+            "blog",
+            &spec("dev.example.net", &same.to_ascii_lowercase()),
+        ),
+        super::facts::tunnel_facts(
+            TunnelKind::Tunnel,
+            "shop",
+            "other",
+            &spec("example.org", "fedcba9876543210fedcba9876543210"),
+        ),
+    ];
+    super::facts::link_account_zones(&mut tunnels);
+    AdmissionView::new(tunnels, BTreeMap::new(), Vec::new())
+}
+
+fn warnings_on(view: &AdmissionView, fqdn: &str) -> (usize, Vec<String>) {
+    let value = binding_json(
+        json!([{"name": "web", "spec": {"fqdn": fqdn}}]),
+        "Tunnel",
+        "web",
+    );
+    let b: TunnelBinding = serde_json::from_value(value).expect("binding JSON");
+    let v = binding::validate(&b, "shop", view);
+    (v.violations.len(), v.warnings)
+}
+
+#[test]
+fn a_hostname_in_the_zone_of_another_tunnel_of_the_same_account_is_admitted_without_a_warning() {
+    let view = account_view();
+    assert_eq!(warnings_on(&view, "app.dev.example.net"), (0, Vec::new()));
+    assert_eq!(warnings_on(&view, "dev.example.net"), (0, Vec::new()));
+    assert_eq!(warnings_on(&view, "app.example.com"), (0, Vec::new()));
+    // example.org belongs to a tunnel of another account; example.net is not a known zone:
+    // both are admitted (the account may hold them) with a warning naming the known zones.
+    let warned = |fqdn: &str| {
+        (
+            0,
+            vec![format!(
+                "subjects[0].spec.fqdn: \"{fqdn}\" is outside the domain \"example.com\" of Tunnel shop/web and in no other zone known for its account (example.com, dev.example.net); it gets a DNS record only if a zone of the tunnel's Cloudflare account holds it (otherwise its route reports DNSZoneNotFound)"
+            )],
+        )
+    };
+    assert_eq!(
+        warnings_on(&view, "app.example.org"),
+        warned("app.example.org")
+    );
+    assert_eq!(
+        warnings_on(&view, "app.example.net"),
+        warned("app.example.net")
+    );
+    // Still refused: a hostname that is not one.
+    assert_eq!(warnings_on(&view, "app..example.net").0, 1);
 }

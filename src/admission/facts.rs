@@ -44,6 +44,43 @@ pub fn tunnel_facts(
             .origin_ca_pool
             .as_deref()
             .is_some_and(|s| !s.is_empty()),
+        account: account_key(spec),
+        account_zones: Vec::new(),
+    }
+}
+
+/// `id:<accountId>` or `name:<accountName>`, as [`TunnelFacts::account`] holds it.
+fn account_key(spec: &TunnelSpec) -> String {
+    let cf = &spec.cloudflare;
+    match (cf.account_id.as_deref(), cf.account_name.as_deref()) {
+        (Some(id), _) if !id.trim().is_empty() => format!("id:{}", id.trim().to_ascii_lowercase()),
+        (_, Some(name)) if !name.trim().is_empty() => format!("name:{}", name.trim()),
+        _ => String::new(),
+    }
+}
+
+/// Fills each tunnel's [`TunnelFacts::account_zones`]: the domains of the other tunnels naming
+/// the same account. They are the zones of that account the cluster knows without asking
+/// Cloudflare, so a route of one tunnel may use a hostname in another's zone.
+pub fn link_account_zones(tunnels: &mut [TunnelFacts]) {
+    let mut by_account: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for t in tunnels.iter().filter(|t| !t.account.is_empty()) {
+        by_account
+            .entry(t.account.clone())
+            .or_default()
+            .push(t.domain.to_ascii_lowercase());
+    }
+    for zones in by_account.values_mut() {
+        zones.sort();
+        zones.dedup();
+    }
+    for t in tunnels.iter_mut() {
+        let own = t.domain.to_ascii_lowercase();
+        t.account_zones = by_account
+            .get(&t.account)
+            .filter(|_| !t.account.is_empty())
+            .map(|zones| zones.iter().filter(|z| **z != own).cloned().collect())
+            .unwrap_or_default();
     }
 }
 

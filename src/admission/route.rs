@@ -117,10 +117,24 @@ impl<'a> RouteInput<'a> {
     }
 }
 
-/// Field-level rules (docs/design.md §2.2 items 2 and 3).
-pub fn check_fields(route: &RouteInput<'_>, tunnel: Option<&TunnelFacts>, v: &mut Verdict) {
+/// Field-level rules (docs/design.md §2.2 items 2 and 3). `zone_advice`: warn about hostnames
+/// in no zone known here (admission does; the route model leaves that to the DNS placement,
+/// which knows the account's zones).
+pub fn check_fields(
+    route: &RouteInput<'_>,
+    tunnel: Option<&TunnelFacts>,
+    zone_advice: bool,
+    v: &mut Verdict,
+) {
     for (field, fqdn) in &route.fqdns {
-        check_fqdn(*field, fqdn, tunnel, route.dns_updates_disabled, v);
+        check_fqdn(
+            *field,
+            fqdn,
+            tunnel,
+            route.dns_updates_disabled,
+            zone_advice,
+            v,
+        );
     }
     if let Some((field, protocol)) = &route.protocol {
         if !PROTOCOLS.contains(protocol) {
@@ -253,14 +267,18 @@ fn is_secret_key(key: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-/// A hostname's own rules: syntax, length, inside the tunnel's domain unless no DNS is written
-/// for it (`dns_updates_disabled`: the Go operator routed such hostnames, whose records the user
-/// manages).
+/// A hostname's own rules: syntax and length (refused), and, for admission (`tunnel` given,
+/// `advise`), a warning when it is in no zone known here: neither the tunnel's domain nor the
+/// domain of another tunnel of the same account. Such a hostname is admitted: the webhook never
+/// asks Cloudflare, and the account may hold its zone; the route reconciler places it in the
+/// account's zone that is its longest suffix, or reports on the route that no zone holds it,
+/// naming the account's zones. `disableDNSUpdates` routes (no DNS written) are never warned.
 pub fn check_fqdn(
     field: impl std::fmt::Display,
     fqdn: &str,
     tunnel: Option<&TunnelFacts>,
     dns_updates_disabled: bool,
+    advise: bool,
     v: &mut Verdict,
 ) {
     if let Some(problem) = hostname_problem(fqdn) {
@@ -274,14 +292,28 @@ pub fn check_fqdn(
         v.deny(field, format!("{fqdn:?} is longer than {MAX_FQDN_LEN} characters (the _managed. TXT record must fit); use a shorter hostname"));
         return;
     }
-    match tunnel {
-        Some(t) if !dns_updates_disabled && !in_domain(fqdn, &t.domain) => v.deny(
-            field,
-            format!("{fqdn:?} is outside the domain {:?} of {}; use a hostname ending in .{}", t.domain, t.identity, t.domain),
-        ),
-        None => v.warn(field, format!("{fqdn:?} cannot be checked against the tunnel's domain: the tunnel is not known yet")),
-        _ => {}
+    if !advise {
+        return;
     }
+    match tunnel {
+        Some(t) if !dns_updates_disabled && !in_known_zone(fqdn, t) => {
+            let known = std::iter::once(t.domain.as_str())
+                .chain(t.account_zones.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(", ");
+            v.warn(
+                field,
+                format!("{fqdn:?} is outside the domain {:?} of {} and in no other zone known for its account ({known}); it gets a DNS record only if a zone of the tunnel's Cloudflare account holds it (otherwise its route reports DNSZoneNotFound)", t.domain, t.identity),
+            )
+        }
+        Some(_) => {}
+        None => v.warn(field, format!("{fqdn:?} cannot be checked against the tunnel's domain: the tunnel is not known yet")),
+    }
+}
+
+/// In the tunnel's domain or the domain of another tunnel of its account.
+pub fn in_known_zone(fqdn: &str, tunnel: &TunnelFacts) -> bool {
+    in_domain(fqdn, &tunnel.domain) || tunnel.account_zones.iter().any(|z| in_domain(fqdn, z))
 }
 
 /// Item 5: one fqdn+path routes to one Service, one fqdn to one tunnel.

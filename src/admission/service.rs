@@ -54,7 +54,7 @@ pub fn validate(service: &Service, namespace: &str, view: &AdmissionView) -> Ver
         };
         deny_not_admitted(format!("metadata.labels[{label}]"), t, namespace, &mut v);
     }
-    check_fields(&route, tunnel, &mut v);
+    check_fields(&route, tunnel, true, &mut v);
     if let Some(t) = tunnel {
         check_ownership(&route, t, &object, view, &mut v);
     }

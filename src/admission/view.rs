@@ -64,6 +64,12 @@ pub struct TunnelFacts {
     pub domain: String,
     pub allowed: RouteNamespacePolicy,
     pub has_origin_ca_pool: bool,
+    /// The Cloudflare account as the spec names it: `id:<accountId>` (lower case) or
+    /// `name:<accountName>`; empty when neither is set.
+    pub account: String,
+    /// Other zones this tunnel's account is known to hold: the domains of the other tunnels of
+    /// the same account (lower case, sorted), filled by [`super::facts::link_account_zones`].
+    pub account_zones: Vec<String>,
 }
 
 /// A hostname (and path) already routed by some object.

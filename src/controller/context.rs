@@ -76,6 +76,11 @@ pub struct Context {
     pub routes: std::sync::Arc<crate::routes::RouteIndex>,
     /// Zone ids looked up by name, shared by every reconcile.
     pub zone_ids: super::zones::ZoneIds,
+    /// Every zone of an account per credential, for the DNS placement of hostnames.
+    pub zone_lists: super::zones::ZoneLists,
+    /// Zones other than its own that a tunnel's records were placed in (by tunnel id), so its
+    /// deletion removes them there too.
+    pub dns_zones: super::dns_guard::TunnelZones,
     /// One DNS sync per zone at a time (route reconciler and deletions).
     pub dns_guard: super::dns_guard::DnsGuard,
     /// Consecutive failures per object, for exponential backoff (no hot loop).
@@ -104,6 +109,8 @@ impl Context {
             term,
             routes: Default::default(),
             zone_ids: Default::default(),
+            zone_lists: Default::default(),
+            dns_zones: Default::default(),
             dns_guard: Default::default(),
             failures: Mutex::new(Failures::default()),
             drift_due: Mutex::new(DriftSchedule::default()),

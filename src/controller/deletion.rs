@@ -23,7 +23,7 @@ use super::deletion_target::{self, Target};
 use super::{credentials, events, go_cluster_workload, status};
 use crate::api::names::ANNOTATION_ABANDON_CLEANUP;
 use crate::cloudflare::client::CloudflareClient;
-use crate::dns::{DnsOptions, TunnelDns, ZoneDns, sync_zone};
+use crate::dns::{AccountZone, DnsOptions, TunnelDns, ZoneDns, sync_zone};
 use crate::render::ObjectNames;
 use crate::render::labels::selector_labels;
 
@@ -128,7 +128,9 @@ pub async fn cleanup<K: TunnelKindAdapter>(
         let account = target.account_id.as_str();
         let (zone_id, zone_name) =
             deletion_target::zone(ctx, &cf, creds, account, &spec, &status).await?;
-        remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name).await
+        let routed =
+            deletion_target::routed_zones(ctx, &cf, creds, account, &status, &zone_id).await;
+        remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name, routed).await
     };
     if let Err(error) = dns.await {
         if !abandons_cleanup(obj) {
@@ -189,7 +191,7 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
     let api_secret =
         credentials::read_api_secret(&ctx.client, &namespace, &spec.cloudflare).await?;
     let cf = ctx
-        .cloudflare(api_secret.credentials)
+        .cloudflare(api_secret.credentials.clone())
         .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?;
     let target = Target {
         account_id: status.account_id.clone().unwrap_or_default(),
@@ -197,7 +199,16 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
         previous_tunnel_ids: status.previous_tunnel_ids.clone().unwrap_or_default(),
         tunnel_name: status.tunnel_name.clone().unwrap_or_default(),
     };
-    remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name).await
+    let routed = deletion_target::routed_zones(
+        ctx,
+        &cf,
+        &api_secret.credentials,
+        &target.account_id,
+        &status,
+        &zone_id,
+    )
+    .await;
+    remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name, routed).await
 }
 
 /// Has the user let this deletion finish without (all of) the clean-up on Cloudflare?
@@ -208,8 +219,9 @@ pub fn abandons_cleanup<K: TunnelKindAdapter>(obj: &K) -> bool {
 }
 
 /// Removes every DNS record this tunnel owns (current or previous ids) before the tunnel goes:
-/// a sync of its zone with no hostname wanted. The route reconciler leaves a deleting tunnel
-/// out, so nothing re-creates them meanwhile.
+/// a sync with no hostname wanted of its zone, of every other zone the DNS sync placed its
+/// hostnames in, and of `routed` (the zones of the hostnames its `status.routes` lists). The
+/// route reconciler leaves a deleting tunnel out, so nothing re-creates them meanwhile.
 async fn remove_dns_records<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
@@ -217,6 +229,7 @@ async fn remove_dns_records<K: TunnelKindAdapter>(
     target: &Target,
     zone_id: &str,
     zone_name: &str,
+    routed: Vec<AccountZone>,
 ) -> Result<(), ReconcileError> {
     let mut ids = target.previous_tunnel_ids.clone();
     let tunnel_id = match &target.tunnel_id {
@@ -224,31 +237,51 @@ async fn remove_dns_records<K: TunnelKindAdapter>(
         None if ids.is_empty() => return Ok(()),
         None => ids.remove(0),
     };
-    let zone = ZoneDns {
-        zone_name: zone_name.to_string(),
-        tunnels: vec![TunnelDns {
-            identity: obj.route_identity(),
-            tunnel_id,
-            previous_tunnel_ids: ids,
-            tunnel_name: target.tunnel_name.clone(),
-            hostnames: Default::default(),
-            txt_records: true,
-        }],
-    };
-    let _zone_lock = ctx.dns_guard.lock(zone_id).await;
-    let report = sync_zone(cf, zone_id, &zone, &DnsOptions::default())
-        .await
-        .map_err(|e| ReconcileError::cloudflare("removing the tunnel's DNS records", e.source))?;
-    let left = report.tunnels.first();
-    if let Some(t) = left.filter(|t| t.records_left > 0 || !t.errors.is_empty()) {
-        return Err(ReconcileError::blocked(
-            ReadyReason::CloudflareError,
-            format!(
-                "{} DNS record(s) of this tunnel could not be removed yet: {}",
-                t.records_left,
-                t.problems().join("; ")
-            ),
-        ));
+    let mut zones = vec![AccountZone {
+        id: zone_id.to_string(),
+        name: zone_name.to_string(),
+    }];
+    let remembered = std::iter::once(&tunnel_id)
+        .chain(&ids)
+        .flat_map(|id| ctx.dns_zones.of(id));
+    for zone in remembered.chain(routed) {
+        if !zones.iter().any(|z| z.id == zone.id) {
+            zones.push(zone);
+        }
+    }
+    for zone in &zones {
+        let input = ZoneDns {
+            zone_name: zone.name.clone(),
+            tunnels: vec![TunnelDns {
+                identity: obj.route_identity(),
+                tunnel_id: tunnel_id.clone(),
+                previous_tunnel_ids: ids.clone(),
+                tunnel_name: target.tunnel_name.clone(),
+                hostnames: Default::default(),
+                txt_records: true,
+            }],
+        };
+        let _zone_lock = ctx.dns_guard.lock(&zone.id).await;
+        let report = sync_zone(cf, &zone.id, &input, &DnsOptions::default())
+            .await
+            .map_err(|e| {
+                ReconcileError::cloudflare("removing the tunnel's DNS records", e.source)
+            })?;
+        let left = report.tunnels.first();
+        if let Some(t) = left.filter(|t| t.records_left > 0 || !t.errors.is_empty()) {
+            return Err(ReconcileError::blocked(
+                ReadyReason::CloudflareError,
+                format!(
+                    "{} DNS record(s) of this tunnel in zone {} could not be removed yet: {}",
+                    t.records_left,
+                    zone.name,
+                    t.problems().join("; ")
+                ),
+            ));
+        }
+        for id in std::iter::once(&tunnel_id).chain(&ids) {
+            ctx.dns_zones.remove(id, &zone.id);
+        }
     }
     Ok(())
 }

@@ -5,6 +5,8 @@
 //! controls: its credentials.json names the tunnel, or, when only the pending `tunnelSecret`
 //! was stored (the create's answer or the status write was lost), the live tunnel named
 //! `spec.newTunnel.name` is ours only if its token carries the same secret bytes.
+use std::collections::BTreeSet;
+
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
@@ -16,6 +18,7 @@ use super::credentials::{self, Stored};
 use super::setup;
 use crate::api::{TunnelSpec, TunnelStatus};
 use crate::cloudflare::client::{CloudflareClient, TunnelToken};
+use crate::dns::{AccountZone, place};
 use crate::render::ObjectNames;
 
 /// The Cloudflare side of one deletion.
@@ -140,4 +143,50 @@ pub async fn zone(
         })
         .await?;
     Ok((id, domain))
+}
+
+/// Zones other than `own_zone_id` holding the hostnames its `status.routes` last listed, placed
+/// as the DNS sync places them (the account's zone list, kept per credential). This finds
+/// records in other zones even when the DNS sync of this process never ran for the tunnel (a
+/// deletion right after a restart). A zone list that cannot be had finds none (logged).
+pub async fn routed_zones(
+    ctx: &Context,
+    cf: &CloudflareClient,
+    api_credentials: &crate::cloudflare::client::Credentials,
+    account_id: &str,
+    status: &TunnelStatus,
+    own_zone_id: &str,
+) -> Vec<AccountZone> {
+    let hostnames: BTreeSet<String> = status
+        .routes
+        .iter()
+        .flatten()
+        .map(|r| r.hostname.to_ascii_lowercase())
+        .collect();
+    if hostnames.is_empty() || account_id.is_empty() {
+        return Vec::new();
+    }
+    let listed = ctx
+        .zone_lists
+        .get(api_credentials, account_id, false, || {
+            super::zones::list_account_zones(cf, account_id)
+        })
+        .await;
+    let zones = match listed {
+        Ok(zones) => zones,
+        Err(error) => {
+            tracing::warn!(%error, "listing the account's zones for the deletion failed; only the tunnel's own zone and those its DNS sync used are cleaned");
+            return Vec::new();
+        }
+    };
+    let mut out: Vec<AccountZone> = Vec::new();
+    for host in &hostnames {
+        if let Some(zone) = place(host, &zones)
+            && zone.id != own_zone_id
+            && !out.contains(zone)
+        {
+            out.push(zone.clone());
+        }
+    }
+    out
 }

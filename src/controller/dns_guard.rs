@@ -7,11 +7,13 @@
 //! lock for a sync, and a deletion first marks its tunnel id retired: a route sync that gets the
 //! lock afterwards leaves that tunnel out; one that held it before finishes first, and the
 //! deletion's sync then removes what it wrote.
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::OwnedMutexGuard;
+
+use crate::dns::AccountZone;
 
 /// How long a retired tunnel id is remembered (its object is long gone by then; a tunnel id is
 /// never reused).
@@ -44,6 +46,43 @@ impl DnsGuard {
     pub fn is_retired(&self, tunnel_id: &str) -> bool {
         let retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
         retired.contains_key(tunnel_id)
+    }
+}
+
+/// Zones other than its own that hold (or held) records of a tunnel, by tunnel id: the route
+/// reconciler's DNS sync adds a zone when it places a hostname there and drops it once a sync
+/// of that zone left nothing of the tunnel; a deletion cleans each of them. In memory: after a
+/// restart the first sync of each group adds them again.
+#[derive(Default)]
+pub struct TunnelZones {
+    zones: Mutex<HashMap<String, BTreeSet<AccountZone>>>,
+}
+
+impl TunnelZones {
+    pub fn add(&self, tunnel_id: &str, zone: &AccountZone) {
+        let mut zones = self.zones.lock().unwrap_or_else(|p| p.into_inner());
+        zones
+            .entry(tunnel_id.to_string())
+            .or_default()
+            .insert(zone.clone());
+    }
+
+    pub fn remove(&self, tunnel_id: &str, zone_id: &str) {
+        let mut zones = self.zones.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(set) = zones.get_mut(tunnel_id) {
+            set.retain(|z| z.id != zone_id);
+            if set.is_empty() {
+                zones.remove(tunnel_id);
+            }
+        }
+    }
+
+    pub fn of(&self, tunnel_id: &str) -> Vec<AccountZone> {
+        let zones = self.zones.lock().unwrap_or_else(|p| p.into_inner());
+        zones
+            .get(tunnel_id)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
     }
 }
 

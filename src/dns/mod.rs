@@ -35,6 +35,7 @@ mod report;
 mod single;
 mod sync;
 mod txt;
+mod zones;
 
 #[cfg(test)]
 mod conflict_tests;
@@ -56,3 +57,4 @@ pub use plan::plan_zone;
 pub use report::{DnsWriteError, TunnelDnsReport, WriteKind, WrittenRecord, ZoneDnsReport};
 pub use sync::{DnsSyncError, sync_zone};
 pub use txt::{ManagedTxt, TXT_PREFIX, managed_txt_name, quote_txt, unquote_txt};
+pub use zones::{AccountZone, MAX_ZONES_NAMED, no_zone_message, place};

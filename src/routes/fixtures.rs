@@ -22,6 +22,8 @@ pub(super) fn tunnel(kind: TunnelKind, namespace: &str, name: &str, domain: &str
             TunnelKind::ClusterTunnel => RouteNamespacePolicy::All,
         },
         has_origin_ca_pool: false,
+        account: String::new(),
+        account_zones: Vec::new(),
     }
 }
 

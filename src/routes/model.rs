@@ -173,7 +173,7 @@ fn route_source(
     let mut declared_of = Vec::new();
     for (index, declared) in source.routes.iter().enumerate() {
         let mut verdict = declared.problems.clone();
-        check_fields(&declared.input, facts, &mut verdict);
+        check_fields(&declared.input, facts, false, &mut verdict);
         let fqdns = hostnames(declared, facts, &mut verdict);
         if facts.is_some() {
             report.warnings.extend(verdict.warnings.iter().cloned());
@@ -274,6 +274,7 @@ fn hostnames(
                     &fqdn,
                     facts,
                     input.dns_updates_disabled,
+                    false,
                     verdict,
                 );
                 default_field(declared)

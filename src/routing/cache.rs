@@ -91,6 +91,7 @@ impl RouteCache {
                 &t.tunnel_spec(),
             ));
         }
+        crate::admission::facts::link_account_zones(&mut tunnels);
         let namespace_labels: BTreeMap<String, BTreeMap<String, String>> = self
             .caches
             .namespaces

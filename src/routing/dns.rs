@@ -14,10 +14,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::cache::TunnelRecord;
+use super::dns_groups::{
+    Directory, Elsewhere, GroupKey, Listed, Wanted, directory, refresh, wanted,
+};
 use crate::admission::TunnelIdentity;
 use crate::controller::Context;
 use crate::controller::credentials::read_api_secret;
-use crate::dns::{DnsOptions, TunnelDns, ZoneDns, sync_zone};
+use crate::dns::{AccountZone, DnsOptions, ZoneDns, sync_zone};
 use crate::routes::RouteTable;
 
 /// One problem of a tunnel's DNS: the hostname it concerns (`None`: all of them) and what to do.
@@ -33,22 +36,11 @@ pub struct DnsProblem {
 pub const REASON_DNS_CONFLICT: &str = "DNSConflict";
 pub const REASON_DNS_ERROR: &str = "DNSError";
 
-/// Tunnels sharing one zone and one set of API credentials are synced together: the same
-/// Secret read through the same keys (two tunnels may name one Secret but read a token from
-/// different keys, or a global key with different emails).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-struct GroupKey {
-    zone_id: String,
-    secret_namespace: String,
-    secret: String,
-    api_token_key: String,
-    api_key_key: String,
-    email: Option<String>,
-}
-
 struct GroupState {
     input: ZoneDns,
     clean: bool,
+    /// Problems of its last sync, per tunnel.
+    problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
     failures: u32,
     /// Next retry (after problems) or drift sync.
     due: Option<Instant>,
@@ -59,7 +51,10 @@ struct GroupState {
 #[derive(Clone, Debug, Default)]
 pub struct DnsView {
     txt_records: bool,
+    directory: Arc<Directory>,
+    elsewhere: Arc<Elsewhere>,
     groups: HashMap<GroupKey, (ZoneDns, bool)>,
+    /// Every group's problems and the unplaced hostnames, per tunnel.
     problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
 }
 
@@ -71,37 +66,46 @@ impl DnsView {
             .unwrap_or_default()
     }
 
-    /// Is `tunnel`'s DNS in step with `table` (its group synced cleanly with the current input,
-    /// or it has no DNS at all)?
+    /// Is `tunnel`'s DNS in step with `table` (each of its groups synced cleanly with the
+    /// current input, or it has no DNS at all)?
     pub fn settled(
         &self,
         tunnel: &TunnelIdentity,
         table: &RouteTable,
         records: &[TunnelRecord],
     ) -> bool {
-        let Some((key, zone)) = self.group_of(tunnel, table, records) else {
-            return true;
-        };
-        self.groups
-            .get(&key)
-            .is_some_and(|(input, clean)| *clean && *input == zone)
+        self.groups_of(tunnel, table, records)
+            .iter()
+            .all(|(key, zone)| {
+                self.groups
+                    .get(key)
+                    .is_some_and(|(input, clean)| *clean && input == zone)
+            })
     }
 
-    /// The group `tunnel` belongs to now, with its current input (`None`: it has no DNS).
-    fn group_of(
+    /// The groups `tunnel` belongs to now, with their current input (none: it has no DNS).
+    fn groups_of(
         &self,
         tunnel: &TunnelIdentity,
         table: &RouteTable,
         records: &[TunnelRecord],
-    ) -> Option<(GroupKey, ZoneDns)> {
-        wanted(table, records, self.txt_records)
-            .into_iter()
-            .find(|(_, z)| z.tunnels.iter().any(|t| &t.identity == tunnel))
+    ) -> Vec<(GroupKey, ZoneDns)> {
+        wanted(
+            table,
+            records,
+            self.txt_records,
+            &self.directory,
+            &self.elsewhere,
+        )
+        .groups
+        .into_iter()
+        .filter(|(_, z)| z.tunnels.iter().any(|t| &t.identity == tunnel))
+        .collect()
     }
 
-    /// May a deleting source that routed `hostnames` let go? Its tunnel's group has synced the
-    /// current input (which no longer wants them) and no problem of that sync concerns one of
-    /// them: a conflict on another hostname of the zone does not hold it.
+    /// May a deleting source that routed `hostnames` let go? Each group of its tunnel has
+    /// synced the current input (which no longer wants them) and no problem of those syncs
+    /// concerns one of them: a conflict on another hostname does not hold it.
     pub fn released(
         &self,
         tunnel: &TunnelIdentity,
@@ -109,13 +113,10 @@ impl DnsView {
         table: &RouteTable,
         records: &[TunnelRecord],
     ) -> bool {
-        let Some((key, zone)) = self.group_of(tunnel, table, records) else {
-            return true;
-        };
         let synced = self
-            .groups
-            .get(&key)
-            .is_some_and(|(input, _)| *input == zone);
+            .groups_of(tunnel, table, records)
+            .iter()
+            .all(|(key, zone)| self.groups.get(key).is_some_and(|(input, _)| input == zone));
         let blocked = self.problems(tunnel).iter().any(|p| {
             p.hostname
                 .as_deref()
@@ -133,8 +134,12 @@ pub struct DnsSync {
     retry_base: Duration,
     retry_max: Duration,
     groups: HashMap<GroupKey, GroupState>,
-    /// Problems of the last sync, per tunnel.
-    problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
+    /// The account zone lists hostnames are placed with.
+    listed: Listed,
+    /// Zones other than their own where tunnels may still have records.
+    elsewhere: Elsewhere,
+    /// Hostnames of the current input placed in no zone, per tunnel.
+    unplaced: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
 }
 
 impl DnsSync {
@@ -151,7 +156,9 @@ impl DnsSync {
             retry_base: o.retry_base,
             retry_max: o.retry_max,
             groups: HashMap::new(),
-            problems: BTreeMap::new(),
+            listed: Listed::new(),
+            elsewhere: Elsewhere::new(),
+            unplaced: BTreeMap::new(),
         }
     }
 
@@ -162,14 +169,27 @@ impl DnsSync {
 
     /// What statuses read of the syncs so far.
     pub fn view(&self) -> DnsView {
+        let mut problems = self.unplaced.clone();
+        let mut keys: Vec<&GroupKey> = self.groups.keys().collect();
+        keys.sort();
+        for key in keys {
+            for (tunnel, list) in &self.groups[key].problems {
+                problems
+                    .entry(tunnel.clone())
+                    .or_default()
+                    .extend(list.iter().cloned());
+            }
+        }
         DnsView {
             txt_records: self.txt_records,
+            directory: Arc::new(directory(&self.listed)),
+            elsewhere: Arc::new(self.elsewhere.clone()),
             groups: self
                 .groups
                 .iter()
                 .map(|(k, g)| (k.clone(), (g.input.clone(), g.clean)))
                 .collect(),
-            problems: self.problems.clone(),
+            problems,
         }
     }
 
@@ -184,15 +204,41 @@ impl DnsSync {
         force: &BTreeSet<TunnelIdentity>,
         publish: &watch::Sender<Arc<DnsView>>,
     ) {
-        let wanted = wanted(table, records, self.txt_records);
-        self.groups.retain(|key, _| wanted.contains_key(key));
-        let live: BTreeSet<&TunnelIdentity> = wanted
-            .values()
-            .flat_map(|z| z.tunnels.iter().map(|t| &t.identity))
+        refresh(ctx, table, records, &mut self.listed).await;
+        let live: BTreeSet<&TunnelIdentity> = records
+            .iter()
+            .filter(|r| !r.deleting)
+            .map(|r| &r.identity)
             .collect();
-        self.problems.retain(|id, _| live.contains(id));
+        self.elsewhere.retain(|id, _| live.contains(id));
+        let Wanted { groups, unplaced } = wanted(
+            table,
+            records,
+            self.txt_records,
+            &directory(&self.listed),
+            &self.elsewhere,
+        );
+        let unplaced_changed = self.unplaced != unplaced;
+        self.unplaced = unplaced;
+        self.groups.retain(|key, _| groups.contains_key(key));
+        let owners = own_zones(records);
+        for (key, zone) in &groups {
+            for t in zone.tunnels.iter().filter(|t| !t.hostnames.is_empty()) {
+                if owners.get(&t.identity) != Some(&key.zone_id) {
+                    let placed = AccountZone {
+                        id: key.zone_id.clone(),
+                        name: zone.zone_name.clone(),
+                    };
+                    ctx.dns_zones.add(&t.tunnel_id, &placed);
+                    self.elsewhere
+                        .entry(t.identity.clone())
+                        .or_default()
+                        .insert(placed);
+                }
+            }
+        }
         let now = Instant::now();
-        for (key, zone) in wanted {
+        for (key, zone) in groups {
             let due = match self.groups.get(&key) {
                 None => {
                     zone.tunnels.iter().any(|t| !t.hostnames.is_empty())
@@ -201,68 +247,23 @@ impl DnsSync {
                 Some(state) => state.input != zone || state.due.is_some_and(|d| d <= now),
             };
             if due {
-                self.sync_group(ctx, key, zone, records).await;
+                self.sync_group(ctx, key, zone, records, &owners).await;
                 publish.send_replace(Arc::new(self.view()));
             }
+        }
+        if unplaced_changed {
+            publish.send_replace(Arc::new(self.view()));
         }
     }
 }
 
-/// The input of every group, from the route table and the tunnels' status.
-fn wanted(
-    table: &RouteTable,
-    records: &[TunnelRecord],
-    txt_records: bool,
-) -> BTreeMap<GroupKey, ZoneDns> {
-    let mut groups: BTreeMap<GroupKey, ZoneDns> = BTreeMap::new();
-    for r in records.iter().filter(|r| !r.deleting) {
-        let s = &r.status;
-        let (Some(tunnel_id), Some(zone_id), Some(zone_name)) = (
-            s.tunnel_id.as_deref().filter(|v| !v.is_empty()),
-            s.zone_id.as_deref().filter(|v| !v.is_empty()),
-            s.zone_domain.as_deref().filter(|v| !v.is_empty()),
-        ) else {
-            continue;
-        };
-        let hostnames: BTreeSet<String> = table
-            .tunnels
-            .get(&r.identity)
-            .map(|t| {
-                t.dns
-                    .iter()
-                    .filter(|d| !d.dns_updates_disabled)
-                    .map(|d| d.fqdn.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let key = GroupKey {
-            zone_id: zone_id.to_string(),
-            secret_namespace: r.secret_namespace.clone(),
-            secret: r.cloudflare.secret.clone(),
-            api_token_key: r.cloudflare.api_token_key.clone(),
-            api_key_key: r.cloudflare.api_key_key.clone(),
-            email: r.cloudflare.email.clone().filter(|e| !e.is_empty()),
-        };
-        groups
-            .entry(key)
-            .or_insert_with(|| ZoneDns {
-                zone_name: zone_name.to_string(),
-                tunnels: Vec::new(),
-            })
-            .tunnels
-            .push(TunnelDns {
-                identity: r.identity.clone(),
-                tunnel_id: tunnel_id.to_string(),
-                previous_tunnel_ids: s.previous_tunnel_ids.clone().unwrap_or_default(),
-                tunnel_name: s.tunnel_name.clone().unwrap_or_default(),
-                hostnames,
-                txt_records,
-            });
-    }
-    for zone in groups.values_mut() {
-        zone.tunnels.sort_by(|a, b| a.identity.cmp(&b.identity));
-    }
-    groups
+/// Each live tunnel's own zone id.
+fn own_zones(records: &[TunnelRecord]) -> BTreeMap<TunnelIdentity, String> {
+    records
+        .iter()
+        .filter(|r| !r.deleting)
+        .filter_map(|r| Some((r.identity.clone(), r.status.zone_id.clone()?)))
+        .collect()
 }
 
 impl DnsSync {
@@ -272,12 +273,24 @@ impl DnsSync {
         key: GroupKey,
         zone: ZoneDns,
         records: &[TunnelRecord],
+        owners: &BTreeMap<TunnelIdentity, String>,
     ) {
         let outcome = sync_once(ctx, &key, &zone, &self.options, records).await;
         let clean = outcome.values().all(Vec::is_empty);
-        for t in &zone.tunnels {
-            let problems = outcome.get(&t.identity).cloned().unwrap_or_default();
-            self.problems.insert(t.identity.clone(), problems);
+        if clean {
+            // A zone other than its own that holds nothing of a tunnel any more is let go.
+            for t in zone.tunnels.iter().filter(|t| t.hostnames.is_empty()) {
+                if owners.get(&t.identity) == Some(&key.zone_id) {
+                    continue;
+                }
+                ctx.dns_zones.remove(&t.tunnel_id, &key.zone_id);
+                if let Some(set) = self.elsewhere.get_mut(&t.identity) {
+                    set.retain(|z| z.id != key.zone_id);
+                    if set.is_empty() {
+                        self.elsewhere.remove(&t.identity);
+                    }
+                }
+            }
         }
         let failures = match self.groups.get(&key) {
             Some(state) if !clean => state.failures.saturating_add(1),
@@ -296,6 +309,7 @@ impl DnsSync {
             GroupState {
                 input: zone,
                 clean,
+                problems: outcome,
                 failures,
                 due,
             },
@@ -335,10 +349,11 @@ async fn sync_once(
     else {
         return BTreeMap::new();
     };
-    let secret = match read_api_secret(&ctx.client, &key.secret_namespace, &details).await {
-        Ok(secret) => secret,
-        Err(error) => return everyone(format!("DNS records not synced: {error}")),
-    };
+    let secret =
+        match read_api_secret(&ctx.client, &key.credential.secret_namespace, &details).await {
+            Ok(secret) => secret,
+            Err(error) => return everyone(format!("DNS records not synced: {error}")),
+        };
     let client = match ctx.cloudflare(secret.credentials) {
         Ok(client) => client,
         Err(error) => return everyone(format!("DNS records not synced: {error}")),

@@ -3,6 +3,7 @@ use super::*;
 use crate::admission::TunnelKind;
 use crate::api::{CloudflareDetails, TunnelStatus};
 use crate::routes::{DnsName, TunnelRoutes};
+use crate::routing::dns_groups::{Directory, Elsewhere};
 
 fn record(name: &str, secret: &str, zone: Option<&str>, deleting: bool) -> TunnelRecord {
     let details: CloudflareDetails = serde_json::from_value(serde_json::json!({
@@ -65,7 +66,7 @@ fn groups_are_per_zone_and_api_secret_and_skip_what_cannot_have_dns() {
         record("c", "s1", Some("z1"), true),
         record("d", "s1", None, false),
     ];
-    let groups = wanted(&table, &records, true);
+    let groups = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new()).groups;
     assert_eq!(groups.len(), 2, "{groups:?}");
     let hosts: Vec<Vec<String>> = groups
         .values()
@@ -99,7 +100,7 @@ fn tunnels_reading_one_secret_through_different_keys_are_synced_apart() {
     ];
     records[1].cloudflare.api_token_key = "OTHER_TOKEN".into();
     records[2].cloudflare.email = Some("ops@example.com".into());
-    let groups = wanted(&table, &records, true);
+    let groups = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new()).groups;
     assert_eq!(groups.len(), 3, "{groups:?}");
     for (key, zone) in &groups {
         let r = records
@@ -107,8 +108,8 @@ fn tunnels_reading_one_secret_through_different_keys_are_synced_apart() {
             .find(|r| r.identity == zone.tunnels[0].identity)
             .unwrap_or_else(|| panic!("no record"));
         assert_eq!(zone.tunnels.len(), 1);
-        assert_eq!(key.api_token_key, r.cloudflare.api_token_key);
-        assert_eq!(key.email, r.cloudflare.email);
+        assert_eq!(key.credential.api_token_key, r.cloudflare.api_token_key);
+        assert_eq!(key.credential.email, r.cloudflare.email);
     }
 }
 
@@ -126,7 +127,8 @@ fn a_deleting_source_is_released_by_its_own_hostnames_only() {
         !view.released(&id, &mine, &table, &records),
         "not synced yet"
     );
-    let (key, zone) = wanted(&table, &records, true)
+    let (key, zone) = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new())
+        .groups
         .into_iter()
         .next()
         .unwrap_or_else(|| panic!("no group"));
@@ -165,7 +167,8 @@ fn a_tunnel_is_settled_only_after_a_clean_sync_of_its_current_input() {
         ..DnsView::default()
     };
     assert!(!view.settled(&id, &table, &records));
-    let (key, zone) = wanted(&table, &records, true)
+    let (key, zone) = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new())
+        .groups
         .into_iter()
         .next()
         .unwrap_or_else(|| panic!("no group"));
@@ -180,4 +183,161 @@ fn a_tunnel_is_settled_only_after_a_clean_sync_of_its_current_input() {
     );
     let unknown = record("zz", "s1", None, false).identity;
     assert!(view.settled(&unknown, &table, &records), "no DNS at all");
+}
+
+fn zone(id: &str, name: &str) -> AccountZone {
+    AccountZone {
+        id: id.into(),
+        name: name.into(),
+    }
+}
+
+/// The directory of the test records' credential `s1` and account `acc`.
+fn listed(zones: &[AccountZone]) -> Directory {
+    let mut r = record("a", "s1", Some("z1"), false);
+    r.status.account_id = Some("acc".into());
+    let key = (
+        crate::routing::dns_groups::CredentialRef {
+            secret_namespace: r.secret_namespace.clone(),
+            secret: r.cloudflare.secret.clone(),
+            api_token_key: r.cloudflare.api_token_key.clone(),
+            api_key_key: r.cloudflare.api_key_key.clone(),
+            email: None,
+        },
+        "acc".to_string(),
+    );
+    [(key, Arc::new(zones.to_vec()))].into_iter().collect()
+}
+
+fn with_account(mut r: TunnelRecord) -> TunnelRecord {
+    r.status.account_id = Some("ACC".into());
+    r
+}
+
+#[test]
+fn one_tunnel_gets_a_group_per_zone_its_hostnames_are_placed_in() {
+    let table = table(&[(
+        "a",
+        &[
+            ("a.example.com", false),
+            ("x.dev.example.com", false),
+            ("b.example.net", false),
+            ("quiet.elsewhere.org", true),
+        ],
+    )]);
+    let records = vec![with_account(record("a", "s1", Some("z1"), false))];
+    let directory = listed(&[
+        zone("z1", "example.com"),
+        zone("z2", "dev.example.com"),
+        zone("z3", "example.net"),
+    ]);
+    let w = wanted(&table, &records, true, &directory, &Elsewhere::new());
+    let placed: Vec<(String, String, Vec<String>)> = w
+        .groups
+        .iter()
+        .map(|(k, z)| {
+            (
+                k.zone_id.clone(),
+                z.zone_name.clone(),
+                z.tunnels[0].hostnames.iter().cloned().collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        placed,
+        vec![
+            (
+                "z1".into(),
+                "example.com".into(),
+                vec!["a.example.com".into()]
+            ),
+            (
+                "z2".into(),
+                "dev.example.com".into(),
+                vec!["x.dev.example.com".into()]
+            ),
+            (
+                "z3".into(),
+                "example.net".into(),
+                vec!["b.example.net".into()]
+            ),
+        ]
+    );
+    assert!(w.unplaced.is_empty(), "{:?}", w.unplaced);
+}
+
+#[test]
+fn a_hostname_in_no_zone_is_reported_with_the_zones_and_without_a_list_only_the_own_zone_is_used() {
+    let table = table(&[("a", &[("a.example.com", false), ("b.nowhere.org", false)])]);
+    let records = vec![with_account(record("a", "s1", Some("z1"), false))];
+    let directory = listed(&[zone("z1", "example.com"), zone("z3", "example.net")]);
+    let w = wanted(&table, &records, true, &directory, &Elsewhere::new());
+    assert_eq!(w.groups.len(), 1);
+    let id = &records[0].identity;
+    assert_eq!(
+        w.unplaced[id],
+        vec![DnsProblem {
+            hostname: Some("b.nowhere.org".into()),
+            reason: "DNSZoneNotFound",
+            message: "b.nowhere.org is in no zone of the tunnel's Cloudflare account; its zones are example.com, example.net: use a hostname in one of them, or set disableDNSUpdates and manage its record yourself".into(),
+        }]
+    );
+    // No list (the credential may not list zones): the own zone still gets its hostnames.
+    let w = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new());
+    let own: Vec<&String> = w
+        .groups
+        .values()
+        .flat_map(|z| &z.tunnels[0].hostnames)
+        .collect();
+    assert_eq!(own, vec!["a.example.com"]);
+    assert_eq!(w.unplaced[id][0].reason, REASON_DNS_ERROR);
+    assert_eq!(w.unplaced[id][0].hostname.as_deref(), Some("b.nowhere.org"));
+}
+
+#[test]
+fn a_zone_a_tunnel_had_hostnames_in_stays_in_its_groups_with_none_until_let_go() {
+    let table = table(&[("a", &[("a.example.com", false)])]);
+    let records = vec![with_account(record("a", "s1", Some("z1"), false))];
+    let directory = listed(&[zone("z1", "example.com"), zone("z3", "example.net")]);
+    let mut elsewhere = Elsewhere::new();
+    elsewhere.insert(
+        records[0].identity.clone(),
+        [zone("z3", "example.net")].into_iter().collect(),
+    );
+    let w = wanted(&table, &records, true, &directory, &elsewhere);
+    let z3: Vec<&ZoneDns> = w
+        .groups
+        .iter()
+        .filter(|(k, _)| k.zone_id == "z3")
+        .map(|(_, z)| z)
+        .collect();
+    assert_eq!(z3.len(), 1);
+    assert_eq!(z3[0].zone_name, "example.net");
+    assert!(
+        z3[0].tunnels[0].hostnames.is_empty(),
+        "its records there are removed"
+    );
+}
+
+#[test]
+fn the_own_zone_is_one_group_whatever_the_case_and_counts_when_the_list_misses_it() {
+    let table = table(&[("a", &[("a.example.com", false), ("b.example.net", false)])]);
+    let mut r = with_account(record("a", "s1", Some("z1"), false));
+    r.status.zone_domain = Some("Example.COM".into());
+    let records = vec![r];
+    let both = listed(&[zone("z1", "example.com"), zone("z3", "example.net")]);
+    let w = wanted(&table, &records, true, &both, &Elsewhere::new());
+    let ids: Vec<&str> = w.groups.keys().map(|k| k.zone_id.as_str()).collect();
+    assert_eq!(ids, vec!["z1", "z3"]);
+    assert!(w.groups.values().all(|z| z.tunnels.len() == 1));
+    // A list without the tunnel's own zone (found by name) still places its hostnames there.
+    let without_own = listed(&[zone("z3", "example.net")]);
+    let w = wanted(&table, &records, true, &without_own, &Elsewhere::new());
+    let z1 = w
+        .groups
+        .iter()
+        .find(|(k, _)| k.zone_id == "z1")
+        .map(|(_, z)| z.tunnels[0].hostnames.iter().cloned().collect::<Vec<_>>());
+    assert_eq!(z1, Some(vec!["a.example.com".to_string()]));
+    assert!(w.unplaced.is_empty());
 }

@@ -79,12 +79,14 @@ spec: {ports: [{port: 80}]}
 }
 
 #[test]
-fn the_fqdn_is_checked_against_the_domain_of_a_tunnel_given_with_it() {
+fn an_fqdn_outside_the_known_zones_of_a_tunnel_given_with_it_is_warned_about() {
     let outside = binding("web", "shop", "web", "app.example.com", "");
+    let with_tunnel = report(&[EDGE, &outside], "default");
+    assert!(!with_tunnel.has_violations());
     assert_eq!(
-        lines(&[EDGE, &outside]),
+        with_tunnel.warning_lines(),
         vec![
-            "TunnelBinding shop/web: subjects[0].spec.fqdn: \"app.example.com\" is outside the domain \"example.org\" of ClusterTunnel edge; use a hostname ending in .example.org"
+            "TunnelBinding shop/web: subjects[0].spec.fqdn: \"app.example.com\" is outside the domain \"example.org\" of ClusterTunnel edge and in no other zone known for its account (example.org); it gets a DNS record only if a zone of the tunnel's Cloudflare account holds it (otherwise its route reports DNSZoneNotFound)"
         ]
     );
     // Without the tunnel the same binding passes with a warning.

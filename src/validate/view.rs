@@ -19,6 +19,7 @@ pub fn base_view<'a>(objects: impl IntoIterator<Item = &'a Decoded>) -> Admissio
             Decoded::Binding { .. } | Decoded::Service { .. } => {}
         }
     }
+    facts::link_account_zones(&mut view.tunnels);
     view
 }
 

@@ -75,11 +75,26 @@ impl Harness {
 
     /// Like [`Harness::start`], with operator options changed by `tweak`.
     pub async fn start_with(prefix: &str, tweak: fn(&mut ControllerOptions)) -> Harness {
+        Harness::start_full(prefix, tweak, &["example.com"]).await
+    }
+
+    /// Like [`Harness::start`], the simulated account holding `zones` (the tunnels' domain
+    /// `example.com` among them).
+    pub async fn start_in_zones(prefix: &str, zones: &[&str]) -> Harness {
+        Harness::start_full(prefix, |_| {}, zones).await
+    }
+
+    async fn start_full(
+        prefix: &str,
+        tweak: fn(&mut ControllerOptions),
+        zones: &[&str],
+    ) -> Harness {
         let plane = plane().await;
         let admin = plane.admin_client().expect("admin client");
         let ns = plane.create_namespace(prefix).await.expect("namespace");
         let sim = Simulator::new(SimConfig {
             tokens: vec![TOKEN.to_string()],
+            zones: zones.iter().map(|z| z.to_string()).collect(),
             ..SimConfig::default()
         });
         let running = sim

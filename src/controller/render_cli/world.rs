@@ -89,6 +89,7 @@ impl WorldBuilder {
             .tunnels
             .retain(|t| seen.insert(t.identity.clone()));
         self.world.tunnels.reverse();
+        crate::admission::facts::link_account_zones(&mut self.world.tunnels);
         self.world
     }
 }
