@@ -1,16 +1,32 @@
-//! A real node: containerd, runc, CNI and kubelet run pods, all inside a network namespace this
-//! test creates (no interface to the outside, so no pod can send anything off the machine), and
-//! nothing is left behind — after a normal end and after a SIGKILL.
+//! cftunnel on a real node: containerd, runc, CNI and kubelet run its pods and cloudflared's,
+//! all inside a network namespace this test creates (no interface to the outside, so no pod can
+//! send anything off the machine), installed as users install it, and nothing is left behind —
+//! after a normal end and after a SIGKILL.
 //!
 //! Each test re-executes this binary under `unshare --net --mount` (see
-//! `testenv::node::namespace`).
+//! `testenv::node::namespace`). The scenarios share one node and run in order in that child:
+//! the kustomize install is uninstalled before the Helm install starts.
 //!
 //! Needs: the Kubernetes binaries (`scripts/build-control-plane.sh`), the node packages
-//! (`scripts/install-node-deps.sh`) and root.
+//! (`scripts/install-node-deps.sh`), root, and a cloudflared binary in CFTUNNEL_CLOUDFLARED;
+//! the images are built (and cached) by `scripts/build-image.sh` and
+//! `scripts/build-cloudflared-image.sh` (see `node/images.rs` for overrides).
 #[path = "node/cleanup.rs"]
 mod cleanup;
+mod common;
+#[path = "node/failover.rs"]
+mod failover;
+#[path = "node/images.rs"]
+mod images;
+#[path = "node/install.rs"]
+mod install;
+mod install_support;
 #[path = "node/pods.rs"]
 mod pods;
+#[path = "node/tunnel.rs"]
+mod tunnel;
+#[path = "node/uninstall.rs"]
+mod uninstall;
 
 use std::sync::Mutex;
 use std::time::Instant;
@@ -67,6 +83,52 @@ fn node_runs_hardened_pods_and_leaves_nothing_behind() {
         plane.stop().await;
         left.assert_gone();
     });
+}
+
+#[test]
+fn cftunnel_installs_and_runs_on_a_real_node() {
+    if !inside_private_namespaces() {
+        return in_child("cftunnel_installs_and_runs_on_a_real_node");
+    }
+    let began = Instant::now();
+    let images = images::images();
+    eprintln!("images ready after {:.1?}", began.elapsed());
+    runtime().block_on(async {
+        let plane = start_node(NodeOptions::default()).await;
+        install::import_images(&plane, &images);
+        let cf = install::cloudflare().await;
+
+        let overlay = tempfile::tempdir().expect("overlay dir");
+        install::write_overlay(overlay.path(), &cf.url, &images.cloudflared);
+        let overlay_arg = overlay.path().display().to_string();
+        let applied = Instant::now();
+        let (ok, printed) = common::kubectl(&plane, &["apply", "-k", &overlay_arg], "");
+        assert!(ok, "kubectl apply -k: {printed}");
+        install::assert_two_replicas_one_leader(&plane).await;
+        // BENCHMARKS.md: the operator's start-to-ready time on the node.
+        eprintln!(
+            "start-to-ready: {:.1?} from `kubectl apply -k` to two replicas Ready and one leader",
+            applied.elapsed()
+        );
+        install::webhook_answers_through_its_service(&plane).await;
+        tunnel::tunnel_runs_hardened_cloudflared(&plane, &cf).await;
+        failover::leader_pod_deletion_fails_over(&plane, &cf.sim.account_id()).await;
+        failover::eviction_respects_the_disruption_budget(&plane).await;
+        uninstall::release_tunnels_as_the_readme_says(&plane, &cf).await;
+        uninstall::delete_kustomize_install(&plane, overlay.path()).await;
+        eprintln!(
+            "kustomize install and uninstall done after {:.1?}",
+            began.elapsed()
+        );
+
+        uninstall::helm_install_serves(&plane, &cf, &images.cloudflared).await;
+        uninstall::helm_uninstall(&plane, &cf).await;
+
+        let left = cleanup::Footprint::of(&plane);
+        plane.stop().await;
+        left.assert_gone();
+    });
+    eprintln!("node scenarios took {:.1?}", began.elapsed());
 }
 
 #[test]

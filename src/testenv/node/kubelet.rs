@@ -29,7 +29,10 @@ pub struct KubeletFiles {
 /// systemd is not managing these cgroups); `cgroupRoot` pre-created in every v1 hierarchy;
 /// `podLogsDir`/`volumePluginDir` away from their `/var/log`, `/usr/libexec` defaults; image
 /// garbage collection off, because the imported images cannot be pulled again; a serving
-/// certificate from the cluster CA so the API server can verify kubelet for logs and exec.
+/// certificate from the cluster CA so the API server can verify kubelet for logs and exec;
+/// eviction only when the disk is nearly full (the node shares the disk of the machine that
+/// builds it: with the default 15% of a large disk still free, kubelet evicts every pod for
+/// disk pressure and taints the node, so nothing schedules).
 pub fn config(node_dir: &Path, socket: &Path, cgroup_root: &str, files: &KubeletFiles) -> String {
     let d = node_dir.display();
     format!(
@@ -57,6 +60,12 @@ podLogsDir: {d}/pod-logs
 volumePluginDir: {d}/volume-plugins
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 512Mi
+  nodefs.inodesFree: 1%
+  imagefs.available: 512Mi
+  imagefs.inodesFree: 1%
 failSwapOn: true
 "#,
         socket = socket.display(),

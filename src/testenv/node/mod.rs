@@ -14,6 +14,7 @@
 
 pub mod cleanup;
 pub mod containerd;
+pub mod forward;
 pub mod images;
 pub mod kubelet;
 pub mod namespace;

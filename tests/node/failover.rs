@@ -1,0 +1,123 @@
+//! Losing the leader pod, and draining a replica through the Eviction API.
+
+use std::time::{Duration, Instant};
+
+use cftunnel::testenv::{ControlPlane, poll_until};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::Api;
+use kube::api::{DeleteParams, EvictParams};
+
+use super::common::{apply, kubectl};
+use super::install::{assert_two_replicas_one_leader, leader, two_ready_replicas};
+use super::install_support::NAMESPACE;
+use super::pods::{POLL, WAIT};
+use super::tunnel::{route_manifests, tunnel_manifest};
+
+/// Lease 15 s + retry 2 s (README "Operations: leader election"); the margin is for 2 busy cores.
+const FAILOVER_WAIT: Duration = Duration::from_secs(60);
+
+/// Deleting the leader pod: the other replica takes the Lease, and a Tunnel created afterwards
+/// is reconciled (its cloudflared Deployment appears).
+pub async fn leader_pod_deletion_fails_over(plane: &ControlPlane, account_id: &str) {
+    let old_leader = assert_two_replicas_one_leader(plane).await;
+    let pods = two_ready_replicas(plane).await;
+    let survivor = pods
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .find(|n| *n != old_leader)
+        .expect("a second replica");
+    let api: Api<Pod> = Api::namespaced(plane.admin_client().expect("client"), NAMESPACE);
+    let began = Instant::now();
+    api.delete(&old_leader, &DeleteParams::default())
+        .await
+        .expect("delete leader pod");
+    let new_leader = tokio::time::timeout(
+        FAILOVER_WAIT,
+        leader(plane, std::slice::from_ref(&survivor)),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{survivor} did not take the Lease within {FAILOVER_WAIT:?}"));
+    assert_eq!(new_leader, survivor);
+    eprintln!(
+        "leader {old_leader} deleted; {survivor} led after {:.1?}",
+        began.elapsed()
+    );
+
+    let ns = plane
+        .create_namespace("node-failover")
+        .await
+        .expect("namespace");
+    let both = format!(
+        "{}---\n{}",
+        route_manifests("after", "late"),
+        tunnel_manifest("after", account_id)
+    );
+    let (ok, printed) = apply(plane, &ns, &both);
+    assert!(ok, "{printed}");
+    let deployments: Api<Deployment> = Api::namespaced(plane.admin_client().expect("client"), &ns);
+    poll_until(
+        "Tunnel after reconciled by the new leader",
+        WAIT,
+        POLL,
+        || async {
+            deployments
+                .get_opt("after")
+                .await
+                .ok()
+                .flatten()
+                .map(|_| ())
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    two_ready_replicas(plane).await;
+}
+
+/// With the node cordoned, the replacement of a deleted replica stays Pending: evicting the
+/// other (Ready) replica is refused by the PodDisruptionBudget (429). Uncordoned, the
+/// replacement becomes Ready and the same eviction is allowed.
+pub async fn eviction_respects_the_disruption_budget(plane: &ControlPlane) {
+    let pods = two_ready_replicas(plane).await;
+    let names: Vec<String> = pods
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
+    let node = cftunnel::testenv::node::NODE_NAME;
+    let (ok, printed) = kubectl(plane, &["cordon", node], "");
+    assert!(ok, "{printed}");
+    let api: Api<Pod> = Api::namespaced(plane.admin_client().expect("client"), NAMESPACE);
+    api.delete(&names[0], &DeleteParams::default())
+        .await
+        .expect("delete one replica");
+    let budgets: Api<PodDisruptionBudget> =
+        Api::namespaced(plane.admin_client().expect("client"), NAMESPACE);
+    poll_until("the budget to allow no disruption", WAIT, POLL, || async {
+        let status = budgets.get("cftunnel").await.ok()?.status?;
+        (status.disruptions_allowed == Some(0) && status.current_healthy == Some(1)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let refused = api.evict(&names[1], &EvictParams::default()).await;
+    match refused {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 429, "{status:?}");
+            assert!(status.message.contains("disruption budget"), "{status:?}");
+        }
+        other => panic!("eviction of the last Ready replica not refused: {other:?}"),
+    }
+    let (ok, printed) = kubectl(plane, &["uncordon", node], "");
+    assert!(ok, "{printed}");
+    two_ready_replicas(plane).await;
+    poll_until("the budget to allow one disruption", WAIT, POLL, || async {
+        let status = budgets.get("cftunnel").await.ok()?.status?;
+        (status.disruptions_allowed == Some(1)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    api.evict(&names[1], &EvictParams::default())
+        .await
+        .expect("eviction allowed once both are Ready");
+    two_ready_replicas(plane).await;
+}
