@@ -9,6 +9,8 @@ mod cluster_takeover;
 mod common;
 #[path = "tunnel_reconciler/deletion.rs"]
 mod deletion;
+#[path = "tunnel_reconciler/domain_change.rs"]
+mod domain_change;
 #[path = "tunnel_reconciler/drift_chaos.rs"]
 mod drift_chaos;
 #[path = "tunnel_reconciler/harness.rs"]

@@ -21,6 +21,7 @@ use super::credentials::Stored;
 use super::deletion_pods::{PodWait, pod_wait, wait_until, waiting_message};
 use super::deletion_target::{self, Target};
 use super::{credentials, events, go_cluster_workload, status};
+use crate::api::TunnelStatus;
 use crate::api::names::ANNOTATION_ABANDON_CLEANUP;
 use crate::cloudflare::client::CloudflareClient;
 use crate::dns::{DnsOptions, TunnelDns, ZoneDns, sync_zone};
@@ -126,9 +127,8 @@ pub async fn cleanup<K: TunnelKindAdapter>(
     let dns = async {
         let creds = &api_secret.credentials;
         let account = target.account_id.as_str();
-        let (zone_id, zone_name) =
-            deletion_target::zone(ctx, &cf, creds, account, &spec, &status).await?;
-        remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name).await
+        let zone = deletion_target::zone(ctx, &cf, creds, account, &spec, &status).await?;
+        remove_dns_everywhere(obj, ctx, &cf, &target, zone, &status).await
     };
     if let Err(error) = dns.await {
         if !abandons_cleanup(obj) {
@@ -197,7 +197,25 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
         previous_tunnel_ids: status.previous_tunnel_ids.clone().unwrap_or_default(),
         tunnel_name: status.tunnel_name.clone().unwrap_or_default(),
     };
-    remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name).await
+    remove_dns_everywhere(obj, ctx, &cf, &target, (zone_id, zone_name), &status).await
+}
+
+/// Removes the tunnel's records from its zone and from every zone of `status.previousZones`
+/// (a domain change whose old zone was not cleaned yet).
+async fn remove_dns_everywhere<K: TunnelKindAdapter>(
+    obj: &K,
+    ctx: &Context,
+    cf: &CloudflareClient,
+    target: &Target,
+    (zone_id, zone_name): (String, String),
+    status: &TunnelStatus,
+) -> Result<(), ReconcileError> {
+    remove_dns_records(obj, ctx, cf, target, &zone_id, &zone_name).await?;
+    let previous = status.previous_zones.iter().flatten();
+    for zone in previous.filter(|z| z.zone_id != zone_id && !z.zone_id.is_empty()) {
+        remove_dns_records(obj, ctx, cf, target, &zone.zone_id, &zone.zone_domain).await?;
+    }
+    Ok(())
 }
 
 /// Has the user let this deletion finish without (all of) the clean-up on Cloudflare?

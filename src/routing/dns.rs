@@ -60,15 +60,21 @@ struct GroupState {
 pub struct DnsView {
     txt_records: bool,
     groups: HashMap<GroupKey, (ZoneDns, bool)>,
-    problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
+    problems: Problems,
 }
 
+/// Problems of the last sync of each group, per tunnel: a tunnel whose domain changed is in
+/// two groups (its zone, and the previous zone its records are removed from).
+type Problems = BTreeMap<TunnelIdentity, BTreeMap<GroupKey, Vec<DnsProblem>>>;
+
 impl DnsView {
-    pub fn problems(&self, tunnel: &TunnelIdentity) -> &[DnsProblem] {
+    /// Every problem of `tunnel`'s DNS, in every zone it has records in.
+    pub fn problems(&self, tunnel: &TunnelIdentity) -> Vec<DnsProblem> {
         self.problems
             .get(tunnel)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|groups| groups.values().flatten().cloned())
+            .collect()
     }
 
     /// Is `tunnel`'s DNS in step with `table` (its group synced cleanly with the current input,
@@ -94,9 +100,10 @@ impl DnsView {
         table: &RouteTable,
         records: &[TunnelRecord],
     ) -> Option<(GroupKey, ZoneDns)> {
+        let zone_id = current_zone(records, tunnel)?;
         wanted(table, records, self.txt_records)
             .into_iter()
-            .find(|(_, z)| z.tunnels.iter().any(|t| &t.identity == tunnel))
+            .find(|(k, z)| k.zone_id == zone_id && z.tunnels.iter().any(|t| &t.identity == tunnel))
     }
 
     /// May a deleting source that routed `hostnames` let go? Its tunnel's group has synced the
@@ -133,8 +140,8 @@ pub struct DnsSync {
     retry_base: Duration,
     retry_max: Duration,
     groups: HashMap<GroupKey, GroupState>,
-    /// Problems of the last sync, per tunnel.
-    problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
+    /// Problems of the last sync, per tunnel and group.
+    problems: Problems,
 }
 
 impl DnsSync {
@@ -191,13 +198,18 @@ impl DnsSync {
             .flat_map(|z| z.tunnels.iter().map(|t| &t.identity))
             .collect();
         self.problems.retain(|id, _| live.contains(id));
+        for (id, groups) in self.problems.iter_mut() {
+            groups.retain(|key, _| wanted.get(key).is_some_and(|z| in_zone(z, id)));
+        }
         let now = Instant::now();
-        for (key, zone) in wanted {
+        for (key, zone) in wanted.clone() {
             let due = match self.groups.get(&key) {
-                None => {
-                    zone.tunnels.iter().any(|t| !t.hostnames.is_empty())
-                        || zone.tunnels.iter().any(|t| force.contains(&t.identity))
-                }
+                // First sight (a start): only groups with something to write or remove.
+                None => zone.tunnels.iter().any(|t| {
+                    !t.hostnames.is_empty()
+                        || force.contains(&t.identity)
+                        || current_zone(records, &t.identity) != Some(key.zone_id.as_str())
+                }),
                 Some(state) => state.input != zone || state.due.is_some_and(|d| d <= now),
             };
             if due {
@@ -205,10 +217,60 @@ impl DnsSync {
                 publish.send_replace(Arc::new(self.view()));
             }
         }
+        self.release_previous_zones(ctx, &wanted, records).await;
+    }
+
+    /// Drops from `status.previousZones` every zone whose group synced cleanly with the
+    /// tunnel in it wanting nothing: that zone holds no record of it any more.
+    async fn release_previous_zones(
+        &self,
+        ctx: &Context,
+        wanted: &BTreeMap<GroupKey, ZoneDns>,
+        records: &[TunnelRecord],
+    ) {
+        for record in records.iter().filter(|r| !r.deleting) {
+            let Some(previous) = record.status.previous_zones.as_ref() else {
+                continue;
+            };
+            let cleared: Vec<&str> = previous
+                .iter()
+                .filter(|z| {
+                    wanted.iter().any(|(key, zone)| {
+                        key.zone_id == z.zone_id
+                            && in_zone(zone, &record.identity)
+                            && self
+                                .groups
+                                .get(key)
+                                .is_some_and(|g| g.clean && g.input == *zone)
+                    })
+                })
+                .map(|z| z.zone_id.as_str())
+                .collect();
+            if cleared.is_empty() {
+                continue;
+            }
+            if let Err(error) = super::previous_zones::release(ctx, record, &cleared).await {
+                tracing::warn!(tunnel = %record.identity, %error, "previous zone not released from status yet");
+            }
+        }
     }
 }
 
-/// The input of every group, from the route table and the tunnels' status.
+fn in_zone(zone: &ZoneDns, tunnel: &TunnelIdentity) -> bool {
+    zone.tunnels.iter().any(|t| &t.identity == tunnel)
+}
+
+/// The zone id `tunnel`'s status names as its own (not a previous one).
+fn current_zone<'a>(records: &'a [TunnelRecord], tunnel: &TunnelIdentity) -> Option<&'a str> {
+    records
+        .iter()
+        .find(|r| &r.identity == tunnel)
+        .and_then(|r| r.status.zone_id.as_deref())
+}
+
+/// The input of every group, from the route table and the tunnels' status. A tunnel is in the
+/// group of its zone with its routed hostnames, and in the group of each zone of
+/// `status.previousZones` with none, so that its records there are removed.
 fn wanted(
     table: &RouteTable,
     records: &[TunnelRecord],
@@ -235,7 +297,7 @@ fn wanted(
                     .collect()
             })
             .unwrap_or_default();
-        let key = GroupKey {
+        let key = |zone_id: &str| GroupKey {
             zone_id: zone_id.to_string(),
             secret_namespace: r.secret_namespace.clone(),
             secret: r.cloudflare.secret.clone(),
@@ -243,21 +305,28 @@ fn wanted(
             api_key_key: r.cloudflare.api_key_key.clone(),
             email: r.cloudflare.email.clone().filter(|e| !e.is_empty()),
         };
-        groups
-            .entry(key)
-            .or_insert_with(|| ZoneDns {
-                zone_name: zone_name.to_string(),
-                tunnels: Vec::new(),
-            })
-            .tunnels
-            .push(TunnelDns {
-                identity: r.identity.clone(),
-                tunnel_id: tunnel_id.to_string(),
-                previous_tunnel_ids: s.previous_tunnel_ids.clone().unwrap_or_default(),
-                tunnel_name: s.tunnel_name.clone().unwrap_or_default(),
-                hostnames,
-                txt_records,
-            });
+        let tunnel = |hostnames: BTreeSet<String>| TunnelDns {
+            identity: r.identity.clone(),
+            tunnel_id: tunnel_id.to_string(),
+            previous_tunnel_ids: s.previous_tunnel_ids.clone().unwrap_or_default(),
+            tunnel_name: s.tunnel_name.clone().unwrap_or_default(),
+            hostnames,
+            txt_records,
+        };
+        let previous = s.previous_zones.iter().flatten();
+        let leaving = previous.filter(|z| !z.zone_id.is_empty() && z.zone_id != zone_id);
+        let zones = std::iter::once((zone_id, zone_name, hostnames))
+            .chain(leaving.map(|z| (z.zone_id.as_str(), z.zone_domain.as_str(), BTreeSet::new())));
+        for (zone_id, zone_name, hostnames) in zones {
+            groups
+                .entry(key(zone_id))
+                .or_insert_with(|| ZoneDns {
+                    zone_name: zone_name.to_string(),
+                    tunnels: Vec::new(),
+                })
+                .tunnels
+                .push(tunnel(hostnames));
+        }
     }
     for zone in groups.values_mut() {
         zone.tunnels.sort_by(|a, b| a.identity.cmp(&b.identity));
@@ -277,7 +346,10 @@ impl DnsSync {
         let clean = outcome.values().all(Vec::is_empty);
         for t in &zone.tunnels {
             let problems = outcome.get(&t.identity).cloned().unwrap_or_default();
-            self.problems.insert(t.identity.clone(), problems);
+            self.problems
+                .entry(t.identity.clone())
+                .or_default()
+                .insert(key.clone(), problems);
         }
         let failures = match self.groups.get(&key) {
             Some(state) if !clean => state.failures.saturating_add(1),
@@ -376,9 +448,19 @@ async fn sync_once(
                         reason: REASON_DNS_ERROR,
                         message: e.to_string(),
                     });
+                    // A zone this tunnel left must end up holding none of its records.
+                    let leaving = current_zone(records, &t.identity) != Some(key.zone_id.as_str());
+                    let left = (leaving && t.records_left > 0).then(|| DnsProblem {
+                        hostname: None,
+                        reason: REASON_DNS_ERROR,
+                        message: format!(
+                            "{} DNS record(s) of this tunnel in zone {} (a previous spec.cloudflare.domain) not removed yet",
+                            t.records_left, zone.zone_name
+                        ),
+                    });
                     (
                         t.identity.clone(),
-                        conflicts.chain(invalid).chain(errors).collect(),
+                        conflicts.chain(invalid).chain(errors).chain(left).collect(),
                     )
                 })
                 .collect()

@@ -1,7 +1,7 @@
 //! Tests of the DNS sync scheduling: groups, settling and release of deleting sources.
 use super::*;
 use crate::admission::TunnelKind;
-use crate::api::{CloudflareDetails, TunnelStatus};
+use crate::api::{CloudflareDetails, TunnelStatus, ZoneRef};
 use crate::routes::{DnsName, TunnelRoutes};
 
 fn record(name: &str, secret: &str, zone: Option<&str>, deleting: bool) -> TunnelRecord {
@@ -130,22 +130,23 @@ fn a_deleting_source_is_released_by_its_own_hostnames_only() {
         .into_iter()
         .next()
         .unwrap_or_else(|| panic!("no group"));
-    view.groups.insert(key, (zone, false));
+    view.groups.insert(key.clone(), (zone, false));
+    let in_group = |p: DnsProblem| BTreeMap::from([(key.clone(), vec![p])]);
     let problem = |host: Option<&str>| DnsProblem {
         hostname: host.map(str::to_string),
         reason: REASON_DNS_CONFLICT,
         message: "x".into(),
     };
     view.problems
-        .insert(id.clone(), vec![problem(Some("keep.example.com"))]);
+        .insert(id.clone(), in_group(problem(Some("keep.example.com"))));
     assert!(
         view.released(&id, &mine, &table, &records),
         "a conflict elsewhere in the zone does not hold it"
     );
     view.problems
-        .insert(id.clone(), vec![problem(Some("GONE.example.com"))]);
+        .insert(id.clone(), in_group(problem(Some("GONE.example.com"))));
     assert!(!view.released(&id, &mine, &table, &records));
-    view.problems.insert(id.clone(), vec![problem(None)]);
+    view.problems.insert(id.clone(), in_group(problem(None)));
     assert!(!view.released(&id, &mine, &table, &records));
     let moved = self::table(&[("a", &[("new.example.com", false)])]);
     view.problems.clear();
@@ -180,4 +181,55 @@ fn a_tunnel_is_settled_only_after_a_clean_sync_of_its_current_input() {
     );
     let unknown = record("zz", "s1", None, false).identity;
     assert!(view.settled(&unknown, &table, &records), "no DNS at all");
+}
+
+#[test]
+fn a_tunnel_whose_domain_changed_is_in_its_old_zone_with_nothing_wanted_until_released() {
+    let table = table(&[("a", &[("a.example.org", false)])]);
+    let mut records = vec![record("a", "s1", Some("z2"), false)];
+    records[0].status.zone_domain = Some("example.org".into());
+    let old = ZoneRef {
+        zone_id: "z1".into(),
+        zone_domain: "example.com".into(),
+    };
+    records[0].status.previous_zones = Some(vec![old.clone()]);
+    let groups = wanted(&table, &records, true);
+    let zones: Vec<(&str, &str, usize)> = groups
+        .iter()
+        .map(|(k, z)| {
+            (
+                k.zone_id.as_str(),
+                z.zone_name.as_str(),
+                z.tunnels[0].hostnames.len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        zones,
+        vec![("z1", "example.com", 0), ("z2", "example.org", 1)]
+    );
+    let id = records[0].identity.clone();
+    let view = DnsView {
+        txt_records: true,
+        groups: groups
+            .clone()
+            .into_iter()
+            .map(|(k, z)| (k, (z, true)))
+            .collect(),
+        ..DnsView::default()
+    };
+    let (key, _) = view
+        .group_of(&id, &table, &records)
+        .unwrap_or_else(|| panic!("no group"));
+    assert_eq!(key.zone_id, "z2", "its own group is the current zone's");
+    let patch = super::super::previous_zones::release_patch(&records[0], &["z1"])
+        .map(|p| serde_json::to_value(p).unwrap_or_default());
+    assert_eq!(
+        patch,
+        Some(serde_json::json!([
+            {"op": "test", "path": "/status/previousZones", "value": [{"zoneId": "z1", "zoneDomain": "example.com"}]},
+            {"op": "remove", "path": "/status/previousZones"},
+        ]))
+    );
+    assert!(super::super::previous_zones::release_patch(&records[0], &["z9"]).is_none());
 }

@@ -8,6 +8,7 @@
 //! tunnel). A tunnel's own DNS records are removed by its deletion, before the tunnel itself.
 mod cache;
 mod dns;
+mod previous_zones;
 mod status;
 
 use std::collections::BTreeSet;

@@ -204,7 +204,7 @@ impl StatusWriter {
             .map(|t| dns.problems(t))
             .unwrap_or_default();
         let now = Time(jiff::Timestamp::now());
-        let wanted = binding_status(binding, source, problems, now);
+        let wanted = binding_status(binding, source, &problems, now);
         if binding.status.as_ref() == Some(&wanted) {
             return Ok(());
         }
@@ -231,7 +231,7 @@ impl StatusWriter {
                 .as_ref()
                 .map(|t| dns.problems(t))
                 .unwrap_or_default();
-            let (reason, message, status) = ready_of(source, problems);
+            let (reason, message, status) = ready_of(source, &problems);
             let outcome = (reason.clone(), message.clone());
             if self.reported.get(source_ref) == Some(&outcome) {
                 continue;

@@ -75,11 +75,21 @@ impl Harness {
 
     /// Like [`Harness::start`], with operator options changed by `tweak`.
     pub async fn start_with(prefix: &str, tweak: fn(&mut ControllerOptions)) -> Harness {
+        Harness::start_in_zones(prefix, tweak, SimConfig::default().zones).await
+    }
+
+    /// Like [`Harness::start_with`], with the simulated account holding `zones`.
+    pub async fn start_in_zones(
+        prefix: &str,
+        tweak: fn(&mut ControllerOptions),
+        zones: Vec<String>,
+    ) -> Harness {
         let plane = plane().await;
         let admin = plane.admin_client().expect("admin client");
         let ns = plane.create_namespace(prefix).await.expect("namespace");
         let sim = Simulator::new(SimConfig {
             tokens: vec![TOKEN.to_string()],
+            zones,
             ..SimConfig::default()
         });
         let running = sim
