@@ -52,26 +52,7 @@ pub async fn cleanup<K: TunnelKindAdapter>(
         // The Go operator's Deployment goes in the foreground, its pods first: bounded too.
         return Ok(Some(Action::requeue(POD_WAIT)));
     }
-    let names = ObjectNames::for_owner(&identity);
-    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
-    if let Some(deployment) = deployments
-        .get_opt(&names.workload)
-        .await
-        .map_err(|e| ReconcileError::kube("reading the Deployment", e))?
-    {
-        let ours = controlled_by(&deployment.metadata, &identity.uid);
-        let replicas = deployment.spec.replicas;
-        if ours && replicas != Some(0) && deployment.metadata.deletion_timestamp.is_none() {
-            deployments
-                .patch(
-                    &names.workload,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"spec": {"replicas": 0}})),
-                )
-                .await
-                .map_err(|e| ReconcileError::kube("scaling the Deployment to zero", e))?;
-        }
-    }
+    scale_to_zero(obj, ctx).await?;
     if let Some(selector) = selector_labels(K::KIND, &identity.name) {
         let selector = selector
             .iter()
@@ -167,6 +148,37 @@ pub async fn cleanup<K: TunnelKindAdapter>(
     )
     .await;
     Ok(None)
+}
+
+/// Scales the object's own cloudflared Deployment (if any) to zero replicas.
+pub async fn scale_to_zero<K: TunnelKindAdapter>(
+    obj: &K,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    let identity = obj.identity(ctx);
+    let names = ObjectNames::for_owner(&identity);
+    let namespace = obj.managed_namespace(ctx);
+    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
+    let Some(deployment) = deployments
+        .get_opt(&names.workload)
+        .await
+        .map_err(|e| ReconcileError::kube("reading the Deployment", e))?
+    else {
+        return Ok(());
+    };
+    let ours = controlled_by(&deployment.metadata, &identity.uid);
+    let replicas = deployment.spec.replicas;
+    if ours && replicas != Some(0) && deployment.metadata.deletion_timestamp.is_none() {
+        deployments
+            .patch(
+                &names.workload,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": 0}})),
+            )
+            .await
+            .map_err(|e| ReconcileError::kube("scaling the Deployment to zero", e))?;
+    }
+    Ok(())
 }
 
 /// An existingTunnel object: only the DNS records cftunnel wrote for it go; the tunnel stays on

@@ -15,8 +15,8 @@ use tokio::sync::watch;
 
 use super::cache::TunnelRecord;
 use crate::admission::TunnelIdentity;
-use crate::controller::Context;
 use crate::controller::credentials::read_api_secret;
+use crate::controller::{Context, ReadyReason};
 use crate::dns::{DnsOptions, TunnelDns, ZoneDns, sync_zone};
 use crate::routes::RouteTable;
 
@@ -256,6 +256,12 @@ impl DnsSync {
     }
 }
 
+/// Another object runs the tunnel this one names (`controller/claims.rs`): its records go.
+fn runs_another_objects_tunnel(record: &TunnelRecord) -> bool {
+    crate::controller::conditions::find_ready(record.status.conditions.as_ref())
+        .is_some_and(|c| c.reason == ReadyReason::TunnelIdConflict.as_str())
+}
+
 fn in_zone(zone: &ZoneDns, tunnel: &TunnelIdentity) -> bool {
     zone.tunnels.iter().any(|t| &t.identity == tunnel)
 }
@@ -286,9 +292,12 @@ fn wanted(
         ) else {
             continue;
         };
+        // An object that stopped running its tunnel (another runs it) wants no record.
+        let serving = !runs_another_objects_tunnel(r);
         let hostnames: BTreeSet<String> = table
             .tunnels
             .get(&r.identity)
+            .filter(|_| serving)
             .map(|t| {
                 t.dns
                     .iter()
