@@ -324,6 +324,19 @@ async fn a_user_secret_with_the_tunnel_name_is_never_touched() {
     );
 }
 
+/// The Service `app` routed to `tunnel` at `app.example.com`.
+async fn expose_app(h: &Harness, tunnel: &str) {
+    let labels = json!({"cfargotunnel.com/expose-tunnel": tunnel});
+    let annotations = json!({"cfargotunnel.com/hostname": "app.example.com"});
+    routes::create_service(h, "app", 80, labels, annotations).await;
+}
+
+/// A Tunnel `name` running the existing tunnel `id`.
+async fn run_existing(h: &Harness, name: &str, id: &str) {
+    let spec = h.spec(API_SECRET, json!({"existingTunnel": {"id": id}}));
+    h.create_tunnel(name, spec).await;
+}
+
 /// One Cloudflare tunnel is run by one object: two existingTunnels naming the same tunnel (by
 /// id and by name) used to run two cloudflared configs for it; now the older one runs it and
 /// the other waits with `TunnelIdConflict` until it is deleted.
@@ -334,19 +347,8 @@ async fn existing_tunnels_by_id_and_name_are_run_one_at_a_time_never_deleted_and
     let secret = [9u8; 32];
     let id = h.precreate_with_credential_file(API_SECRET, secret).await;
     // A route of the object that waits: no DNS record may point at the tunnel for it.
-    routes::create_service(
-        &h,
-        "app",
-        80,
-        json!({"cfargotunnel.com/expose-tunnel": "by-name"}),
-        json!({"cfargotunnel.com/hostname": "app.example.com"}),
-    )
-    .await;
-    h.create_tunnel(
-        "by-id",
-        h.spec(API_SECRET, json!({"existingTunnel": {"id": id}})),
-    )
-    .await;
+    expose_app(&h, "by-name").await;
+    run_existing(&h, "by-id", &id).await;
     h.create_tunnel(
         "by-name",
         h.spec(API_SECRET, json!({"existingTunnel": {"name": "pre"}})),
@@ -657,19 +659,8 @@ async fn an_object_whose_tunnel_another_takes_over_stops_and_removes_its_records
     let id = h
         .precreate_with_credential_file(API_SECRET, [6u8; 32])
         .await;
-    routes::create_service(
-        &h,
-        "app",
-        80,
-        json!({"cfargotunnel.com/expose-tunnel": "first"}),
-        json!({"cfargotunnel.com/hostname": "app.example.com"}),
-    )
-    .await;
-    h.create_tunnel(
-        "first",
-        h.spec(API_SECRET, json!({"existingTunnel": {"id": id}})),
-    )
-    .await;
+    expose_app(&h, "first").await;
+    run_existing(&h, "first", &id).await;
     h.wait_reason(&h.tunnels(), "first", "Ready").await;
     routes::wait_records(&h, "app.example.com", 1).await;
     let deployments: Api<Deployment> = Api::namespaced(h.admin.clone(), &h.ns);

@@ -58,12 +58,12 @@ async fn routed_tunnel_in_old_zone(h: &Harness) -> String {
     foreign
 }
 
-async fn move_to_new_zone(h: &Harness) {
+async fn set_domain(h: &Harness, domain: &str) {
     h.tunnels()
         .patch(
             "edge",
             &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"cloudflare": {"domain": NEW}}})),
+            &Patch::Merge(json!({"spec": {"cloudflare": {"domain": domain}}})),
         )
         .await
         .expect("change the domain");
@@ -100,7 +100,7 @@ fn old_zone(h: &Harness) -> ZoneRef {
 async fn a_domain_change_moves_the_records_to_the_new_zone_and_leaves_foreign_ones() {
     let h = start("tr-dom-move").await;
     let foreign = routed_tunnel_in_old_zone(&h).await;
-    move_to_new_zone(&h).await;
+    set_domain(&h, NEW).await;
     wait_zone_records(&h, NEW, ours(NEW)).await;
     let foreign_only = vec![("CNAME".to_string(), "foreign.example.com".to_string())];
     wait_zone_records(&h, OLD, foreign_only).await;
@@ -120,7 +120,7 @@ async fn an_old_zone_not_cleaned_yet_is_cleaned_after_a_restart_or_by_the_deleti
     // Cloudflare refuses every DNS read: the old zone cannot be cleaned for now.
     h.sim
         .inject(Operation::ListDnsRecords, Fault::fail_next(1_000_000, 500));
-    move_to_new_zone(&h).await;
+    set_domain(&h, NEW).await;
     wait_previous_zones(&h, Some(vec![old_zone(&h)])).await;
     assert_eq!(names_in(&h, OLD).len(), 3, "nothing removed yet");
     // cftunnel stops between the two steps; the zone to clean is in status, not in memory.
@@ -139,14 +139,7 @@ async fn an_old_zone_not_cleaned_yet_is_cleaned_after_a_restart_or_by_the_deleti
     // Moved back while the DNS task cannot clean: the deletion removes the records everywhere.
     h.sim
         .inject(Operation::ListDnsRecords, Fault::fail_next(1_000_000, 500));
-    h.tunnels()
-        .patch(
-            "edge",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"cloudflare": {"domain": OLD}}})),
-        )
-        .await
-        .expect("change the domain back");
+    set_domain(&h, OLD).await;
     let new_zone = ZoneRef {
         zone_id: h.sim.zone_id(NEW).expect("new zone"),
         zone_domain: NEW.to_string(),
