@@ -157,3 +157,45 @@ async fn an_old_zone_not_cleaned_yet_is_cleaned_after_a_restart_or_by_the_deleti
         vec![("CNAME".to_string(), "foreign.example.com".to_string())]
     );
 }
+
+#[tokio::test]
+async fn a_domain_change_leaves_a_hostname_of_a_third_zone_in_place_and_deletion_cleans_every_zone()
+{
+    const THIRD: &str = "example.net";
+    let h = Harness::start_in_zones("tr-dom-third", &[OLD, NEW, THIRD]).await;
+    routed_tunnel_in_old_zone(&h).await;
+    create_binding(
+        &h,
+        "third",
+        json!([{"name": "web", "spec": {"fqdn": "b.example.net"}}]),
+    )
+    .await;
+    let third = vec![
+        ("CNAME".to_string(), "b.example.net".to_string()),
+        ("TXT".to_string(), "_managed.b.example.net".to_string()),
+    ];
+    wait_zone_records(&h, THIRD, third.clone()).await;
+    set_domain(&h, NEW).await;
+    wait_zone_records(&h, NEW, ours(NEW)).await;
+    wait_zone_records(
+        &h,
+        OLD,
+        vec![("CNAME".to_string(), "foreign.example.com".to_string())],
+    )
+    .await;
+    // The old zone is released although the tunnel still has records in a zone not its own.
+    wait_previous_zones(&h, None).await;
+    assert_eq!(names_in(&h, THIRD), third, "the third zone's route is kept");
+
+    h.tunnels()
+        .delete("edge", &DeleteParams::default())
+        .await
+        .expect("delete");
+    h.wait_gone(&h.tunnels(), "edge").await;
+    assert_eq!(names_in(&h, NEW), Vec::<(String, String)>::new());
+    assert_eq!(names_in(&h, THIRD), Vec::<(String, String)>::new());
+    assert_eq!(
+        names_in(&h, OLD),
+        vec![("CNAME".to_string(), "foreign.example.com".to_string())]
+    );
+}
