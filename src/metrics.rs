@@ -265,7 +265,7 @@ fn tunnel_state<K: TunnelKindAdapter>(tunnel: &K) -> &'static str {
 }
 
 /// Reasons of `Ready` a tunnel can carry (bounded label values).
-const STATES: [&str; 16] = [
+const STATES: [&str; 17] = [
     "Ready",
     "InvalidSpec",
     "SecretNotFound",
@@ -277,6 +277,7 @@ const STATES: [&str; 16] = [
     "TunnelNotFound",
     "TunnelDeleted",
     "TunnelNameConflict",
+    "TunnelIdConflict",
     "RemotelyManagedTunnel",
     "CredentialsInvalid",
     "NameConflict",

@@ -9,6 +9,8 @@ mod cluster_takeover;
 mod common;
 #[path = "tunnel_reconciler/deletion.rs"]
 mod deletion;
+#[path = "tunnel_reconciler/domain_change.rs"]
+mod domain_change;
 #[path = "tunnel_reconciler/drift_chaos.rs"]
 mod drift_chaos;
 #[path = "tunnel_reconciler/harness.rs"]
@@ -324,35 +326,85 @@ async fn a_user_secret_with_the_tunnel_name_is_never_touched() {
     );
 }
 
+/// The Service `app` routed to `tunnel` at `app.example.com`.
+async fn expose_app(h: &Harness, tunnel: &str) {
+    let labels = json!({"cfargotunnel.com/expose-tunnel": tunnel});
+    let annotations = json!({"cfargotunnel.com/hostname": "app.example.com"});
+    routes::create_service(h, "app", 80, labels, annotations).await;
+}
+
+/// A Tunnel `name` running the existing tunnel `id`.
+async fn run_existing(h: &Harness, name: &str, id: &str) {
+    let spec = h.spec(API_SECRET, json!({"existingTunnel": {"id": id}}));
+    h.create_tunnel(name, spec).await;
+}
+
+/// One Cloudflare tunnel is run by one object: two existingTunnels naming the same tunnel (by
+/// id and by name) used to run two cloudflared configs for it; now the older one runs it and
+/// the other waits with `TunnelIdConflict` until it is deleted.
 #[tokio::test]
-async fn existing_tunnels_by_id_and_name_are_run_never_deleted_and_remote_ones_refused() {
+async fn existing_tunnels_by_id_and_name_are_run_one_at_a_time_never_deleted_and_remote_ones_refused()
+ {
     let h = Harness::start("tr-existing").await;
     let secret = [9u8; 32];
     let id = h.precreate_with_credential_file(API_SECRET, secret).await;
-    h.create_tunnel(
-        "by-id",
-        h.spec(API_SECRET, json!({"existingTunnel": {"id": id}})),
-    )
-    .await;
+    // A route of the object that waits: no DNS record may point at the tunnel for it.
+    expose_app(&h, "by-name").await;
+    run_existing(&h, "by-id", &id).await;
     h.create_tunnel(
         "by-name",
         h.spec(API_SECRET, json!({"existingTunnel": {"name": "pre"}})),
     )
     .await;
-    for name in ["by-id", "by-name"] {
-        let t = h.wait_reason(&h.tunnels(), name, "Ready").await;
+    let check_running = |t: &cftunnel::api::Tunnel| {
         assert_eq!(
             t.status.as_ref().and_then(|s| s.tunnel_id.clone()),
             Some(id.clone())
         );
         // Held so that its DNS records are removed on deletion; the tunnel itself stays.
         assert!(t.finalizers().contains(&FINALIZER.to_string()));
-        let managed = h.secrets().get(name).await.expect("managed secret");
-        let creds: serde_json::Value =
-            serde_json::from_slice(&managed.data.expect("data")["credentials.json"].0)
-                .expect("json");
-        assert_eq!(creds["TunnelSecret"], json!(STANDARD.encode(secret)));
-    }
+    };
+    let first = h.wait_reason(&h.tunnels(), "by-id", "Ready").await;
+    check_running(&first);
+    let waiting = h
+        .wait_reason(&h.tunnels(), "by-name", "TunnelIdConflict")
+        .await;
+    let message = harness::ready_message(waiting.status.as_ref());
+    assert!(
+        message.contains(&format!("Tunnel {}/by-id", h.ns)) && message.contains(&id),
+        "{message}"
+    );
+    assert!(
+        message.contains("point spec.existingTunnel at another tunnel"),
+        "{message}"
+    );
+    assert_eq!(
+        waiting.status.as_ref().and_then(|s| s.tunnel_id.clone()),
+        None
+    );
+    let deployments: Api<Deployment> = Api::namespaced(h.admin.clone(), &h.ns);
+    assert!(deployments.get_opt("by-id").await.expect("get").is_some());
+    assert!(
+        deployments.get_opt("by-name").await.expect("get").is_none(),
+        "no cloudflared for the object that waits"
+    );
+    assert!(routes::records(&h, "app.example.com").is_empty());
+    let managed = h.secrets().get("by-id").await.expect("managed secret");
+    let creds: serde_json::Value =
+        serde_json::from_slice(&managed.data.expect("data")["credentials.json"].0).expect("json");
+    assert_eq!(creds["TunnelSecret"], json!(STANDARD.encode(secret)));
+
+    // The one running it goes: the other takes over, with its DNS record.
+    h.tunnels()
+        .delete("by-id", &DeleteParams::default())
+        .await
+        .expect("delete");
+    h.wait_gone(&h.tunnels(), "by-id").await;
+    let next = h.wait_reason(&h.tunnels(), "by-name", "Ready").await;
+    check_running(&next);
+    assert!(deployments.get_opt("by-name").await.expect("get").is_some());
+    routes::wait_records(&h, "app.example.com", 1).await;
+
     let remote = h
         .precreate_tunnel("remote", &[3u8; 32], ConfigSrc::Cloudflare)
         .await;
@@ -363,13 +415,14 @@ async fn existing_tunnels_by_id_and_name_are_run_never_deleted_and_remote_ones_r
     .await;
     h.wait_reason(&h.tunnels(), "remote", "RemotelyManagedTunnel")
         .await;
-    for name in ["by-id", "by-name", "remote"] {
+    for name in ["by-name", "remote"] {
         h.tunnels()
             .delete(name, &DeleteParams::default())
             .await
             .expect("delete");
         h.wait_gone(&h.tunnels(), name).await;
     }
+    assert!(routes::records(&h, "app.example.com").is_empty());
     assert_eq!(
         h.live_tunnels().len(),
         2,
@@ -598,4 +651,53 @@ async fn a_rejected_token_is_reported_with_bounded_cloudflare_calls() {
         "{calls} Cloudflare calls while the token is rejected"
     );
     assert!(h.sim.tunnels().is_empty());
+}
+
+/// An object already running a tunnel that a newTunnel then adopts (the newTunnel, owning the
+/// tunnel, comes first): it stops, its cloudflared is scaled to zero and its records go.
+#[tokio::test]
+async fn an_object_whose_tunnel_another_takes_over_stops_and_removes_its_records() {
+    let h = Harness::start("tr-id-taken").await;
+    let id = h
+        .precreate_with_credential_file(API_SECRET, [6u8; 32])
+        .await;
+    expose_app(&h, "first").await;
+    run_existing(&h, "first", &id).await;
+    h.wait_reason(&h.tunnels(), "first", "Ready").await;
+    routes::wait_records(&h, "app.example.com", 1).await;
+    let deployments: Api<Deployment> = Api::namespaced(h.admin.clone(), &h.ns);
+    let owner: cftunnel::api::Tunnel = serde_json::from_value(json!({
+        "apiVersion": "networking.cfargotunnel.com/v1alpha2",
+        "kind": "Tunnel",
+        "metadata": {
+            "name": "owner",
+            "labels": {"cftunnel-test/run": h.ns},
+            "annotations": {cftunnel::api::names::ANNOTATION_ADOPT_TUNNEL_ID: id},
+        },
+        "spec": h.spec(API_SECRET, json!({"newTunnel": {"name": "pre"}})),
+    }))
+    .expect("tunnel json");
+    h.tunnels()
+        .create(&kube::api::PostParams::default(), &owner)
+        .await
+        .expect("create owner");
+    let adopted = h.wait_reason(&h.tunnels(), "owner", "Ready").await;
+    assert_eq!(adopted.status.and_then(|s| s.tunnel_id), Some(id.clone()));
+    let stopped = h
+        .wait_reason(&h.tunnels(), "first", "TunnelIdConflict")
+        .await;
+    let message = harness::ready_message(stopped.status.as_ref());
+    assert!(
+        message.contains(&format!("Tunnel {}/owner", h.ns)),
+        "{message}"
+    );
+    poll_until("first scaled to zero", WAIT, POLL, || async {
+        let d = deployments.get("first").await.ok()?;
+        (d.spec.replicas == Some(0)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    routes::wait_records(&h, "app.example.com", 0).await;
+    routes::wait_records(&h, "_managed.app.example.com", 0).await;
+    assert_eq!(h.live_tunnels().len(), 1);
 }

@@ -12,5 +12,5 @@ pub use binding::{TunnelBinding, TunnelBindingStatus};
 pub use tunnel::v1alpha2::{ClusterTunnel, ClusterTunnelSpec, Tunnel, TunnelSpec};
 pub use tunnel_common::{
     AllowedRoutes, CloudflareDetails, ExistingTunnel, NewTunnel, RouteNamespaces, RouteStatus,
-    TunnelStatus,
+    TunnelStatus, ZoneRef,
 };

@@ -121,6 +121,16 @@ pub struct RouteStatus {
     pub reason: Option<String>,
 }
 
+/// A zone by id, with the domain it was resolved for.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ZoneRef {
+    #[schemars(length(max = 64))]
+    pub zone_id: String,
+    #[schemars(length(max = 253))]
+    pub zone_domain: String,
+}
+
 /// Observed state of a Tunnel or ClusterTunnel. Every field is optional.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -137,6 +147,12 @@ pub struct TunnelStatus {
     /// The domain `zoneId` was resolved for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone_domain: Option<String>,
+    /// Zones this object's DNS records were written in before `spec.cloudflare.domain`
+    /// changed: recorded in the same write that moves `zoneId`, removed once that zone holds no
+    /// record of this tunnel any more (oldest first, bounded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 10))]
+    pub previous_zones: Option<Vec<ZoneRef>>,
     /// Ids this object used before its tunnel was recreated (newest last, bounded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 10))]

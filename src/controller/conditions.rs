@@ -17,6 +17,8 @@ pub enum ReadyReason {
     TunnelNotFound,
     TunnelDeleted,
     TunnelNameConflict,
+    /// Another object runs the same Cloudflare tunnel id (`controller/claims.rs`).
+    TunnelIdConflict,
     RemotelyManagedTunnel,
     CredentialsInvalid,
     NameConflict,
@@ -40,6 +42,7 @@ impl ReadyReason {
             ReadyReason::TunnelNotFound => "TunnelNotFound",
             ReadyReason::TunnelDeleted => "TunnelDeleted",
             ReadyReason::TunnelNameConflict => "TunnelNameConflict",
+            ReadyReason::TunnelIdConflict => "TunnelIdConflict",
             ReadyReason::RemotelyManagedTunnel => "RemotelyManagedTunnel",
             ReadyReason::CredentialsInvalid => "CredentialsInvalid",
             ReadyReason::NameConflict => "NameConflict",

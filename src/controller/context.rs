@@ -1,5 +1,6 @@
 //! What every reconcile shares: the Kubernetes client, the event recorder, the Cloudflare rate
 //! limiters (one per process, so every credential has exactly one bucket) and the options.
+use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -83,6 +84,9 @@ pub struct Context {
     pub dns_zones: super::dns_guard::TunnelZones,
     /// One DNS sync per zone at a time (route reconciler and deletions).
     pub dns_guard: super::dns_guard::DnsGuard,
+    /// Every tunnel object, for the one-object-per-tunnel-id rule (set when the controllers
+    /// start; unset, nothing is checked).
+    pub claims: std::sync::OnceLock<super::claims::Claims>,
     /// Consecutive failures per object, for exponential backoff (no hot loop).
     failures: Mutex<Failures>,
     /// When each object's next drift check is due, by uid (in memory: a restart only delays it).
@@ -112,6 +116,7 @@ impl Context {
             zone_lists: Default::default(),
             dns_zones: Default::default(),
             dns_guard: Default::default(),
+            claims: Default::default(),
             failures: Mutex::new(Failures::default()),
             drift_due: Mutex::new(DriftSchedule::default()),
         }
@@ -134,9 +139,8 @@ impl Context {
 
     /// Records one more failure of `key` and returns the delay before the next attempt.
     pub fn next_backoff(&self, key: &str) -> Duration {
-        let keep = self.options.retry_max.saturating_mul(2);
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let count = failures.bump(key, Instant::now(), keep);
+        let count = failures.bump(key);
         let factor = 2u32.saturating_pow(count.saturating_sub(1).min(16));
         self.options
             .retry_base
@@ -153,11 +157,9 @@ impl Context {
     /// The drift schedule of `uid` (scheduled one jittered interval from now on first sight);
     /// `true` when it was first seen now.
     fn drift_at(&self, uid: &str) -> (Instant, bool) {
-        let now = Instant::now();
-        let next = now + self.jittered_drift_interval();
-        let keep = self.options.drift_interval.saturating_mul(2);
+        let next = Instant::now() + self.jittered_drift_interval();
         let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
-        due.get_or_schedule(uid, next, now, keep)
+        due.get_or_schedule(uid, next)
     }
 
     /// Is a drift check of `uid` due now? The first sight only schedules one.
@@ -190,6 +192,31 @@ impl Context {
     pub fn forget_drift(&self, uid: &str) {
         let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
         due.forget(uid);
+    }
+
+    /// Keeps the failure counts and drift schedules of live objects only: `keys` are their
+    /// `Kind namespace/name`, `uids` their uids.
+    pub fn forget_all_but(&self, keys: &HashSet<String>, uids: &HashSet<String>) {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        failures.retain(|key| keys.contains(key));
+        drop(failures);
+        let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
+        due.retain(|uid| uids.contains(uid));
+    }
+
+    /// How many objects have a failure count and a drift schedule in memory.
+    pub fn remembered(&self) -> (usize, usize) {
+        let failures = self
+            .failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len();
+        let due = self
+            .drift_due
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len();
+        (failures, due)
     }
 
     /// The drift interval ±10 %, so many tunnels do not check in lockstep.

@@ -211,7 +211,15 @@ async fn converge<K: TunnelKindAdapter>(
     drift::check(current, ctx, &cf, &spec).await?;
     let obj = &*current;
     let resolved =
-        setup::resolve(obj, ctx, &cf, &spec, &api_secret, managed_secret.as_ref()).await?;
+        match setup::resolve(obj, ctx, &cf, &spec, &api_secret, managed_secret.as_ref()).await {
+            Ok(resolved) => resolved,
+            Err(error) if error.reason() == ReadyReason::TunnelIdConflict => {
+                // Another object runs this tunnel: no cloudflared of this one may serve it.
+                deletion::scale_to_zero(obj, ctx).await?;
+                return Err(error);
+            }
+            Err(error) => return Err(error),
+        };
     let origin_ca_pem = setup::origin_ca(ctx, &namespace, spec.origin_ca_pool.as_deref()).await?;
     let facts = TunnelFacts {
         tunnel_id: resolved.tunnel_id.clone(),

@@ -51,26 +51,7 @@ pub async fn cleanup<K: TunnelKindAdapter>(
         // The Go operator's Deployment goes in the foreground, its pods first: bounded too.
         return Ok(Some(Action::requeue(POD_WAIT)));
     }
-    let names = ObjectNames::for_owner(&identity);
-    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
-    if let Some(deployment) = deployments
-        .get_opt(&names.workload)
-        .await
-        .map_err(|e| ReconcileError::kube("reading the Deployment", e))?
-    {
-        let ours = controlled_by(&deployment.metadata, &identity.uid);
-        let replicas = deployment.spec.replicas;
-        if ours && replicas != Some(0) && deployment.metadata.deletion_timestamp.is_none() {
-            deployments
-                .patch(
-                    &names.workload,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"spec": {"replicas": 0}})),
-                )
-                .await
-                .map_err(|e| ReconcileError::kube("scaling the Deployment to zero", e))?;
-        }
-    }
+    scale_to_zero(obj, ctx).await?;
     if let Some(selector) = selector_labels(K::KIND, &identity.name) {
         let selector = selector
             .iter()
@@ -128,9 +109,9 @@ pub async fn cleanup<K: TunnelKindAdapter>(
         let account = target.account_id.as_str();
         let (zone_id, zone_name) =
             deletion_target::zone(ctx, &cf, creds, account, &spec, &status).await?;
-        let routed =
-            deletion_target::routed_zones(ctx, &cf, creds, account, &status, &zone_id).await;
-        remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name, routed).await
+        let others =
+            deletion_target::other_zones(ctx, &cf, creds, account, &status, &zone_id).await;
+        remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name, others).await
     };
     if let Err(error) = dns.await {
         if !abandons_cleanup(obj) {
@@ -171,6 +152,37 @@ pub async fn cleanup<K: TunnelKindAdapter>(
     Ok(None)
 }
 
+/// Scales the object's own cloudflared Deployment (if any) to zero replicas.
+pub async fn scale_to_zero<K: TunnelKindAdapter>(
+    obj: &K,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    let identity = obj.identity(ctx);
+    let names = ObjectNames::for_owner(&identity);
+    let namespace = obj.managed_namespace(ctx);
+    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
+    let Some(deployment) = deployments
+        .get_opt(&names.workload)
+        .await
+        .map_err(|e| ReconcileError::kube("reading the Deployment", e))?
+    else {
+        return Ok(());
+    };
+    let ours = controlled_by(&deployment.metadata, &identity.uid);
+    let replicas = deployment.spec.replicas;
+    if ours && replicas != Some(0) && deployment.metadata.deletion_timestamp.is_none() {
+        deployments
+            .patch(
+                &names.workload,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": 0}})),
+            )
+            .await
+            .map_err(|e| ReconcileError::kube("scaling the Deployment to zero", e))?;
+    }
+    Ok(())
+}
+
 /// An existingTunnel object: only the DNS records cftunnel wrote for it go; the tunnel stays on
 /// Cloudflare and so do its connections (cloudflared elsewhere may run it too).
 async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
@@ -199,7 +211,7 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
         previous_tunnel_ids: status.previous_tunnel_ids.clone().unwrap_or_default(),
         tunnel_name: status.tunnel_name.clone().unwrap_or_default(),
     };
-    let routed = deletion_target::routed_zones(
+    let others = deletion_target::other_zones(
         ctx,
         &cf,
         &api_secret.credentials,
@@ -208,7 +220,7 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
         &zone_id,
     )
     .await;
-    remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name, routed).await
+    remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name, others).await
 }
 
 /// Has the user let this deletion finish without (all of) the clean-up on Cloudflare?
@@ -229,7 +241,7 @@ async fn remove_dns_records<K: TunnelKindAdapter>(
     target: &Target,
     zone_id: &str,
     zone_name: &str,
-    routed: Vec<AccountZone>,
+    others: Vec<AccountZone>,
 ) -> Result<(), ReconcileError> {
     let mut ids = target.previous_tunnel_ids.clone();
     let tunnel_id = match &target.tunnel_id {
@@ -244,7 +256,7 @@ async fn remove_dns_records<K: TunnelKindAdapter>(
     let remembered = std::iter::once(&tunnel_id)
         .chain(&ids)
         .flat_map(|id| ctx.dns_zones.of(id));
-    for zone in remembered.chain(routed) {
+    for zone in remembered.chain(others) {
         if !zones.iter().any(|z| z.id == zone.id) {
             zones.push(zone);
         }

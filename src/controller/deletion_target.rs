@@ -1,5 +1,6 @@
 //! What a deletion cleans up on Cloudflare: the tunnel (even when `status.tunnelId` was never
-//! written or was cleared), the ids it had before, and the zone its records live in.
+//! written or was cleared), the ids it had before, and the zones its records live in (its own,
+//! those of `status.previousZones`, and those of the hostnames `status.routes` lists).
 //!
 //! Without an id in status the tunnel is found through the managed Secret, which cftunnel
 //! controls: its credentials.json names the tunnel, or, when only the pending `tunnelSecret`
@@ -143,6 +144,35 @@ pub async fn zone(
         })
         .await?;
     Ok((id, domain))
+}
+
+/// Zones other than `own_zone_id` that may hold the tunnel's records: every zone of
+/// `status.previousZones` (a domain change whose old zone the DNS sync has not cleaned yet),
+/// then the zones of the hostnames of `status.routes` ([`routed_zones`]).
+pub async fn other_zones(
+    ctx: &Context,
+    cf: &CloudflareClient,
+    api_credentials: &crate::cloudflare::client::Credentials,
+    account_id: &str,
+    status: &TunnelStatus,
+    own_zone_id: &str,
+) -> Vec<AccountZone> {
+    let mut out: Vec<AccountZone> = status
+        .previous_zones
+        .iter()
+        .flatten()
+        .filter(|z| !z.zone_id.is_empty() && z.zone_id != own_zone_id)
+        .map(|z| AccountZone {
+            id: z.zone_id.clone(),
+            name: z.zone_domain.clone(),
+        })
+        .collect();
+    for zone in routed_zones(ctx, cf, api_credentials, account_id, status, own_zone_id).await {
+        if !out.iter().any(|z| z.id == zone.id) {
+            out.push(zone);
+        }
+    }
+    out
 }
 
 /// Zones other than `own_zone_id` holding the hostnames its `status.routes` last listed, placed

@@ -1,32 +1,32 @@
-//! Per-object memory of the tunnel controllers (failure counts, drift schedule), bounded in
-//! time: an object that is deleted without a last reconcile (an existingTunnel object holds no
-//! finalizer; the controller never runs for an object that is gone) leaves an entry nobody
-//! touches again. An entry is dropped once it is stale: a failure count not bumped for two
-//! longest retry delays (a failing object is retried well within one), a drift check overdue
-//! by two intervals (a live object is requeued for it within one). Dropping a live object's
-//! stale entry only restarts its backoff at the first delay, or its drift schedule.
+//! Per-object memory of the tunnel controllers (failure counts, drift schedule). An entry goes
+//! when its object does: the controllers follow their kinds' watch and, whenever an object
+//! leaves the store (deleted, or out of the watch's scope), keep only the entries of objects
+//! still in it (`forget_departed` in `controller/mod.rs`), so an object deleted without a last
+//! reconcile (no finalizer, never converged) leaves nothing behind.
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// Consecutive failures per object key, with when each was last counted.
+/// Consecutive failures per object key (`Kind namespace/name`).
 #[derive(Debug, Default)]
 pub struct Failures {
-    entries: HashMap<String, (u32, Instant)>,
+    entries: HashMap<String, u32>,
 }
 
 impl Failures {
-    /// Counts one more failure of `key`; returns the count. Prunes entries older than `keep`.
-    pub fn bump(&mut self, key: &str, now: Instant, keep: Duration) -> u32 {
-        self.entries
-            .retain(|_, (_, at)| now.saturating_duration_since(*at) <= keep);
-        let entry = self.entries.entry(key.to_string()).or_insert((0, now));
-        entry.0 = entry.0.saturating_add(1);
-        entry.1 = now;
-        entry.0
+    /// Counts one more failure of `key`; returns the count.
+    pub fn bump(&mut self, key: &str) -> u32 {
+        let entry = self.entries.entry(key.to_string()).or_insert(0);
+        *entry = entry.saturating_add(1);
+        *entry
     }
 
     pub fn reset(&mut self, key: &str) {
         self.entries.remove(key);
+    }
+
+    /// Keeps the entries of the keys `live` accepts.
+    pub fn retain(&mut self, live: impl Fn(&str) -> bool) {
+        self.entries.retain(|key, _| live(key));
     }
 
     pub fn len(&self) -> usize {
@@ -45,17 +45,8 @@ pub struct DriftSchedule {
 }
 
 impl DriftSchedule {
-    /// The due time of `uid`, scheduling `next` on first sight. Prunes entries overdue by more
-    /// than `keep`.
-    pub fn get_or_schedule(
-        &mut self,
-        uid: &str,
-        next: Instant,
-        now: Instant,
-        keep: Duration,
-    ) -> (Instant, bool) {
-        self.due
-            .retain(|_, at| now.saturating_duration_since(*at) <= keep);
+    /// The due time of `uid`, scheduling `next` on first sight (`true`).
+    pub fn get_or_schedule(&mut self, uid: &str, next: Instant) -> (Instant, bool) {
         match self.due.get(uid) {
             Some(at) => (*at, false),
             None => {
@@ -73,6 +64,11 @@ impl DriftSchedule {
         self.due.remove(uid);
     }
 
+    /// Keeps the schedules of the uids `live` accepts.
+    pub fn retain(&mut self, live: impl Fn(&str) -> bool) {
+        self.due.retain(|uid, _| live(uid));
+    }
+
     pub fn len(&self) -> usize {
         self.due.len()
     }
@@ -84,49 +80,39 @@ impl DriftSchedule {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
-    const KEEP: Duration = Duration::from_secs(600);
-
     #[test]
-    fn failures_count_up_reset_and_stale_entries_of_gone_objects_are_dropped() {
-        let t0 = Instant::now();
+    fn failures_count_up_reset_and_only_live_keys_are_kept() {
         let mut failures = Failures::default();
-        assert_eq!(failures.bump("gone", t0, KEEP), 1);
-        assert_eq!(failures.bump("live", t0, KEEP), 1);
-        let later = t0 + Duration::from_secs(300);
-        assert_eq!(failures.bump("live", later, KEEP), 2);
+        assert_eq!(failures.bump("gone"), 1);
+        assert_eq!(failures.bump("live"), 1);
+        assert_eq!(failures.bump("live"), 2);
         failures.reset("nothing");
         assert_eq!(failures.len(), 2);
-        let much_later = t0 + KEEP + Duration::from_secs(1);
-        assert_eq!(failures.bump("live", much_later, KEEP), 3);
+        failures.retain(|k| k == "live");
         assert_eq!(failures.len(), 1, "the gone object's count was dropped");
+        assert_eq!(failures.bump("live"), 3, "a live object keeps its count");
         failures.reset("live");
         assert!(failures.is_empty());
     }
 
     #[test]
-    fn a_drift_schedule_of_a_gone_object_is_dropped_once_overdue() {
+    fn a_drift_schedule_is_kept_while_its_object_lives() {
         let t0 = Instant::now();
         let mut schedule = DriftSchedule::default();
         let first = t0 + Duration::from_secs(60);
-        assert_eq!(
-            schedule.get_or_schedule("gone", first, t0, KEEP),
-            (first, true)
-        );
-        assert_eq!(
-            schedule.get_or_schedule("live", first, t0, KEEP),
-            (first, true)
-        );
+        assert_eq!(schedule.get_or_schedule("gone", first), (first, true));
+        assert_eq!(schedule.get_or_schedule("live", first), (first, true));
         let later = t0 + Duration::from_secs(120);
         assert_eq!(
-            schedule.get_or_schedule("live", later, later, KEEP),
+            schedule.get_or_schedule("live", later),
             (first, false),
             "a known object keeps its schedule"
         );
-        schedule.set("live", later + Duration::from_secs(600));
-        let much_later = first + KEEP + Duration::from_secs(1);
-        schedule.get_or_schedule("live", much_later, much_later, KEEP);
+        schedule.retain(|uid| uid == "live");
         assert_eq!(schedule.len(), 1, "the gone object's schedule was dropped");
         schedule.forget("live");
         assert!(schedule.is_empty());

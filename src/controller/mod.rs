@@ -6,6 +6,7 @@
 //! finds the live tunnel by name and adopts it only when its decoded secret equals the stored one.
 pub mod adapters;
 pub mod apply;
+pub mod claims;
 pub mod conditions;
 pub mod context;
 pub mod core;
@@ -13,6 +14,7 @@ pub mod credentials;
 pub mod deletion;
 pub mod deletion_pods;
 pub mod deletion_target;
+mod departures;
 pub mod dns_guard;
 pub mod drift;
 pub mod events;
@@ -76,6 +78,20 @@ pub async fn run_controllers(
 ) {
     let (tunnel_tx, tunnel_rx) = mpsc::unbounded_channel::<ObjectRef<Tunnel>>();
     let (cluster_tx, cluster_rx) = mpsc::unbounded_channel::<ObjectRef<ClusterTunnel>>();
+    let _ = ctx.claims.set(claims::Claims {
+        tunnels: tunnels.store(),
+        cluster_tunnels: cluster_tunnels.store(),
+    });
+    let departures = departures::follow(
+        ctx.clone(),
+        tunnels.changes(),
+        cluster_tunnels.changes(),
+        (tunnels.store(), cluster_tunnels.store()),
+        departures::Rerun {
+            tunnels: tunnel_tx.clone(),
+            cluster_tunnels: cluster_tx.clone(),
+        },
+    );
     // Route changes re-run exactly the tunnels they touch.
     let dispatch = async move {
         while let Some(tunnel) = route_changes.recv().await {
@@ -92,6 +108,7 @@ pub async fn run_controllers(
     };
     futures::join!(
         dispatch,
+        departures,
         run_kind::<Tunnel>(ctx.clone(), tunnels, &children, receiver_stream(tunnel_rx)),
         run_kind::<ClusterTunnel>(ctx, cluster_tunnels, &children, receiver_stream(cluster_rx))
     );
@@ -138,7 +155,7 @@ async fn run_kind<K: TunnelKindAdapter>(
         .await;
 }
 
-fn receiver_stream<T: Send + 'static>(
+pub(crate) fn receiver_stream<T: Send + 'static>(
     rx: mpsc::UnboundedReceiver<T>,
 ) -> impl futures::Stream<Item = T> + Send + 'static {
     futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|v| (v, rx)) })

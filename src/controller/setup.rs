@@ -11,7 +11,7 @@ use super::conditions::ReadyReason;
 use super::context::Context;
 use super::core::ReconcileError;
 use super::credentials::{self, ApiSecret, Stored};
-use super::{apply, events, status};
+use super::{apply, claims, events, status};
 use crate::api::names::ANNOTATION_ADOPT_TUNNEL_ID;
 use crate::api::{TunnelSpec, TunnelStatus};
 use crate::cloudflare::client::{
@@ -55,6 +55,14 @@ pub async fn resolve<K: TunnelKindAdapter>(
     } else {
         existing_tunnel(cf, &account_id, spec, api_secret, &status, stored).await?
     };
+    // Before the id is recorded: an object that does not run this tunnel never names it in
+    // status, so nothing (DNS included) acts on it for this object.
+    if let Some(winner) = ctx.claims.get().and_then(|c| c.ahead_of(obj, &tunnel_id)) {
+        return Err(ReconcileError::blocked(
+            ReadyReason::TunnelIdConflict,
+            claims::conflict_message(&tunnel_id, &winner),
+        ));
+    }
     if status.tunnel_id.as_deref() != Some(tunnel_id.as_str()) {
         status::record_ids(obj, ctx, &account_id, &tunnel_id, &tunnel_name).await?;
     }

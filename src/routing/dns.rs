@@ -3,8 +3,9 @@
 //! previous ids change, retried with backoff while it has problems, and repeated on the slow
 //! drift interval. A group whose input did not change makes no Cloudflare call.
 //!
-//! Choice: after a restart, a group is synced once if it routes any hostname (its paged
-//! candidate reads cost O(pages), never one call per hostname); a group with no hostname at all
+//! Choice: after a restart, a group is synced once if it routes any hostname or holds a zone a
+//! tunnel left (`status.previousZones`, see `previous_zones`) (its paged candidate reads cost
+//! O(pages), never one call per hostname); any other group with no hostname at all
 //! waits for the drift interval, so restarting cftunnel with route-less tunnels costs nothing.
 //! Records left by a labelled Service deleted while cftunnel was down are removed then.
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -59,6 +60,8 @@ pub struct DnsView {
 }
 
 impl DnsView {
+    /// Every problem of `tunnel`'s DNS, in every zone it is in (its own, one its hostnames are
+    /// placed in, one it left), and its hostnames placed in none.
     pub fn problems(&self, tunnel: &TunnelIdentity) -> &[DnsProblem] {
         self.problems
             .get(tunnel)
@@ -238,12 +241,14 @@ impl DnsSync {
             }
         }
         let now = Instant::now();
-        for (key, zone) in groups {
+        for (key, zone) in groups.clone() {
             let due = match self.groups.get(&key) {
-                None => {
-                    zone.tunnels.iter().any(|t| !t.hostnames.is_empty())
-                        || zone.tunnels.iter().any(|t| force.contains(&t.identity))
-                }
+                // First sight (a start): only groups with something to write or remove.
+                None => zone.tunnels.iter().any(|t| {
+                    !t.hostnames.is_empty()
+                        || force.contains(&t.identity)
+                        || owners.get(&t.identity) != Some(&key.zone_id)
+                }),
                 Some(state) => state.input != zone || state.due.is_some_and(|d| d <= now),
             };
             if due {
@@ -254,7 +259,52 @@ impl DnsSync {
         if unplaced_changed {
             publish.send_replace(Arc::new(self.view()));
         }
+        self.release_previous_zones(ctx, &groups, records).await;
     }
+
+    /// Drops from `status.previousZones` every zone whose group synced cleanly, with its
+    /// current input, while the tunnel in it wanted nothing there: that zone holds no record of
+    /// it any more. A previous zone that some routed hostname of the tunnel is placed in stays
+    /// listed (its records there are still the tunnel's).
+    async fn release_previous_zones(
+        &self,
+        ctx: &Context,
+        groups: &BTreeMap<GroupKey, ZoneDns>,
+        records: &[TunnelRecord],
+    ) {
+        for record in records.iter().filter(|r| !r.deleting) {
+            let Some(previous) = record.status.previous_zones.as_ref() else {
+                continue;
+            };
+            let cleared: Vec<&str> = previous
+                .iter()
+                .filter(|z| {
+                    groups.iter().any(|(key, zone)| {
+                        key.zone_id == z.zone_id
+                            && wants_nothing(zone, &record.identity)
+                            && self
+                                .groups
+                                .get(key)
+                                .is_some_and(|g| g.clean && g.input == *zone)
+                    })
+                })
+                .map(|z| z.zone_id.as_str())
+                .collect();
+            if cleared.is_empty() {
+                continue;
+            }
+            if let Err(error) = super::previous_zones::release(ctx, record, &cleared).await {
+                tracing::warn!(tunnel = %record.identity, %error, "previous zone not released from status yet");
+            }
+        }
+    }
+}
+
+/// Is `tunnel` in `zone`'s group with no hostname there (its records there are removed)?
+fn wants_nothing(zone: &ZoneDns, tunnel: &TunnelIdentity) -> bool {
+    zone.tunnels
+        .iter()
+        .any(|t| &t.identity == tunnel && t.hostnames.is_empty())
 }
 
 /// Each live tunnel's own zone id.
@@ -275,7 +325,7 @@ impl DnsSync {
         records: &[TunnelRecord],
         owners: &BTreeMap<TunnelIdentity, String>,
     ) {
-        let outcome = sync_once(ctx, &key, &zone, &self.options, records).await;
+        let outcome = sync_once(ctx, &key, &zone, &self.options, records, owners).await;
         let clean = outcome.values().all(Vec::is_empty);
         if clean {
             // A zone other than its own that holds nothing of a tunnel any more is let go.
@@ -324,6 +374,7 @@ async fn sync_once(
     zone: &ZoneDns,
     options: &DnsOptions,
     records: &[TunnelRecord],
+    owners: &BTreeMap<TunnelIdentity, String>,
 ) -> BTreeMap<TunnelIdentity, Vec<DnsProblem>> {
     let everyone = |message: String| -> BTreeMap<TunnelIdentity, Vec<DnsProblem>> {
         zone.tunnels
@@ -391,9 +442,21 @@ async fn sync_once(
                         reason: REASON_DNS_ERROR,
                         message: e.to_string(),
                     });
+                    // A zone other than its own where it wants nothing (one it left, by a domain
+                    // change or a route change) must end up holding none of its records.
+                    let leaving = owners.get(&t.identity) != Some(&key.zone_id)
+                        && wants_nothing(zone, &t.identity);
+                    let left = (leaving && t.records_left > 0).then(|| DnsProblem {
+                        hostname: None,
+                        reason: REASON_DNS_ERROR,
+                        message: format!(
+                            "{} DNS record(s) of this tunnel in zone {}, where it routes no hostname now, not removed yet",
+                            t.records_left, zone.zone_name
+                        ),
+                    });
                     (
                         t.identity.clone(),
-                        conflicts.chain(invalid).chain(errors).collect(),
+                        conflicts.chain(invalid).chain(errors).chain(left).collect(),
                     )
                 })
                 .collect()

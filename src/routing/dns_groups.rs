@@ -13,7 +13,10 @@
 //! Which other zones may still hold a tunnel's records is kept in memory ([`Elsewhere`], and
 //! `TunnelZones` for deletions, which also place the hostnames of `status.routes`): records in
 //! another zone of a route removed while cftunnel was down are not found by a drift sync after
-//! a restart, only those in the tunnel's own zone.
+//! a restart, only those in the tunnel's own zone. The zones of an earlier
+//! `spec.cloudflare.domain` are kept in `status.previousZones` instead (they survive a
+//! restart): each is one more group of the tunnel, like an [`Elsewhere`] zone, until a clean
+//! sync there leaves nothing of it (`super::previous_zones`).
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,6 +26,8 @@ use super::dns::{DnsProblem, REASON_DNS_ERROR};
 use crate::admission::TunnelIdentity;
 use crate::admission::route::in_domain;
 use crate::controller::Context;
+use crate::controller::ReadyReason;
+use crate::controller::conditions::find_ready;
 use crate::controller::credentials::read_api_secret;
 use crate::controller::zones::{ZONE_LIST_MAX_AGE, ZONE_LIST_MIN_REFRESH, list_account_zones};
 use crate::dns::{AccountZone, TunnelDns, ZoneDns, no_zone_message, place};
@@ -100,11 +105,19 @@ fn own_zone(r: &TunnelRecord) -> Option<(String, AccountZone)> {
     ))
 }
 
-/// The hostnames routed to `r` that get DNS records, lower-case.
+/// Another object runs the tunnel this one names (`controller/claims.rs`): its records go.
+fn runs_another_objects_tunnel(r: &TunnelRecord) -> bool {
+    find_ready(r.status.conditions.as_ref())
+        .is_some_and(|c| c.reason == ReadyReason::TunnelIdConflict.as_str())
+}
+
+/// The hostnames routed to `r` that get DNS records, lower-case (none for an object that does
+/// not run its tunnel).
 fn dns_hostnames(table: &RouteTable, r: &TunnelRecord) -> BTreeSet<String> {
     table
         .tunnels
         .get(&r.identity)
+        .filter(|_| !runs_another_objects_tunnel(r))
         .map(|t| {
             t.dns
                 .iter()
@@ -154,6 +167,17 @@ pub(super) fn wanted(
         slot(&mut placed, &own);
         for zone in elsewhere.get(&r.identity).into_iter().flatten() {
             slot(&mut placed, zone);
+        }
+        // Zones of an earlier `spec.cloudflare.domain` whose records are not removed yet.
+        let previous = r.status.previous_zones.iter().flatten();
+        for z in previous.filter(|z| !z.zone_id.is_empty()) {
+            slot(
+                &mut placed,
+                &AccountZone {
+                    id: z.zone_id.clone(),
+                    name: z.zone_domain.clone(),
+                },
+            );
         }
         for host in dns_hostnames(table, r) {
             let zone = match zones {

@@ -1,7 +1,7 @@
 //! Tests of the DNS sync scheduling: groups, settling and release of deleting sources.
 use super::*;
 use crate::admission::TunnelKind;
-use crate::api::{CloudflareDetails, TunnelStatus};
+use crate::api::{CloudflareDetails, TunnelStatus, ZoneRef};
 use crate::routes::{DnsName, TunnelRoutes};
 use crate::routing::dns_groups::{Directory, Elsewhere};
 
@@ -340,4 +340,114 @@ fn the_own_zone_is_one_group_whatever_the_case_and_counts_when_the_list_misses_i
         .map(|(_, z)| z.tunnels[0].hostnames.iter().cloned().collect::<Vec<_>>());
     assert_eq!(z1, Some(vec!["a.example.com".to_string()]));
     assert!(w.unplaced.is_empty());
+}
+
+#[test]
+fn a_tunnel_whose_domain_changed_is_in_its_old_zone_with_nothing_wanted_until_released() {
+    let table = table(&[("a", &[("a.example.org", false)])]);
+    let mut records = vec![record("a", "s1", Some("z2"), false)];
+    records[0].status.zone_domain = Some("example.org".into());
+    let old = ZoneRef {
+        zone_id: "z1".into(),
+        zone_domain: "example.com".into(),
+    };
+    records[0].status.previous_zones = Some(vec![old]);
+    let groups = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new()).groups;
+    let zones: Vec<(&str, &str, usize)> = groups
+        .iter()
+        .map(|(k, z)| {
+            (
+                k.zone_id.as_str(),
+                z.zone_name.as_str(),
+                z.tunnels[0].hostnames.len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        zones,
+        vec![("z1", "example.com", 0), ("z2", "example.org", 1)]
+    );
+    let id = records[0].identity.clone();
+    assert!(groups.values().all(|z| z.tunnels[0].identity == id));
+    let old_group = groups.values().next().unwrap_or_else(|| panic!("no group"));
+    assert!(wants_nothing(old_group, &id), "its records there go");
+    // Settled only once the old zone is clean too.
+    let mut view = DnsView {
+        txt_records: true,
+        groups: groups
+            .clone()
+            .into_iter()
+            .map(|(k, z)| (k, (z, true)))
+            .collect(),
+        ..DnsView::default()
+    };
+    assert!(view.settled(&id, &table, &records));
+    for (k, (_, clean)) in view.groups.iter_mut() {
+        *clean = k.zone_id != "z1";
+    }
+    assert!(
+        !view.settled(&id, &table, &records),
+        "records may be left in the old zone"
+    );
+    let patch = super::super::previous_zones::release_patch(&records[0], &["z1"])
+        .map(|p| serde_json::to_value(p).unwrap_or_default());
+    assert_eq!(
+        patch,
+        Some(serde_json::json!([
+            {"op": "test", "path": "/status/previousZones", "value": [{"zoneId": "z1", "zoneDomain": "example.com"}]},
+            {"op": "remove", "path": "/status/previousZones"},
+        ]))
+    );
+    assert!(super::super::previous_zones::release_patch(&records[0], &["z9"]).is_none());
+}
+
+#[test]
+fn a_previous_zone_that_still_holds_a_routed_hostname_wants_it_there() {
+    // The domain moved to example.org, but a route still names a hostname of example.com.
+    let table = table(&[("a", &[("a.example.org", false), ("b.example.com", false)])]);
+    let mut r = with_account(record("a", "s1", Some("z2"), false));
+    r.status.zone_domain = Some("example.org".into());
+    r.status.previous_zones = Some(vec![ZoneRef {
+        zone_id: "z1".into(),
+        zone_domain: "example.com".into(),
+    }]);
+    let records = vec![r];
+    let directory = listed(&[zone("z1", "example.com"), zone("z2", "example.org")]);
+    let w = wanted(&table, &records, true, &directory, &Elsewhere::new());
+    let placed: Vec<(&str, Vec<&str>)> = w
+        .groups
+        .iter()
+        .map(|(k, z)| {
+            let hosts = z.tunnels[0].hostnames.iter().map(String::as_str).collect();
+            (k.zone_id.as_str(), hosts)
+        })
+        .collect();
+    assert_eq!(
+        placed,
+        vec![("z1", vec!["b.example.com"]), ("z2", vec!["a.example.org"])]
+    );
+    let id = &records[0].identity;
+    assert!(
+        w.groups.values().all(|z| !wants_nothing(z, id)),
+        "the old zone is not released while a hostname of the tunnel is placed there"
+    );
+}
+
+#[test]
+fn an_object_that_does_not_run_its_tunnel_wants_no_record() {
+    use crate::controller::ReadyReason;
+    use crate::controller::conditions::ready_condition;
+    let table = table(&[("a", &[("a.example.com", false)])]);
+    let mut r = record("a", "s1", Some("z1"), false);
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH);
+    let conflict = ready_condition(None, ReadyReason::TunnelIdConflict, "x", None, now);
+    r.status.conditions = Some(vec![conflict]);
+    let records = vec![r];
+    let w = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new());
+    let hostnames: Vec<usize> = w
+        .groups
+        .values()
+        .map(|z| z.tunnels[0].hostnames.len())
+        .collect();
+    assert_eq!(hostnames, vec![0], "in its zone with nothing wanted");
 }

@@ -9,6 +9,7 @@
 mod cache;
 mod dns;
 mod dns_groups;
+mod previous_zones;
 mod status;
 
 use std::collections::BTreeSet;

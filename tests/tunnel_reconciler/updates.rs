@@ -292,6 +292,13 @@ async fn existing_tunnel_credentials_from_a_tunnel_secret_key_or_the_token_endpo
         .map(|t| t.tunnel_secret)
         .expect("simulated tunnel");
     assert_eq!(STANDARD.decode(&sim_secret).ok(), Some(vec![4u8; 32]));
+    // One tunnel per object: a Cloudflare tunnel is run by one object only.
+    let id_b = h
+        .precreate_tunnel("pre-b", &[4u8; 32], ConfigSrc::Local)
+        .await;
+    let id_c = h
+        .precreate_tunnel("pre-c", &[4u8; 32], ConfigSrc::Local)
+        .await;
     h.create_api_secret(
         "with-secret",
         &[
@@ -318,7 +325,7 @@ async fn existing_tunnel_credentials_from_a_tunnel_secret_key_or_the_token_endpo
         ],
     )
     .await;
-    let mut renamed = h.spec("renamed-key", json!({"existingTunnel": {"id": id}}));
+    let mut renamed = h.spec("renamed-key", json!({"existingTunnel": {"id": id_b}}));
     renamed["cloudflare"]["CLOUDFLARE_TUNNEL_CREDENTIAL_SECRET"] = json!("tunnel-secret");
     h.create_tunnel("by-renamed-key", renamed).await;
     h.create_tunnel(
@@ -328,10 +335,14 @@ async fn existing_tunnel_credentials_from_a_tunnel_secret_key_or_the_token_endpo
     .await;
     h.create_tunnel(
         "by-token",
-        h.spec("token-only", json!({"existingTunnel": {"name": "pre"}})),
+        h.spec("token-only", json!({"existingTunnel": {"name": "pre-c"}})),
     )
     .await;
-    for name in ["by-secret", "by-token", "by-renamed-key"] {
+    for (name, id) in [
+        ("by-secret", &id),
+        ("by-token", &id_c),
+        ("by-renamed-key", &id_b),
+    ] {
         let t = h.wait_reason(&h.tunnels(), name, "Ready").await;
         assert_eq!(
             t.status.as_ref().and_then(|s| s.tunnel_id.clone()),
@@ -369,9 +380,11 @@ async fn existing_tunnel_credentials_from_a_tunnel_secret_key_or_the_token_endpo
             .expect("delete");
         h.wait_gone(&h.tunnels(), name).await;
     }
-    let live = h.live_tunnels();
-    assert_eq!(live.len(), 1, "the existing tunnel stays on Cloudflare");
-    assert_eq!(live[0].id, id);
+    let mut live: Vec<String> = h.live_tunnels().into_iter().map(|t| t.id).collect();
+    live.sort();
+    let mut existing = vec![id, id_b, id_c];
+    existing.sort();
+    assert_eq!(live, existing, "the existing tunnels stay on Cloudflare");
     assert_eq!(h.sim.calls(Operation::DeleteTunnel), 0);
 }
 
