@@ -154,6 +154,14 @@ async fn a_hostname_claimed_in_one_namespace_is_refused_in_another_naming_the_ow
         stored["tunnelRef"]["kind"], "ClusterTunnel",
         "the mutating webhook normalises the kind"
     );
+    assert_eq!(
+        stored["metadata"]["labels"],
+        serde_json::json!({
+            "cfargotunnel.com/name": format!("shared-edge-{first}"),
+            "cfargotunnel.com/kind": "TunnelBinding",
+        }),
+        "the mutating webhook writes the Go operator's binding labels"
+    );
     let expected = format!(
         "subjects[0].spec.fqdn: shop-{first}.example.com is already exposed by TunnelBinding {first}/web (subject web); remove it there first"
     );
