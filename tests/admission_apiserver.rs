@@ -225,6 +225,33 @@ async fn conversion_keeps_every_v1alpha1_field_through_the_api_server() {
 }
 
 #[tokio::test]
+async fn a_v1alpha1_tunnel_with_the_go_operator_default_image_pins_no_image() {
+    let env = env().await;
+    let ns = namespace(&env, "adm-goimage", true).await;
+    let v1 = format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha1\nkind: Tunnel\nmetadata:\n  name: go-era\nspec:\n  newTunnel: {{name: go-era}}\n  size: 3\n  image: cloudflare/cloudflared:2025.4.0\n{CLOUDFLARE}"
+    );
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (ok, printed) = apply(env.plane, &ns, &v1);
+        if ok {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{printed}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let v2 = get_json(
+        env.plane,
+        &ns,
+        "tunnels.v1alpha2.networking.cfargotunnel.com/go-era",
+    );
+    assert_eq!(
+        v2["spec"]["deployPatch"], r#"{"spec":{"replicas":3}}"#,
+        "the default image is dropped, the rest kept: the tunnel runs cftunnel's pinned image"
+    );
+}
+
+#[tokio::test]
 async fn other_deploy_patch_content_survives_a_trip_down_and_up() {
     let env = env().await;
     let ns = namespace(&env, "adm-roundtrip", true).await;

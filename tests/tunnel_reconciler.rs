@@ -14,6 +14,8 @@ mod drift_chaos;
 #[path = "tunnel_reconciler/harness.rs"]
 mod harness;
 mod install_support;
+#[path = "tunnel_reconciler/legacy.rs"]
+mod legacy;
 #[path = "tunnel_reconciler/metrics.rs"]
 mod metrics;
 #[path = "leader_election/proxy.rs"]

@@ -18,6 +18,7 @@ pub mod drift;
 pub mod events;
 pub mod finalizer;
 pub mod go_cluster_workload;
+pub mod legacy;
 pub mod memory;
 pub mod render_cli;
 pub mod render_input;
