@@ -1,5 +1,7 @@
 //! The Tunnel / ClusterTunnel reconciler against a real API server with KCM and the simulated
 //! Cloudflare, the operator running with the shipped RBAC as its own ServiceAccount user.
+#[path = "tunnel_reconciler/access.rs"]
+mod access;
 #[path = "tunnel_reconciler/api_secret.rs"]
 mod api_secret;
 #[path = "tunnel_reconciler/binding_deletion.rs"]

@@ -12,6 +12,7 @@ use super::tunnel::TunnelView;
 use super::verdict::Verdict;
 use super::view::{AdmissionView, TunnelKind};
 use super::{binding, hardening, service, tunnel};
+use crate::api::access::AccessTunnelFields;
 use crate::api::binding::TunnelBindingFields;
 use crate::api::conversion::{self, V1ALPHA2};
 use crate::api::names::GROUP;
@@ -22,6 +23,7 @@ use crate::api::{TunnelBinding, TunnelSpec, TunnelStatus};
 enum Subject {
     Tunnel,
     TunnelBinding,
+    AccessTunnel,
     Service,
     /// Deployment or DaemonSet: the pod spec sits at spec.template.spec.
     Workload,
@@ -32,6 +34,7 @@ fn subject(req: &AdmissionRequest<DynamicObject>) -> Option<Subject> {
     match (req.kind.group.as_str(), req.kind.kind.as_str()) {
         (GROUP, "Tunnel" | "ClusterTunnel") => Some(Subject::Tunnel),
         (GROUP, "TunnelBinding") => Some(Subject::TunnelBinding),
+        (GROUP, "AccessTunnel") => Some(Subject::AccessTunnel),
         ("", "Service") => Some(Subject::Service),
         ("apps", "Deployment" | "DaemonSet") => Some(Subject::Workload),
         ("", "Pod") => Some(Subject::Pod),
@@ -99,6 +102,10 @@ fn judge(
                 };
                 binding::validate(&binding, namespace, view)
             }
+            Err(e) => unreadable("", e),
+        },
+        Subject::AccessTunnel => match AccessTunnelFields::deserialize(&object.data) {
+            Ok(fields) => super::access::validate(&fields),
             Err(e) => unreadable("", e),
         },
         // The rules of a labelled Service read only its labels and annotations.
