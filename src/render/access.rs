@@ -13,6 +13,7 @@ use super::RenderError;
 use crate::admission::hardening::CLOUDFLARED_CONTAINER;
 use crate::admission::mutate::harden_pod_spec;
 use crate::api::access::AccessTunnel;
+use crate::api::conversion::GO_OPERATOR_DEFAULT_IMAGES;
 use crate::api::names::ANNOTATION_CHECKSUM;
 
 /// The port cloudflared listens on in the pod (the Go operator's).
@@ -51,10 +52,11 @@ pub fn render_access(
     }
     let namespace = at.metadata.namespace.clone().unwrap_or_default();
     let target = &at.spec.target;
+    // The Go operator's schema defaulted `target.image` (2025.4.0): that default pins nothing.
     let image = target
         .image
         .as_deref()
-        .filter(|i| !i.is_empty())
+        .filter(|i| !i.is_empty() && !GO_OPERATOR_DEFAULT_IMAGES.contains(i))
         .unwrap_or(default_image);
     if !super::is_pinned(image) {
         return Err(RenderError::UnpinnedImage(image.to_string()));
@@ -263,6 +265,15 @@ mod tests {
         assert_eq!(
             out.deployment["spec"]["template"]["spec"]["containers"][0]["env"],
             json!([])
+        );
+        let mut go_era = plain.clone();
+        go_era.spec.target.image = Some("cloudflare/cloudflared:2025.4.0".into());
+        let out = render_access(&go_era, "cloudflare/cloudflared:2026.11.0", "")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            out.deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+            "cloudflare/cloudflared:2026.11.0",
+            "the Go operator's default image is no pin"
         );
         let err = render_access(&plain, "cloudflare/cloudflared:latest", "")
             .err()
