@@ -143,6 +143,7 @@ pub async fn run_term(
         "checksum-watcher",
         crate::checksum_watcher::run(client, children.clone()),
     );
+    term.spawn("access-tunnels", controller::access::run(ctx.clone()));
     let (route_tx, route_rx) = mpsc::unbounded_channel();
     futures::join!(
         crate::routing::run(ctx.clone(), caches.clone(), route_tx),

@@ -156,6 +156,14 @@ async fn a_hostname_claimed_in_one_namespace_is_refused_in_another_naming_the_ow
         stored["tunnelRef"]["kind"], "ClusterTunnel",
         "the mutating webhook normalises the kind"
     );
+    assert_eq!(
+        stored["metadata"]["labels"],
+        serde_json::json!({
+            "cfargotunnel.com/name": format!("shared-edge-{first}"),
+            "cfargotunnel.com/kind": "TunnelBinding",
+        }),
+        "the mutating webhook writes the Go operator's binding labels"
+    );
     let expected = format!(
         "subjects[0].spec.fqdn: shop-{first}.example.com is already exposed by TunnelBinding {first}/web (subject web); remove it there first"
     );
@@ -215,6 +223,33 @@ async fn conversion_keeps_every_v1alpha1_field_through_the_api_server() {
         back["metadata"]["annotations"]
             .get("cfargotunnel.com/v1alpha2-deploy-patch")
             .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_v1alpha1_tunnel_with_the_go_operator_default_image_pins_no_image() {
+    let env = env().await;
+    let ns = namespace(&env, "adm-goimage", true).await;
+    let v1 = format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha1\nkind: Tunnel\nmetadata:\n  name: go-era\nspec:\n  newTunnel: {{name: go-era}}\n  size: 3\n  image: cloudflare/cloudflared:2025.4.0\n{CLOUDFLARE}"
+    );
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (ok, printed) = apply(env.plane, &ns, &v1);
+        if ok {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{printed}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let v2 = get_json(
+        env.plane,
+        &ns,
+        "tunnels.v1alpha2.networking.cfargotunnel.com/go-era",
+    );
+    assert_eq!(
+        v2["spec"]["deployPatch"], r#"{"spec":{"replicas":3}}"#,
+        "the default image is dropped, the rest kept: the tunnel runs cftunnel's pinned image"
     );
 }
 

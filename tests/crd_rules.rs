@@ -222,3 +222,45 @@ async fn kubectl_explain_documents_the_fields() {
         "{printed}"
     );
 }
+
+#[tokio::test]
+async fn access_tunnels_install_and_their_rules_quote_the_bad_value() {
+    let plane = plane().await;
+    let ns = plane
+        .create_namespace("crd-access")
+        .await
+        .expect("namespace");
+    let access = |name: &str, target: &str| {
+        format!(
+            "apiVersion: networking.cfargotunnel.com/v1alpha1\nkind: AccessTunnel\nmetadata:\n  name: {name}\ntarget:\n{target}serviceToken:\n  secretRef: access-token\n"
+        )
+    };
+    let (ok, printed) = apply(
+        plane,
+        &ns,
+        &access(
+            "ssh",
+            "  fqdn: ssh.example.com\n  protocol: ssh\n  svc: {port: 2222}\n",
+        ),
+    );
+    assert!(ok, "the Go operator's shape is accepted: {printed}");
+    let stored = get_json(plane, &ns, "accesstunnel/ssh");
+    assert_eq!(stored["serviceToken"]["secretRef"], "access-token");
+    let (ok, printed) = apply(
+        plane,
+        &ns,
+        &access(
+            "bad",
+            "  fqdn: ssh.example.com\n  protocol: udp\n  svc: {port: 70000}\n",
+        ),
+    );
+    assert!(!ok, "{printed}");
+    assert!(
+        printed.contains("target.protocol: \"udp\" is not supported; use tcp, rdp, smb or ssh"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("target.svc.port: Invalid value: 70000: target.svc.port in body should be less than or equal to 65535"),
+        "{printed}"
+    );
+}

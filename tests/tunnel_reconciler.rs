@@ -1,5 +1,7 @@
 //! The Tunnel / ClusterTunnel reconciler against a real API server with KCM and the simulated
 //! Cloudflare, the operator running with the shipped RBAC as its own ServiceAccount user.
+#[path = "tunnel_reconciler/access.rs"]
+mod access;
 #[path = "tunnel_reconciler/api_secret.rs"]
 mod api_secret;
 #[path = "tunnel_reconciler/binding_deletion.rs"]
@@ -16,6 +18,8 @@ mod drift_chaos;
 #[path = "tunnel_reconciler/harness.rs"]
 mod harness;
 mod install_support;
+#[path = "tunnel_reconciler/legacy.rs"]
+mod legacy;
 #[path = "tunnel_reconciler/metrics.rs"]
 mod metrics;
 #[path = "leader_election/proxy.rs"]
@@ -210,6 +214,65 @@ async fn new_tunnel_creates_one_tunnel_its_objects_and_then_stays_quiet() {
         annotations.get(ANNOTATION_CHECKSUM).map(|c| c.len()),
         Some(64)
     );
+    // Every label the Go operator put on its Deployment and pods, with its values, so
+    // selectors written for the Go operator's pods keep matching.
+    let go_labels = BTreeMap::from([
+        ("cfargotunnel.com/tunnel".to_string(), "web".to_string()),
+        (
+            "cfargotunnel.com/app".to_string(),
+            "cloudflared".to_string(),
+        ),
+        ("cfargotunnel.com/id".to_string(), live[0].id.clone()),
+        (
+            "cfargotunnel.com/name".to_string(),
+            "web-tunnel".to_string(),
+        ),
+        (
+            "cfargotunnel.com/domain".to_string(),
+            "example.com".to_string(),
+        ),
+        (
+            "cfargotunnel.com/is-cluster-tunnel".to_string(),
+            "false".to_string(),
+        ),
+    ]);
+    let template_labels = d
+        .spec
+        .template
+        .metadata
+        .clone()
+        .and_then(|m| m.labels)
+        .unwrap_or_default();
+    for (key, value) in &go_labels {
+        assert_eq!(d.labels().get(key), Some(value), "Deployment label {key}");
+        assert_eq!(
+            template_labels.get(key),
+            Some(value),
+            "pod template label {key}"
+        );
+    }
+    let go_selector = go_labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let pods: Api<Pod> = Api::namespaced(h.admin.clone(), &h.ns);
+    poll_until(
+        "the pods match the Go operator's labels",
+        WAIT,
+        POLL,
+        || async {
+            let found = pods
+                .list(&ListParams::default().labels(&go_selector))
+                .await
+                .ok()?
+                .items
+                .len();
+            (found == 2).then_some(())
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     let pdb = Api::<PodDisruptionBudget>::namespaced(h.admin.clone(), &h.ns)
         .get("web")
         .await

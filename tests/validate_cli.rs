@@ -68,7 +68,7 @@ fn object_of(line: &str) -> Option<&str> {
     let (kind, name) = object.split_once(' ')?;
     let well_formed = match kind {
         "ClusterTunnel" => !name.is_empty() && !name.contains('/'),
-        "Tunnel" | "TunnelBinding" | "Service" => name
+        "Tunnel" | "TunnelBinding" | "Service" | "AccessTunnel" => name
             .split_once('/')
             .is_some_and(|(ns, n)| !ns.is_empty() && !n.is_empty() && !n.contains('/')),
         _ => false,

@@ -71,14 +71,8 @@ pub fn check_subjects_present(subjects: &[TunnelBindingSubject], v: &mut Verdict
 
 /// A subject names a Service by a valid name.
 pub fn check_subject_identity(i: usize, subject: &TunnelBindingSubject, v: &mut Verdict) {
-    if subject.kind != "Service" {
-        v.deny(
-            format!("subjects[{i}].kind"),
-            format!(
-                "{:?} is not supported; only Service can be bound",
-                subject.kind
-            ),
-        );
+    if let Some(problem) = subject_kind_problem(&subject.kind) {
+        v.deny(format!("subjects[{i}].kind"), problem);
     }
     if !is_service_name(&subject.name) {
         v.deny(
@@ -86,6 +80,11 @@ pub fn check_subject_identity(i: usize, subject: &TunnelBindingSubject, v: &mut 
             format!("{:?} is not a valid Service name; use lowercase letters, digits and '-', starting with a letter", subject.name),
         );
     }
+}
+
+/// Why a subject's `kind` is refused, if it is: only exactly `Service`.
+pub fn subject_kind_problem(kind: &str) -> Option<String> {
+    (kind != "Service").then(|| format!("{kind:?} is not supported; only Service can be bound"))
 }
 
 /// The route a subject declares, with `subjects[i].spec.*` field paths.

@@ -1,5 +1,6 @@
 //! Admission decisions as plain functions of their inputs (docs/design.md §2): used by the webhook, the
 //! offline `cftunnel validate` command and the reconciler's own checks — one implementation.
+pub mod access;
 pub mod binding;
 pub mod duration;
 pub mod facts;

@@ -12,6 +12,7 @@ use super::tunnel::TunnelView;
 use super::verdict::Verdict;
 use super::view::{AdmissionView, TunnelKind};
 use super::{binding, hardening, service, tunnel};
+use crate::api::access::AccessTunnelFields;
 use crate::api::binding::TunnelBindingFields;
 use crate::api::conversion::{self, V1ALPHA2};
 use crate::api::names::GROUP;
@@ -22,6 +23,7 @@ use crate::api::{TunnelBinding, TunnelSpec, TunnelStatus};
 enum Subject {
     Tunnel,
     TunnelBinding,
+    AccessTunnel,
     Service,
     /// Deployment or DaemonSet: the pod spec sits at spec.template.spec.
     Workload,
@@ -32,6 +34,7 @@ fn subject(req: &AdmissionRequest<DynamicObject>) -> Option<Subject> {
     match (req.kind.group.as_str(), req.kind.kind.as_str()) {
         (GROUP, "Tunnel" | "ClusterTunnel") => Some(Subject::Tunnel),
         (GROUP, "TunnelBinding") => Some(Subject::TunnelBinding),
+        (GROUP, "AccessTunnel") => Some(Subject::AccessTunnel),
         ("", "Service") => Some(Subject::Service),
         ("apps", "Deployment" | "DaemonSet") => Some(Subject::Workload),
         ("", "Pod") => Some(Subject::Pod),
@@ -99,6 +102,10 @@ fn judge(
                 };
                 binding::validate(&binding, namespace, view)
             }
+            Err(e) => unreadable("", e),
+        },
+        Subject::AccessTunnel => match AccessTunnelFields::deserialize(&object.data) {
+            Ok(fields) => super::access::validate(&fields),
             Err(e) => unreadable("", e),
         },
         // The rules of a labelled Service read only its labels and annotations.
@@ -239,16 +246,36 @@ pub fn mutate(req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     }
 }
 
-/// `tunnelRef.kind` in its canonical case (the Go operator accepted any case).
+/// `tunnelRef.kind` in its canonical case (the Go operator accepted any case), and the labels
+/// the Go operator put on bindings (`render::labels::binding_labels`): a name label that can no
+/// longer name the tunnel is removed.
 fn binding_defaults(object: &Value) -> Option<json_patch::Patch> {
-    let kind = object.pointer("/tunnelRef/kind").and_then(Value::as_str)?;
-    let canonical = TunnelKind::parse(kind)
-        .map(TunnelKind::as_str)
-        .filter(|c| *c != kind)?;
-    serde_json::from_value(
-        serde_json::json!([{"op": "replace", "path": "/tunnelRef/kind", "value": canonical}]),
-    )
-    .ok()
+    let mut wanted = object.clone();
+    if let Some(kind) = object.pointer("/tunnelRef/kind").and_then(Value::as_str)
+        && let Some(canonical) = TunnelKind::parse(kind).map(TunnelKind::as_str)
+        && let Some(slot) = wanted.pointer_mut("/tunnelRef/kind")
+    {
+        *slot = Value::from(canonical);
+    }
+    let tunnel_name = object
+        .pointer("/tunnelRef/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let metadata = wanted.get_mut("metadata")?.as_object_mut()?;
+    let labels = metadata
+        .entry("labels")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if !labels.is_object() {
+        *labels = Value::Object(serde_json::Map::new());
+    }
+    let labels = labels.as_object_mut()?;
+    for (key, value) in crate::render::labels::binding_labels(tunnel_name) {
+        match value {
+            Some(value) => labels.insert(key.to_string(), Value::from(value)),
+            None => labels.remove(key),
+        };
+    }
+    Some(json_patch::diff(object, &wanted))
 }
 
 /// CRD conversion: every object to the desired version, or a failure naming the object.
@@ -305,6 +332,55 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn binding_kind() -> Value {
+        json!({"group": GROUP, "version": "v1alpha1", "kind": "TunnelBinding"})
+    }
+
+    fn patched(object: &Value, review_object: Value) -> Value {
+        let response = mutate(&request(binding_kind(), "CREATE", review_object));
+        assert!(response.allowed);
+        let mut out = object.clone();
+        if let Some(bytes) = response.patch {
+            let patch: json_patch::Patch =
+                serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("patch: {e}"));
+            json_patch::patch(&mut out, &patch).unwrap_or_else(|e| panic!("apply: {e}"));
+        }
+        out
+    }
+
+    #[test]
+    fn a_binding_gets_the_go_operator_labels_and_a_canonical_tunnel_kind() {
+        let binding = json!({
+            "apiVersion": "networking.cfargotunnel.com/v1alpha1", "kind": "TunnelBinding",
+            "metadata": {"name": "web", "namespace": "apps", "labels": {"team": "shop", "cfargotunnel.com/kind": "x"}},
+            "subjects": [{"name": "web"}],
+            "tunnelRef": {"kind": "clustertunnel", "name": "edge"},
+        });
+        let out = patched(&binding, binding.clone());
+        assert_eq!(
+            out["metadata"]["labels"],
+            json!({"team": "shop", "cfargotunnel.com/name": "edge", "cfargotunnel.com/kind": "TunnelBinding"})
+        );
+        assert_eq!(out["tunnelRef"]["kind"], "ClusterTunnel");
+        let unlabelled = json!({
+            "apiVersion": "networking.cfargotunnel.com/v1alpha1", "kind": "TunnelBinding",
+            "metadata": {"name": "web", "namespace": "apps"},
+            "subjects": [{"name": "web"}],
+            "tunnelRef": {"kind": "Tunnel", "name": "edge"},
+        });
+        let out = patched(&unlabelled, unlabelled.clone());
+        assert_eq!(
+            out["metadata"]["labels"],
+            json!({"cfargotunnel.com/name": "edge", "cfargotunnel.com/kind": "TunnelBinding"})
+        );
+        let labelled = out.clone();
+        let response = mutate(&request(binding_kind(), "UPDATE", labelled));
+        assert_eq!(
+            response.patch, None,
+            "nothing to change on a labelled binding"
+        );
     }
 
     #[test]

@@ -137,13 +137,8 @@ pub fn check_fields(
         );
     }
     if let Some((field, protocol)) = &route.protocol {
-        if !PROTOCOLS.contains(protocol) {
-            v.deny(
-                field,
-                format!(
-                    "{protocol:?} is not supported; use http, https, tcp, udp, ssh, rdp or smb"
-                ),
-            );
+        if let Some(problem) = protocol_problem(protocol) {
+            v.deny(field, problem);
         } else if *protocol == "udp" {
             v.warn(field, "udp is carried as a TCP stream over a public hostname; clients need cloudflared access or WARP");
         }
@@ -230,6 +225,13 @@ pub fn check_fields(
             );
         }
     }
+}
+
+/// Why a route's `protocol` is refused, if it is (the names are case-sensitive).
+pub fn protocol_problem(protocol: &str) -> Option<String> {
+    (!PROTOCOLS.contains(&protocol)).then(|| {
+        format!("{protocol:?} is not supported; use http, https, tcp, udp, ssh, rdp or smb")
+    })
 }
 
 /// Why a port reference cannot name a Service port, if it cannot.

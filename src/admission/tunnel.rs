@@ -62,18 +62,21 @@ fn tunnel_source(spec: &TunnelSpec, v: &mut Verdict) {
             );
         }
     }
-    if let Some(id) = spec
+    if let Some(problem) = spec
         .existing_tunnel
         .as_ref()
         .and_then(|e| e.id.as_deref())
-        .filter(|id| !id.is_empty())
-        && !is_uuid(id)
+        .and_then(existing_id_problem)
     {
-        v.deny(
-            "spec.existingTunnel.id",
-            format!("{id:?} is not a tunnel id (a UUID such as 6ff42ae2-765d-4adf-8112-31c55c1551ef); copy it from `cloudflared tunnel list` or the dashboard, or give existingTunnel.name instead"),
-        );
+        v.deny("spec.existingTunnel.id", problem);
     }
+}
+
+/// Why `existingTunnel.id` is refused, if it is: a non-empty value that is not a UUID.
+pub fn existing_id_problem(id: &str) -> Option<String> {
+    (!id.is_empty() && !is_uuid(id)).then(|| {
+        format!("{id:?} is not a tunnel id (a UUID such as 6ff42ae2-765d-4adf-8112-31c55c1551ef); copy it from `cloudflared tunnel list` or the dashboard, or give existingTunnel.name instead")
+    })
 }
 
 /// Rule 3 (also CEL): the name becomes label values and managed object names.

@@ -4,6 +4,12 @@
 //! effect; they win over the round-trip annotation, which is removed. Down: those four are
 //! taken out of `deployPatch`, and whatever else it holds waits in the annotation
 //! `cfargotunnel.com/v1alpha2-deploy-patch`. Only that annotation changes in metadata.
+//!
+//! One exception to losslessness: an `image` equal to a default of the Go operator's v1alpha1
+//! schema ([`GO_OPERATOR_DEFAULT_IMAGES`]) is dropped on the way up. The API server wrote that
+//! default into every v1alpha1 object that named no image, so it pins nothing the user chose,
+//! and carried into `deployPatch` it would run a years-old cloudflared instead of cftunnel's
+//! pinned image.
 use serde_json::{Map, Value, json};
 
 use super::names::ANNOTATION_V1ALPHA2_DEPLOY_PATCH;
@@ -11,6 +17,16 @@ use super::names::ANNOTATION_V1ALPHA2_DEPLOY_PATCH;
 pub const V1ALPHA1: &str = "networking.cfargotunnel.com/v1alpha1";
 pub const V1ALPHA2: &str = "networking.cfargotunnel.com/v1alpha2";
 const CONTAINER: &str = "cloudflared";
+
+/// The `spec.image` defaults of the Go operator's v1alpha1 Tunnel and ClusterTunnel schema, as
+/// found in its CRDs and types (`+kubebuilder:default`) across its releases: 2022.3.1, 2022.12.1
+/// and 2025.4.0 (v0.13, the release that added v1alpha2). A release between them may have used
+/// another default; such an object keeps its image as a pin.
+pub const GO_OPERATOR_DEFAULT_IMAGES: &[&str] = &[
+    "cloudflare/cloudflared:2022.3.1",
+    "cloudflare/cloudflared:2022.12.1",
+    "cloudflare/cloudflared:2025.4.0",
+];
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConversionError {
@@ -61,7 +77,11 @@ fn up(object: &mut Value) {
         return;
     };
     let size = spec.remove("size");
-    let image = spec.remove("image");
+    let image = spec.remove("image").filter(|image| {
+        !image
+            .as_str()
+            .is_some_and(|i| GO_OPERATOR_DEFAULT_IMAGES.contains(&i))
+    });
     let node_selector = spec.remove("nodeSelectors");
     let tolerations = spec.remove("tolerations");
     let mut patch = match stored.as_deref().map(serde_json::from_str::<Value>) {
@@ -300,6 +320,26 @@ mod tests {
         assert!(up["spec"].get("size").is_none());
         let down = convert(up, V1ALPHA1).expect("down");
         assert_eq!(down, original, "lossless round trip");
+    }
+
+    #[test]
+    fn the_go_operator_default_image_is_no_pin() {
+        for default in GO_OPERATOR_DEFAULT_IMAGES {
+            let up = convert(v1(json!({"image": default})), V1ALPHA2).expect("up");
+            assert_eq!(up["spec"]["deployPatch"], "{}", "{default}");
+            let down = convert(up, V1ALPHA1).expect("down");
+            assert!(down["spec"].get("image").is_none(), "{default}");
+        }
+        let up = convert(
+            v1(json!({"image": "cloudflare/cloudflared:2025.4.1", "size": 2})),
+            V1ALPHA2,
+        )
+        .expect("up");
+        assert_eq!(
+            up["spec"]["deployPatch"],
+            r#"{"spec":{"replicas":2,"template":{"spec":{"containers":[{"image":"cloudflare/cloudflared:2025.4.1","name":"cloudflared"}]}}}}"#,
+            "any other image is a pin"
+        );
     }
 
     #[test]

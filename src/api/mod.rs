@@ -1,4 +1,5 @@
 //! The `networking.cfargotunnel.com` API: CRD types per kind and version. No I/O.
+pub mod access;
 pub mod binding;
 pub mod cel;
 pub mod conversion;

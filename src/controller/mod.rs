@@ -4,6 +4,7 @@
 //! in the managed Secret under [`PENDING_SECRET_KEY`]; once the tunnel exists, the rendered
 //! Secret (credentials.json, holding the same secret) replaces that key. A restart between the two
 //! finds the live tunnel by name and adopts it only when its decoded secret equals the stored one.
+pub mod access;
 pub mod adapters;
 pub mod apply;
 pub mod claims;
@@ -20,6 +21,7 @@ pub mod drift;
 pub mod events;
 pub mod finalizer;
 pub mod go_cluster_workload;
+pub mod legacy;
 pub mod memory;
 pub mod render_cli;
 pub mod render_input;

@@ -11,7 +11,7 @@ use super::conditions::ReadyReason;
 use super::context::Context;
 use super::core::ReconcileError;
 use super::credentials::{self, ApiSecret, Stored};
-use super::{apply, claims, events, status};
+use super::{apply, claims, events, legacy, status};
 use crate::api::names::ANNOTATION_ADOPT_TUNNEL_ID;
 use crate::api::{TunnelSpec, TunnelStatus};
 use crate::cloudflare::client::{
@@ -29,6 +29,9 @@ pub struct Resolved {
     pub zone_id: String,
     pub zone_domain: String,
     pub credentials: TunnelCredentials,
+    /// What admission would refuse in the spec today and how it was served instead
+    /// ([`legacy::notes`]); appended to the `Ready` message.
+    pub notes: Vec<String>,
 }
 
 fn non_empty(value: Option<&String>) -> Option<&str> {
@@ -84,6 +87,7 @@ pub async fn resolve<K: TunnelKindAdapter>(
         zone_id,
         zone_domain: domain,
         credentials: creds,
+        notes: legacy::notes(spec),
     })
 }
 
@@ -340,9 +344,7 @@ async fn existing_tunnel(
     status: &TunnelStatus,
     stored: Stored,
 ) -> Result<TunnelFacts, ReconcileError> {
-    let existing = spec.existing_tunnel.clone().unwrap_or_default();
-    let wanted_id = non_empty(existing.id.as_ref());
-    let wanted_name = non_empty(existing.name.as_ref());
+    let (wanted_id, wanted_name) = legacy::existing_target(spec);
     let status_id = non_empty(status.tunnel_id.as_ref());
     let same_target = match wanted_id {
         Some(id) => status_id == Some(id),

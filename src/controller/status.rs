@@ -163,10 +163,14 @@ pub async fn report_ready<K: TunnelKindAdapter>(
         previous_zones_after_move(next.previous_zones.as_ref(), from, &resolved.zone_id);
     next.zone_id = Some(resolved.zone_id.clone());
     next.zone_domain = Some(resolved.zone_domain.clone());
-    let message = format!(
+    let mut message = format!(
         "tunnel {} ({}) is configured",
         resolved.tunnel_name, resolved.tunnel_id
     );
+    for note in &resolved.notes {
+        message.push_str("; ");
+        message.push_str(note);
+    }
     set_ready(obj, ctx, next, ReadyReason::Ready, &message).await
 }
 
@@ -180,7 +184,7 @@ pub fn route_statuses(entries: &[RouteEntry]) -> Vec<RouteStatus> {
             target: e.service.clone(),
             source: e.source.to_string(),
             state: match e.reason {
-                RouteReason::Routed | RouteReason::UdpPort => "Active",
+                RouteReason::Routed | RouteReason::LegacyRoute | RouteReason::UdpPort => "Active",
                 RouteReason::ServiceNotFound | RouteReason::PortNotFound => "Pending",
                 RouteReason::HostnameConflict => "Conflict",
                 _ => "Error",

@@ -1,11 +1,41 @@
 //! Labels of the managed objects (docs/design.md §1.5) and the immutable Deployment selector (docs/design.md §3.4).
+//!
+//! The Go operator put one label set (its `labelsForTunnel`) on the tunnel object and on the
+//! Secret, ConfigMap and Deployment it managed, as the Deployment's selector and on the pod
+//! template: `cfargotunnel.com/tunnel=<object name>`, `cfargotunnel.com/app=cloudflared`,
+//! `cfargotunnel.com/id`, `cfargotunnel.com/name` (the tunnel's name on Cloudflare),
+//! `cfargotunnel.com/domain` and `cfargotunnel.com/is-cluster-tunnel` (always `"false"`, also on
+//! ClusterTunnels). [`object_labels`] writes the same keys on every managed object and on the pod
+//! template, so selectors written against the Go operator's pods keep matching
+//! (`-l cfargotunnel.com/app=cloudflared`, `-l cfargotunnel.com/tunnel=<name>`, by id or domain).
+//! Two deliberate differences: `is-cluster-tunnel` is `"true"` on a ClusterTunnel's objects, and
+//! only three of the labels form the selector, whose values never change.
 use std::collections::BTreeMap;
 
 use crate::admission::TunnelKind;
 use crate::api::names::{
-    APP_CLOUDFLARED, LABEL_APP, LABEL_DOMAIN, LABEL_IS_CLUSTER_TUNNEL, LABEL_TUNNEL,
+    APP_CLOUDFLARED, LABEL_APP, LABEL_DOMAIN, LABEL_IS_CLUSTER_TUNNEL, LABEL_KIND, LABEL_TUNNEL,
     LABEL_TUNNEL_ID, LABEL_TUNNEL_NAME,
 };
+
+/// The value of `cfargotunnel.com/kind` on a TunnelBinding.
+pub const BINDING_KIND_VALUE: &str = "TunnelBinding";
+
+/// The labels a TunnelBinding carries: `cfargotunnel.com/name=<tunnelRef.name>` and
+/// `cfargotunnel.com/kind=TunnelBinding`. The Go operator's binding reconciler (`labelsForBinding`)
+/// wrote `tunnelRef.name` and `binding.Kind`, which is the binding's own kind from its type
+/// metadata (`TunnelBinding`), not the kind of its tunnel; it then built each tunnel's config
+/// from the bindings listed with exactly these two labels, so after a rollback a binding
+/// without them is not routed until the Go operator relabels it. The name label is `None`
+/// when `tunnelRef.name` is not a valid label value (longer than 63 characters).
+pub fn binding_labels(tunnel_ref_name: &str) -> [(&'static str, Option<String>); 2] {
+    let name = (!tunnel_ref_name.is_empty() && is_valid_label_value(tunnel_ref_name))
+        .then(|| tunnel_ref_name.to_string());
+    [
+        (LABEL_TUNNEL_NAME, name),
+        (LABEL_KIND, Some(BINDING_KIND_VALUE.to_string())),
+    ]
+}
 
 /// Kubernetes label value rules: at most 63 characters, `[-_.a-zA-Z0-9]`, alphanumeric at both
 /// ends (the empty value is valid).
@@ -98,6 +128,19 @@ mod tests {
                 "cfargotunnel.com/tunnel",
             ]
         );
+    }
+
+    #[test]
+    fn a_binding_is_labelled_with_its_tunnel_name_and_its_own_kind() {
+        assert_eq!(
+            binding_labels("edge"),
+            [
+                ("cfargotunnel.com/name", Some("edge".to_string())),
+                ("cfargotunnel.com/kind", Some("TunnelBinding".to_string())),
+            ]
+        );
+        let long = "a".repeat(64);
+        assert_eq!(binding_labels(&long)[0], ("cfargotunnel.com/name", None));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Pure builders of everything the tunnel reconciler applies (docs/design.md §3.4, §3.5); `cftunnel render`
 //! prints the same objects. No I/O, no randomness: equal input gives equal bytes.
+pub mod access;
 pub mod checksum;
 pub mod config;
 pub mod deploy_patch;
@@ -131,7 +132,7 @@ impl Rendered {
 }
 
 /// Is `image` pinned to a version (a tag other than `latest`, or a digest)?
-fn is_pinned(image: &str) -> bool {
+pub fn is_pinned(image: &str) -> bool {
     if image.contains("@sha256:") {
         return true;
     }

@@ -11,6 +11,11 @@
 //!   by the same rules (`admission::route::check_fields`): a route admission would refuse is
 //!   refused here with the same message (`InvalidRoute`), so nothing cloudflared would reject
 //!   reaches a config. The default hostname `<service>.<tunnel domain>` is checked the same way.
+//! - **Stored bindings keep the Go operator's routing** (ratcheting): a `protocol` that is not one
+//!   of the lowercase names is ignored and the protocol inferred from the Service port, and a
+//!   subject `kind` of `service` in another case routes the Service, as the Go operator did;
+//!   such a route is served with reason `LegacyRoute` (Ready stays True) and a message naming
+//!   the field, today's refusal and what is served. Admission still refuses new applies.
 //! - A source whose tunnel does not exist (`TunnelNotFound`) or does not admit its namespace
 //!   (`NamespaceNotAllowed`), or whose route is invalid, serves nothing and claims no hostname:
 //!   only routes that could be served compete for hostnames.
@@ -44,6 +49,8 @@ mod world;
 mod authority_tests;
 #[cfg(test)]
 mod fixtures;
+#[cfg(test)]
+mod legacy_tests;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]

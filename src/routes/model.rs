@@ -180,6 +180,11 @@ fn route_source(
         }
         report.add_violations(&verdict);
         let invalid = verdict.denial_message();
+        if gate.is_none() && invalid.is_none() {
+            for note in &declared.legacy {
+                report.add(RouteReason::LegacyRoute, note);
+            }
+        }
         let target = backend(
             &declared.input,
             declared.service,
@@ -204,13 +209,25 @@ fn route_source(
                         owner: &declared.owner,
                     };
                     match authority.claim(&claim, &field) {
+                        Ok(())
+                            if target.reason == RouteReason::Routed
+                                && !declared.legacy.is_empty() =>
+                        {
+                            (RouteReason::LegacyRoute, declared.legacy.join("; "))
+                        }
                         Ok(()) => (target.reason, target.message.clone()),
                         Err(message) => (RouteReason::HostnameConflict, message),
                     }
                 }
                 (None, None, None) => (RouteReason::InvalidRoute, String::new()),
             };
-            report.add(reason, &message);
+            // A legacy route's notes are in the report already, one by one.
+            let reported = if reason == RouteReason::LegacyRoute {
+                ""
+            } else {
+                &message
+            };
+            report.add(reason, reported);
             declared_of.push(index);
             routes.push(RouteEntry {
                 hostname: fqdn,
@@ -232,7 +249,8 @@ fn route_source(
 fn finish(report: Report, source: &Source<'_>, routes: Vec<RouteEntry>) -> SourceStatus {
     let reason = report.reason.unwrap_or(RouteReason::Routed);
     let mut parts = report.messages;
-    if parts.is_empty() {
+    // Every route served as declared, or the Go operator's way: say where they go first.
+    if parts.is_empty() || reason == RouteReason::LegacyRoute {
         let mut served: Vec<&str> = Vec::new();
         for entry in &routes {
             if !served.contains(&entry.hostname.as_str()) {
@@ -240,7 +258,7 @@ fn finish(report: Report, source: &Source<'_>, routes: Vec<RouteEntry>) -> Sourc
             }
         }
         if let Some(tunnel) = &source.tunnel {
-            parts.push(format!("routes {} through {tunnel}", served.join(", ")));
+            parts.insert(0, format!("routes {} through {tunnel}", served.join(", ")));
         }
     }
     for warning in report.warnings {

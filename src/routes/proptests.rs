@@ -33,7 +33,13 @@ fn subject() -> impl Strategy<Value = Value> {
         ]),
         pick(vec![None, Some("^/a"), Some("(")]),
         pick(vec![json!(null), json!("http"), json!(81), json!("nope")]),
-        pick(vec![None, Some("https"), Some("udp")]),
+        pick(vec![
+            None,
+            Some("https"),
+            Some("udp"),
+            Some("HTTPS"),
+            Some("quic"),
+        ]),
         any::<bool>(),
         pick(vec![None, Some("ca.crt")]),
     )

@@ -7,9 +7,10 @@ use k8s_openapi::api::core::v1::Service;
 use super::world::{Age, SourceKind, SourceRef};
 use crate::admission::TunnelKind;
 use crate::admission::facts::referenced;
-use crate::admission::route::{Field, RouteInput};
-use crate::admission::{TunnelIdentity, Verdict, binding, service};
+use crate::admission::route::{self, Field, RouteInput};
+use crate::admission::{TunnelIdentity, Verdict, Violation, binding, service};
 use crate::api::TunnelBinding;
+use crate::api::binding::TunnelBindingSubject;
 use crate::api::names::{
     LABEL_EXPOSE_CLUSTER_TUNNEL, LABEL_EXPOSE_TUNNEL, service_annotations as ann,
 };
@@ -33,6 +34,9 @@ pub(super) struct Declared<'w> {
     pub input: RouteInput<'w>,
     /// Field-level problems found before the tunnel is known (subject kind and name, booleans).
     pub problems: Verdict,
+    /// What admission refuses today but the Go operator served, and how the route is served
+    /// instead (see [`legacy_subject`]); such a route is `LegacyRoute`.
+    pub legacy: Vec<String>,
     /// The Service routed to, when it exists.
     pub service: Option<&'w Service>,
     /// Names the source in conflict messages, e.g. `TunnelBinding shop/web (subject web)`.
@@ -65,12 +69,15 @@ pub(super) fn from_binding<'w>(
         .map(|(i, subject)| {
             let mut subject_problems = Verdict::default();
             binding::check_subject_identity(i, subject, &mut subject_problems);
+            let mut input = RouteInput {
+                dns_updates_disabled: fields.tunnel_ref.disable_dns_updates,
+                ..binding::subject_route(i, subject, namespace)
+            };
+            let legacy = legacy_subject(i, subject, &mut input, &mut subject_problems);
             Declared {
-                input: RouteInput {
-                    dns_updates_disabled: fields.tunnel_ref.disable_dns_updates,
-                    ..binding::subject_route(i, subject, namespace)
-                },
+                input,
                 problems: subject_problems,
+                legacy,
                 service: services.get(&(namespace, subject.name.as_str())).copied(),
                 owner: format!("{reference} (subject {})", subject.name),
                 fqdn_field: Field::Subject(i, "fqdn").to_string(),
@@ -88,6 +95,42 @@ pub(super) fn from_binding<'w>(
         routes,
         reference,
     }
+}
+
+/// Ratcheting of stored bindings: what the Go operator accepted and routed, and admission refuses
+/// today, is served the Go operator's way instead of refused, each with a note naming the field,
+/// today's refusal and what is served. New applies are still refused (admission runs its own
+/// rules); only objects already stored reach the route model with these shapes.
+/// - a `protocol` that is not one of the lowercase names: the Go operator looked it up
+///   case-sensitively and, when unknown, inferred the protocol from the Service port; so is it here.
+/// - a subject `kind` that is `Service` in another case: the Go operator never read the subject
+///   kind and always routed the Service of that name.
+fn legacy_subject(
+    i: usize,
+    subject: &TunnelBindingSubject,
+    input: &mut RouteInput<'_>,
+    problems: &mut Verdict,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(problem) = binding::subject_kind_problem(&subject.kind)
+        && subject.kind.eq_ignore_ascii_case("service")
+    {
+        let field = format!("subjects[{i}].kind");
+        let refusal = Violation::new(&field, &problem);
+        problems.violations.retain(|v| *v != refusal);
+        notes.push(format!(
+            "{refusal} (refused if applied today; routed to the Service, as the Go operator did)"
+        ));
+    }
+    if let Some((field, protocol)) = input.protocol
+        && let Some(problem) = route::protocol_problem(protocol)
+    {
+        input.protocol = None;
+        notes.push(format!(
+            "{field}: {problem} (refused if applied today; routed with the protocol inferred from the Service port, as the Go operator did)"
+        ));
+    }
+    notes
 }
 
 /// The source a Service is, when it carries exactly one expose label. (Both labels at once is
@@ -109,6 +152,7 @@ pub(super) fn from_service(svc: &Service) -> Option<Source<'_>> {
     let declared = Declared {
         input: service::annotation_route(name, namespace, annotations),
         problems,
+        legacy: Vec::new(),
         service: Some(svc),
         owner: reference.to_string(),
         fqdn_field: Field::Annotation(ann::HOSTNAME).to_string(),

@@ -12,6 +12,10 @@ use crate::render::Route;
 pub enum RouteReason {
     /// Served as declared.
     Routed,
+    /// Served the way the Go operator served it, although admission refuses the object today
+    /// (an unknown or differently-cased `protocol`, a subject `kind` in another case): the
+    /// message names each such field with today's refusal and how the route is served.
+    LegacyRoute,
     /// Served, but the Service port is UDP, which a public hostname cannot carry.
     UdpPort,
     /// Served as `http_status:404`: the Service has no such port.
@@ -32,6 +36,7 @@ impl RouteReason {
     pub fn as_str(self) -> &'static str {
         match self {
             RouteReason::Routed => "Routed",
+            RouteReason::LegacyRoute => "LegacyRoute",
             RouteReason::UdpPort => "UdpPort",
             RouteReason::PortNotFound => "PortNotFound",
             RouteReason::ServiceNotFound => "ServiceNotFound",
@@ -43,7 +48,7 @@ impl RouteReason {
     }
 
     /// The `Ready` condition status this reason gives: `True` while the route works as declared
-    /// (a UDP port is a warning), `False` otherwise.
+    /// (a legacy route or a UDP port is a warning), `False` otherwise.
     pub fn ready_status(self) -> &'static str {
         if self <= RouteReason::UdpPort {
             "True"

@@ -19,6 +19,7 @@ use crate::api::{TunnelBinding, TunnelBindingStatus};
 use crate::controller::Context;
 use crate::controller::conditions::{find_ready, with_ready};
 use crate::controller::finalizer::{add_patch, remove_patch};
+use crate::render::labels::binding_labels;
 use crate::routes::{RouteTable, SourceKind, SourceRef, SourceStatus};
 
 /// Remembers what was last reported on Services, so each change gives one Event.
@@ -114,6 +115,23 @@ pub fn binding_status(
     }
 }
 
+/// The Go operator's binding labels (`render::labels::binding_labels`) that a stored binding
+/// lacks or carries with another value, as a merge patch of `metadata.labels` (a `null` removes a
+/// name label that can no longer name the tunnel); `None` when it carries them. New bindings get
+/// them from the mutating webhook; this labels those stored before it.
+pub fn missing_labels(
+    binding: &TunnelBinding,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let current = binding.labels();
+    let mut patch = serde_json::Map::new();
+    for (key, wanted) in binding_labels(&binding.spec.tunnel_ref.name) {
+        if current.get(key) != wanted.as_ref() {
+            patch.insert(key.to_string(), json!(wanted));
+        }
+    }
+    (!patch.is_empty()).then_some(patch)
+}
+
 /// Has DNS let go of a deleting binding? One with `disableDNSUpdates` never had records; one
 /// whose routed hostnames are known waits only for those; otherwise for a clean sync of its
 /// tunnel's whole group.
@@ -188,6 +206,14 @@ impl StatusWriter {
         if let Some(patch) = add_patch(finalizers, FINALIZER) {
             api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
                 .await?;
+        }
+        if let Some(labels) = missing_labels(binding) {
+            api.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "metadata": { "labels": labels } })),
+            )
+            .await?;
         }
         let source_ref = SourceRef {
             kind: SourceKind::TunnelBinding,
@@ -384,6 +410,33 @@ mod tests {
             .cloned()
             .unwrap_or_else(|| panic!("no Ready"));
         assert_eq!(ready.last_transition_time, time(99));
+    }
+
+    #[test]
+    fn a_stored_binding_is_labelled_once_and_a_stale_name_label_removed() {
+        let mut b = binding();
+        assert_eq!(
+            missing_labels(&b).map(serde_json::Value::Object),
+            Some(
+                json!({"cfargotunnel.com/name": "edge", "cfargotunnel.com/kind": "TunnelBinding"})
+            )
+        );
+        b.metadata.labels = Some(
+            [
+                ("cfargotunnel.com/name", "edge"),
+                ("cfargotunnel.com/kind", "TunnelBinding"),
+                ("team", "shop"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        );
+        assert_eq!(missing_labels(&b), None);
+        b.spec.tunnel_ref.name = "e".repeat(64);
+        assert_eq!(
+            missing_labels(&b).map(serde_json::Value::Object),
+            Some(json!({"cfargotunnel.com/name": null}))
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::input::Document;
 use super::report::ObjectRef;
 use crate::admission::{TunnelKind, Violation};
+use crate::api::access::AccessTunnelFields;
 use crate::api::binding::{TunnelBindingFields, TunnelBindingSubject, TunnelRef};
 use crate::api::conversion::{self, V1ALPHA1, V1ALPHA2};
 use crate::api::names::{LABEL_EXPOSE_CLUSTER_TUNNEL, LABEL_EXPOSE_TUNNEL};
@@ -42,6 +43,8 @@ pub enum Decoded {
         namespace: String,
         service: Service,
     },
+    /// An AccessTunnel: judged on its own fields only.
+    Access(AccessTunnelFields),
     /// Labels for `allowedRoutes` selectors.
     Namespace {
         name: String,
@@ -99,6 +102,17 @@ pub fn decode(document: &Document, default_namespace: &str) -> Outcome {
                     },
                 )
             })
+        }
+        (crate::api::names::GROUP, "AccessTunnel") => {
+            let object = ObjectRef::namespaced(kind, &namespace, &name);
+            serde_json::from_value::<AccessTunnelFields>(value.clone())
+                .map(|fields| (object, Decoded::Access(fields)))
+                .map_err(|e| {
+                    Violation::new(
+                        "object",
+                        format!("does not match the AccessTunnel v1alpha1 schema ({e}); fix the manifest"),
+                    )
+                })
         }
         ("", "Service") if api_version == "v1" && has_expose_label(value) => {
             let object = ObjectRef::namespaced(kind, &namespace, &name);

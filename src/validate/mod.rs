@@ -89,6 +89,7 @@ fn judge(decoded: &Decoded, view: &mut admission::AdmissionView) -> Option<Verdi
             view.add_claims(claims);
             Some(verdict)
         }
+        Decoded::Access(fields) => Some(admission::access::validate(fields)),
         Decoded::Namespace { .. } => None,
     }
 }

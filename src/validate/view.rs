@@ -16,7 +16,7 @@ pub fn base_view<'a>(objects: impl IntoIterator<Item = &'a Decoded>) -> Admissio
             Decoded::Namespace { name, labels } => {
                 view.namespace_labels.insert(name.clone(), labels.clone());
             }
-            Decoded::Binding { .. } | Decoded::Service { .. } => {}
+            Decoded::Binding { .. } | Decoded::Service { .. } | Decoded::Access(_) => {}
         }
     }
     facts::link_account_zones(&mut view.tunnels);

@@ -261,6 +261,18 @@ async fn bindings_and_labelled_services_are_routed_recorded_and_removed_without_
     let b = bindings(&h).get("web").await.expect("binding");
     assert!(b.finalizers().contains(&FINALIZER.to_string()));
     assert_eq!(reason, "Routed");
+    // Stored without the webhook: the reconciler writes the Go operator's binding labels.
+    assert_eq!(
+        b.labels(),
+        &BTreeMap::from([
+            ("cftunnel-test/run".to_string(), ns.clone()),
+            ("cfargotunnel.com/name".to_string(), "edge".to_string()),
+            (
+                "cfargotunnel.com/kind".to_string(),
+                "TunnelBinding".to_string()
+            ),
+        ])
+    );
 
     // A Service port change reaches the config without any edit of the binding.
     services(&h)

@@ -38,6 +38,8 @@ impl WorldBuilder {
                 self.world.bindings.push(Arc::new(binding));
             }
             Decoded::Service { namespace, service } => self.add_service(service.clone(), namespace),
+            // An AccessTunnel declares no route.
+            Decoded::Access(_) => {}
             Decoded::Namespace { name, labels } => {
                 self.world
                     .namespace_labels
