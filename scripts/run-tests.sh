@@ -2,15 +2,18 @@
 # Builds every test target once, then runs the test binaries side by side (CFTUNNEL_TEST_JOBS at
 # a time, default 3), longest first. Most of the suite waits on API servers, leases and pods
 # rather than on the CPU, so running binaries in parallel (as `cargo test` does not) shortens it
-# without changing any test. Each binary's output goes to a log; a failing binary's log is
-# printed whole, a passing one's summary lines only.
+# without changing any test. Each binary's output goes to a log (CFTUNNEL_TEST_LOGS, default
+# <target dir>/test-logs); a failing binary's log is printed whole, a passing one's summary lines.
 #
 #   scripts/run-tests.sh [--locked]      # as scripts/test.sh calls it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${CFTUNNEL_TEST_JOBS:-3}
-logs=$(mktemp -d "${TMPDIR:-/tmp}/cftunnel-tests.XXXXXX")
-trap 'rm -rf "$logs"' EXIT
+# Each binary's whole output stays here after the run (timings the tests print included).
+logs=${CFTUNNEL_TEST_LOGS:-${CARGO_TARGET_DIR:-target}/test-logs}
+rm -rf "$logs"
+mkdir -p "$logs"
+logs=$(cd "$logs" && pwd)
 
 cargo test --all-targets "$@" --no-run --message-format=json-render-diagnostics >"$logs/build.json"
 # Test executables (the library's unit tests, the binary's, each tests/*.rs, examples): the
@@ -56,5 +59,5 @@ for log in "$logs"/*.FAILED.log; do
   echo "=== $(basename "$log" .FAILED.log) FAILED; its whole output:"
   cat "$log"
 done
-echo "test binaries ran in $(($(date +%s) - started))s, $jobs at a time"
+echo "test binaries ran in $(($(date +%s) - started))s, $jobs at a time; logs in $logs"
 exit "$failed"

@@ -1,7 +1,7 @@
 //! Changing `spec.cloudflare.domain` moves a tunnel's DNS records: those of the old zone go
 //! (only records proven ours), the new zone gets them, and the old zone stays in
 //! `status.previousZones` until it is clean, across a restart of cftunnel too.
-use cftunnel::api::{Tunnel, ZoneRef};
+use cftunnel::api::{Tunnel, TunnelStatus, ZoneRef};
 use cftunnel::cloudflare::sim::{Fault, Operation};
 use cftunnel::testenv::poll_until;
 use kube::api::{DeleteParams, Patch, PatchParams};
@@ -87,6 +87,24 @@ async fn wait_previous_zones(h: &Harness, wanted: Option<Vec<ZoneRef>>) -> Tunne
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Status naming `zone` with no previous zone left. The records can move before the status
+/// write that records the new zone lands, and previousZones is empty before that write too, so
+/// both are waited for.
+async fn wait_moved_to(h: &Harness, zone: &str) -> TunnelStatus {
+    poll_until(
+        "status: the new zone, no previous zone",
+        WAIT,
+        POLL,
+        || async {
+            let status = h.tunnels().get("edge").await.ok()?.status?;
+            (status.zone_domain.as_deref() == Some(zone) && status.previous_zones.is_none())
+                .then_some(status)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
 fn old_zone(h: &Harness) -> ZoneRef {
     ZoneRef {
         zone_id: h.sim.zone_id(OLD).expect("old zone"),
@@ -105,9 +123,7 @@ async fn a_domain_change_moves_the_records_to_the_new_zone_and_leaves_foreign_on
     let kept = h.sim.dns_records(OLD);
     assert_eq!(kept[0].id, foreign, "the foreign record is untouched");
     assert_eq!(kept[0].content, "elsewhere.example.net");
-    let t = wait_previous_zones(&h, None).await;
-    let status = t.status.unwrap_or_default();
-    assert_eq!(status.zone_domain.as_deref(), Some(NEW));
+    let status = wait_moved_to(&h, NEW).await;
     assert_eq!(status.zone_id, h.sim.zone_id(NEW));
 }
 
@@ -184,7 +200,7 @@ async fn a_domain_change_leaves_a_hostname_of_a_third_zone_in_place_and_deletion
     )
     .await;
     // The old zone is released although the tunnel still has records in a zone not its own.
-    wait_previous_zones(&h, None).await;
+    wait_moved_to(&h, NEW).await;
     assert_eq!(names_in(&h, THIRD), third, "the third zone's route is kept");
 
     h.tunnels()
