@@ -1,40 +1,15 @@
 //! Objects the Go operator stored and ran, in shapes admission refuses today (stored here
 //! without the webhook, as they were before cftunnel): they keep working the Go operator's way,
 //! and their `Ready` condition says what would be refused if they were applied today.
-use std::collections::BTreeMap;
 
 use cftunnel::api::TunnelBinding;
-use cftunnel::testenv::poll_until;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
 use kube::api::PostParams;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::harness::{self, Harness, POLL, TOKEN, WAIT};
-use crate::routes::{API_SECRET, bindings, create_service, wait_binding_reason, wait_records};
-
-async fn ingress(h: &Harness) -> BTreeMap<String, String> {
-    let cms: Api<ConfigMap> = Api::namespaced(h.admin.clone(), &h.ns);
-    let Ok(cm) = cms.get("edge").await else {
-        return BTreeMap::new();
-    };
-    let text = cm
-        .data
-        .and_then(|d| d.get("config.yaml").cloned())
-        .unwrap_or_default();
-    let config: Value = serde_yaml_ng::from_str(&text).unwrap_or(Value::Null);
-    config["ingress"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|rule| {
-            Some((
-                rule["hostname"].as_str()?.to_string(),
-                rule["service"].as_str().unwrap_or("").to_string(),
-            ))
-        })
-        .collect()
-}
+use crate::harness::{self, Harness, TOKEN};
+use crate::routes::{
+    API_SECRET, bindings, create_service, wait_binding_reason, wait_ingress, wait_records,
+};
 
 #[tokio::test]
 async fn a_stored_binding_with_go_era_oddities_is_routed_and_says_why_it_would_be_refused() {
@@ -68,14 +43,11 @@ async fn a_stored_binding_with_go_era_oddities_is_routed_and_says_why_it_would_b
             "legacy.example.com|routes legacy.example.com through Tunnel {ns}/edge; subjects[0].kind: \"service\" is not supported; only Service can be bound (refused if applied today; routed to the Service, as the Go operator did); subjects[0].spec.protocol: \"quic\" is not supported; use http, https, tcp, udp, ssh, rdp or smb (refused if applied today; routed with the protocol inferred from the Service port, as the Go operator did)"
         )
     );
-    let rendered = poll_until("the legacy route rendered", WAIT, POLL, || async {
-        let wanted = format!("http://web.{ns}.svc:8080");
-        (ingress(&h).await.get("legacy.example.com") == Some(&wanted)).then_some(())
+    let wanted = format!("http://web.{ns}.svc:8080");
+    wait_ingress(&h, "the legacy route rendered", |rules| {
+        rules.get("legacy.example.com") == Some(&wanted)
     })
     .await;
-    if let Err(e) = rendered {
-        panic!("{e}; ingress now {:?}", ingress(&h).await);
-    }
     wait_records(&h, "legacy.example.com", 1).await;
     let t = h.wait_reason(&h.tunnels(), "edge", "Ready").await;
     let routes = t.status.and_then(|s| s.routes).unwrap_or_default();

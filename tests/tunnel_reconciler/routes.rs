@@ -83,7 +83,11 @@ async fn ingress(h: &Harness) -> BTreeMap<String, String> {
         .collect()
 }
 
-async fn wait_ingress(h: &Harness, what: &str, check: impl Fn(&BTreeMap<String, String>) -> bool) {
+pub(crate) async fn wait_ingress(
+    h: &Harness,
+    what: &str,
+    check: impl Fn(&BTreeMap<String, String>) -> bool,
+) {
     let waited = poll_until(what, WAIT, POLL, || async {
         let rules = ingress(h).await;
         check(&rules).then_some(())
