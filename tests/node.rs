@@ -110,19 +110,24 @@ fn cftunnel_installs_and_runs_on_a_real_node() {
             "start-to-ready: {:.1?} from `kubectl apply -k` to two replicas Ready and one leader",
             applied.elapsed()
         );
+        let step = |name: &str| eprintln!("{name} done after {:.1?}", began.elapsed());
         install::webhook_answers_through_its_service(&plane).await;
+        step("webhook through its Service");
         tunnel::tunnel_runs_hardened_cloudflared(&plane, &cf).await;
+        step("tunnel with hardened cloudflared");
         failover::leader_pod_deletion_fails_over(&plane, &cf.sim.account_id()).await;
+        step("failover");
         failover::eviction_respects_the_disruption_budget(&plane).await;
+        step("eviction");
         uninstall::release_tunnels_as_the_readme_says(&plane, &cf).await;
+        step("tunnels released");
         uninstall::delete_kustomize_install(&plane, overlay.path()).await;
-        eprintln!(
-            "kustomize install and uninstall done after {:.1?}",
-            began.elapsed()
-        );
+        step("kustomize install and uninstall");
 
         uninstall::helm_install_serves(&plane, &cf, &images.cloudflared).await;
+        step("helm install");
         uninstall::helm_uninstall(&plane, &cf).await;
+        step("helm uninstall");
 
         let left = cleanup::Footprint::of(&plane);
         plane.stop().await;
