@@ -11,7 +11,8 @@ use crate::routes::{
 
 const API_SECRET: &str = "cloudflare-api";
 
-async fn create_quiet_binding(h: &Harness, name: &str, fqdn: &str) {
+/// A binding of `web` at `fqdn` with `tunnelRef.disableDNSUpdates` (no DNS is written for it).
+pub(crate) async fn create_quiet_binding(h: &Harness, name: &str, fqdn: &str) {
     let binding: TunnelBinding = serde_json::from_value(json!({
         "apiVersion": "networking.cfargotunnel.com/v1alpha1",
         "kind": "TunnelBinding",

@@ -9,7 +9,10 @@ use kube::api::DeleteParams;
 use serde_json::json;
 
 use crate::harness::{Harness, POLL, TOKEN, WAIT};
-use crate::routes::{API_SECRET, bindings, create_binding, create_service, wait_binding_reason};
+use crate::binding_deletion::create_quiet_binding;
+use crate::routes::{
+    API_SECRET, bindings, create_binding, create_service, wait_binding_reason, wait_ingress,
+};
 
 const ZONES: [&str; 3] = ["example.com", "dev.example.com", "example.net"];
 
@@ -178,4 +181,39 @@ async fn an_fqdn_in_no_zone_is_reported_with_the_zones_it_could_be_in() {
             "a record for app.nowhere.org in {zone}"
         );
     }
+}
+
+/// The Go operator's manifests routed hostnames outside the tunnel's domain with
+/// `disableDNSUpdates` (the user manages the record): admitted, routed, and no DNS written.
+#[tokio::test]
+async fn a_disable_dns_updates_binding_outside_every_zone_is_routed_with_no_dns_write() {
+    let h = Harness::start_in_zones("tr-quiet", &ZONES).await;
+    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
+        .await;
+    create_service(&h, "web", 80, json!({}), json!({})).await;
+    h.create_tunnel(
+        "edge",
+        h.spec(API_SECRET, json!({"newTunnel": {"name": "edge"}})),
+    )
+    .await;
+    h.wait_reason(&h.tunnels(), "edge", "Ready").await;
+    create_quiet_binding(&h, "go-era", "app.nowhere.org").await;
+    let (status, _, message) = wait_binding_reason(&h, "go-era", "Routed").await;
+    assert_eq!(status, "True", "{message}");
+    wait_ingress(&h, "the route outside every zone rendered", |rules| {
+        rules.contains_key("app.nowhere.org")
+    })
+    .await;
+    let writes: u64 = [
+        Operation::CreateDnsRecord,
+        Operation::UpdateDnsRecord,
+        Operation::PatchDnsRecord,
+        Operation::DeleteDnsRecord,
+        Operation::BatchDnsRecords,
+    ]
+    .into_iter()
+    .map(|op| h.sim.calls(op))
+    .sum();
+    assert_eq!(writes, 0, "a DNS write for a disableDNSUpdates binding");
+    wait_zones(&h, [&[], &[], &[]]).await;
 }
