@@ -350,6 +350,49 @@ impl Harness {
     }
 }
 
+/// Log lines written on this thread while the guard lives, at debug level (noisy transport
+/// crates at info). `#[tokio::test]` runs the operator's tasks on the test's thread, so this
+/// captures what the in-process operator logs.
+pub fn capture_logs() -> (
+    tracing::subscriber::DefaultGuard,
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+) {
+    #[derive(Clone)]
+    struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Sink(buffer.clone());
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            "debug,h2=info,hyper=info,hyper_util=info,rustls=info,tower=info",
+        ))
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    (tracing::subscriber::set_default(subscriber), buffer)
+}
+
+/// What [`capture_logs`] captured so far.
+pub fn captured(buffer: &std::sync::Mutex<Vec<u8>>) -> String {
+    String::from_utf8_lossy(
+        &buffer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+    .into_owned()
+}
+
 /// The Ready condition's message, empty when there is none.
 pub fn ready_message(status: Option<&TunnelStatus>) -> String {
     ready(status).map(|c| c.message.clone()).unwrap_or_default()
