@@ -75,19 +75,26 @@ impl Harness {
 
     /// Like [`Harness::start`], with operator options changed by `tweak`.
     pub async fn start_with(prefix: &str, tweak: fn(&mut ControllerOptions)) -> Harness {
-        Harness::start_full(prefix, tweak, &["example.com"]).await
+        Harness::start_full(prefix, tweak, &["example.com"], true).await
     }
 
     /// Like [`Harness::start`], the simulated account holding `zones` (the tunnels' domain
     /// `example.com` among them).
     pub async fn start_in_zones(prefix: &str, zones: &[&str]) -> Harness {
-        Harness::start_full(prefix, |_| {}, zones).await
+        Harness::start_full(prefix, |_| {}, zones, true).await
+    }
+
+    /// Like [`Harness::start`] without starting the operator ([`Harness::start_operator`]
+    /// starts it): for tests that prepare what the operator finds first.
+    pub async fn start_stopped(prefix: &str) -> Harness {
+        Harness::start_full(prefix, |_| {}, &["example.com"], false).await
     }
 
     async fn start_full(
         prefix: &str,
         tweak: fn(&mut ControllerOptions),
         zones: &[&str],
+        run: bool,
     ) -> Harness {
         let plane = plane().await;
         let admin = plane.admin_client().expect("admin client");
@@ -110,7 +117,9 @@ impl Harness {
             operator: None,
             tweak,
         };
-        harness.start_operator();
+        if run {
+            harness.start_operator();
+        }
         harness
     }
 
