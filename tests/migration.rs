@@ -37,6 +37,9 @@ const CLUSTER_API_SECRET: &str = "cloudflare-api-cluster";
 const ACCESS_TOKEN_ID: &str = "4d1f9c2e.access";
 const ACCESS_TOKEN_SECRET: &str = "go-era-service-token-value";
 
+/// A tunnel object's name, kind and the ingress (hostname, service) the Go operator rendered.
+type GoIngress = (String, String, Vec<(&'static str, String)>);
+
 #[tokio::test]
 async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_tunnel() {
     // Step 1: a control plane whose first CRDs are the Go operator's releases that served only
@@ -219,7 +222,7 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
     // cluster-resource namespace); the AccessTunnel's Deployment (token in the arguments) and
     // Service; DNS records in its format.
     let svc = |name: &str, port: u16| format!("http://{name}.{ns}.svc:{port}");
-    let go_routes: Vec<(String, String, Vec<(&str, String)>)> = vec![
+    let go_routes: Vec<GoIngress> = vec![
         (
             "legacy".into(),
             "Tunnel".into(),
