@@ -57,7 +57,8 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
     install_crds(plane, &go_crds("crds-v1alpha1-only.yaml")).await;
     // Every line the in-process operator logs, searched for the access token at the end.
     let (_logs_guard, logs) = harness::capture_logs();
-    let mut h = Harness::start_stopped("migration").await;
+    // The account also holds other.org, where the binding with disableDNSUpdates routes.
+    let mut h = Harness::start_stopped("migration", &["example.com", "other.org"]).await;
     let ns = h.ns.clone();
     let account = h.sim.account_id();
     let shared_name = format!("shared-{ns}");
@@ -220,7 +221,7 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
     // Step 6: what the Go operator made for them: per tunnel a Secret, a ConfigMap whose
     // ingress is the routes it served, a Deployment (a ClusterTunnel's named after it, in the
     // cluster-resource namespace); the AccessTunnel's Deployment (token in the arguments) and
-    // Service; DNS records in its format.
+    // Service; DNS records in its format (kind.example.com's not written yet when it stopped).
     let svc = |name: &str, port: u16| format!("http://{name}.{ns}.svc:{port}");
     let go_routes: Vec<GoIngress> = vec![
         (
@@ -285,7 +286,12 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
     for (name, uid, id, tunnel_name, secret, cluster) in &facts {
         let kind = if *cluster { "ClusterTunnel" } else { "Tunnel" };
         // The release serving v1alpha2 re-applied its objects with owner references to its
-        // hub version v1alpha2, whatever version the owner was stored in.
+        // hub version v1alpha2, whatever version the owner was stored in. (References still
+        // naming v1alpha1, from a release that served only v1alpha1, are rewritten by
+        // cftunnel's apply; with OwnerReferencesPermissionEnforcement the API server then
+        // wants `delete` on the Secret and ConfigMap, which cftunnel's RBAC does not grant:
+        // Ready stays False, KubernetesError "cannot set an ownerRef on a resource you can't
+        // delete".)
         let refs = owner(kind, "v1alpha2", name, uid);
         let ingress = &go_routes.iter().find(|r| r.0 == *name).expect("routes").2;
         create_as_go::<Secret>(
@@ -331,7 +337,6 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
         ("web.example.com", &legacy_id, "legacy-tunnel"),
         ("secure.example.com", &legacy_id, "legacy-tunnel"),
         ("quic.example.com", &pre_id, "pre"),
-        ("kind.example.com", &edge_id, "edge-ct-tunnel"),
     ] {
         go_cnames.push((host, dns_records(&h, host, id, tunnel_name), id.clone()));
     }
@@ -416,13 +421,19 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
         wait_cftunnel_ingress(&h, &config, &wanted).await;
     }
 
-    // Step 11: DNS: the Go operator's records are adopted as they are, the missing ones are
-    // written for the right tunnels, nothing is written for the binding without DNS updates.
+    // Step 11: DNS: the records missing in each DNS group (the Tunnels' and the ClusterTunnels')
+    // are written for the right tunnels, which shows both groups synced; the Go operator's
+    // records are adopted as they are; nothing is written for the binding without DNS updates.
     checks::wait_cname(&h, "fresh.example.com", &legacy_id).await;
+    checks::wait_cname(&h, "kind.example.com", &edge_id).await;
     for (host, cname_id, id) in &go_cnames {
         checks::assert_go_records_kept(&h, host, cname_id, id);
     }
-    assert!(h.sim.dns_records("other.org").is_empty());
+    assert_eq!(
+        h.sim.dns_records("other.org"),
+        Vec::new(),
+        "disableDNSUpdates"
+    );
 
     // Step 12: no tunnel created or deleted on Cloudflare.
     assert_eq!(

@@ -86,8 +86,9 @@ impl Harness {
 
     /// Like [`Harness::start`] without starting the operator ([`Harness::start_operator`]
     /// starts it): for tests that prepare what the operator finds first.
-    pub async fn start_stopped(prefix: &str) -> Harness {
-        Harness::start_full(prefix, |_| {}, &["example.com"], false).await
+    /// The simulated account holds `zones`.
+    pub async fn start_stopped(prefix: &str, zones: &[&str]) -> Harness {
+        Harness::start_full(prefix, |_| {}, zones, false).await
     }
 
     async fn start_full(
