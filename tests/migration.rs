@@ -6,6 +6,8 @@
 //! Secrets and DNS records it made for them. Then cftunnel's CRDs replace the Go ones and the
 //! operator starts. Every object is reconciled or says why, no route is lost, no tunnel is
 //! created or deleted on Cloudflare, and the AccessTunnel runs cftunnel's hardened workload.
+#[path = "migration/cases.rs"]
+mod cases;
 #[path = "migration/checks.rs"]
 mod checks;
 mod common;
@@ -26,19 +28,13 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::ResourceExt;
 use serde_json::{Value, json};
 
+use cases::{API_SECRET, CLUSTER_API_SECRET, Case, Source};
 use checks::{Route, wait_access_ready, wait_binding, wait_cftunnel_ingress};
-use go_era::{
-    cloudflare, create_as_go, credentials, dns_records, go_crds, install_crds, owner, status, store,
-};
+use go_era::{create_as_go, credentials, dns_records, go_crds, install_crds, owner, status, store};
 use harness::{Harness, TOKEN};
 
-const API_SECRET: &str = "cloudflare-api";
-const CLUSTER_API_SECRET: &str = "cloudflare-api-cluster";
 const ACCESS_TOKEN_ID: &str = "4d1f9c2e.access";
 const ACCESS_TOKEN_SECRET: &str = "go-era-service-token-value";
-
-/// A tunnel object's name, kind and the ingress (hostname, service) the Go operator rendered.
-type GoIngress = (String, String, Vec<(&'static str, String)>);
 
 #[tokio::test]
 async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_tunnel() {
@@ -61,54 +57,129 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
     let mut h = Harness::start_stopped("migration", &["example.com", "other.org"]).await;
     let ns = h.ns.clone();
     let account = h.sim.account_id();
-    let shared_name = format!("shared-{ns}");
+    let svc = |name: &str, port: u16| format!("http://{name}.{ns}.svc:{port}");
 
-    // Step 2: the tunnels the Go operator created or was given, on Cloudflare.
-    let pre_secret = [7u8; 32];
-    let pre_id = h
-        .precreate_with_credential_file(API_SECRET, pre_secret)
-        .await;
-    let legacy_secret = [1u8; 32];
-    let legacy_id = h
-        .precreate_tunnel("legacy-tunnel", &legacy_secret, ConfigSrc::Local)
-        .await;
-    let shared_secret = [2u8; 32];
-    let shared_id = h
-        .precreate_tunnel("shared", &shared_secret, ConfigSrc::Local)
-        .await;
-    let edge_secret = [3u8; 32];
-    let edge_id = h
-        .precreate_tunnel("edge-ct-tunnel", &edge_secret, ConfigSrc::Local)
-        .await;
-    let shared_file = credentials(&account, &shared_id, shared_secret).to_string();
-    h.create_api_secret(
-        CLUSTER_API_SECRET,
-        &[
-            ("CLOUDFLARE_API_TOKEN", TOKEN),
-            ("CLOUDFLARE_TUNNEL_CREDENTIAL_FILE", &shared_file),
-        ],
-    )
-    .await;
+    // Step 2: each kind in each version with each tunnel source; the routes the Go operator
+    // served through them; the tunnels it created or was given, on Cloudflare; the API Secrets
+    // (one credentials file per existing tunnel, under the key its object names).
+    let case = |name: String, cluster, version, source, tunnel_name, seed: u8| Case {
+        name,
+        cluster,
+        version,
+        source,
+        tunnel_name,
+        secret: [seed; 32],
+        extra: json!({}),
+        ingress: Vec::new(),
+    };
+    let mut cases = vec![
+        case(
+            "legacy".into(),
+            false,
+            "v1alpha1",
+            Source::New,
+            "legacy-tunnel",
+            1,
+        ),
+        case(
+            "old-existing".into(),
+            false,
+            "v1alpha1",
+            Source::ById("old.json"),
+            "old-existing-tunnel",
+            2,
+        ),
+        case(
+            "existing".into(),
+            false,
+            "v1alpha2",
+            Source::OddIdWithName("CLOUDFLARE_TUNNEL_CREDENTIAL_FILE"),
+            "pre",
+            3,
+        ),
+        case(
+            "modern".into(),
+            false,
+            "v1alpha2",
+            Source::New,
+            "modern-tunnel",
+            4,
+        ),
+        case(
+            format!("shared-{ns}"),
+            true,
+            "v1alpha1",
+            Source::ById("CLOUDFLARE_TUNNEL_CREDENTIAL_FILE"),
+            "shared",
+            5,
+        ),
+        case(
+            format!("old-new-{ns}"),
+            true,
+            "v1alpha1",
+            Source::New,
+            "old-new-tunnel",
+            6,
+        ),
+        case(
+            format!("edge-{ns}"),
+            true,
+            "v1alpha2",
+            Source::New,
+            "edge-ct-tunnel",
+            7,
+        ),
+        case(
+            format!("by-name-{ns}"),
+            true,
+            "v1alpha2",
+            Source::ByName("by-name.json"),
+            "by-name-tunnel",
+            8,
+        ),
+    ];
+    cases[0].ingress = vec![
+        ("web.example.com", svc("web", 8080)),
+        ("secure.example.com", format!("https://secure.{ns}.svc:443")),
+    ];
+    cases[2].ingress = vec![("quic.example.com", svc("web", 8080))];
+    cases[4].extra = json!({"size": 3});
+    cases[4].ingress = vec![("web.other.org", svc("web", 8080))];
+    cases[6].ingress = vec![("kind.example.com", svc("web", 8080))];
+    let (legacy, existing, shared_ct, edge) = (0, 2, 4, 6);
+    let mut ids = Vec::new();
+    for c in &cases {
+        ids.push(
+            h.precreate_tunnel(c.tunnel_name, &c.secret, ConfigSrc::Local)
+                .await,
+        );
+    }
+    for (secret_name, cluster) in [(API_SECRET, false), (CLUSTER_API_SECRET, true)] {
+        let mut data = vec![("CLOUDFLARE_API_TOKEN".to_string(), TOKEN.to_string())];
+        for (c, id) in cases.iter().zip(&ids).filter(|(c, _)| c.cluster == cluster) {
+            if let Some(key) = c.credential_key() {
+                data.push((
+                    key.to_string(),
+                    credentials(&account, id, c.secret).to_string(),
+                ));
+            }
+        }
+        let data: Vec<(&str, &str)> = data.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        h.create_api_secret(secret_name, &data).await;
+    }
 
-    // Step 3: v1alpha1 objects of that era. The API server defaults `image` to the Go
-    // operator's cloudflared of the time (2022.12.1) in the Tunnel that names none.
-    let legacy_uid = store(
-        &h,
-        "Tunnel",
-        "v1alpha1",
-        json!({"metadata": {"name": "legacy"}, "spec": {"newTunnel": {"name": "legacy-tunnel"}, "cloudflare": cloudflare(&h, API_SECRET)}}),
-        Some(status(&h, &legacy_id, "legacy-tunnel")),
-    )
-    .await;
-    let shared_uid = store(
-        &h,
-        "ClusterTunnel",
-        "v1alpha1",
-        json!({"metadata": {"name": shared_name}, "spec": {"existingTunnel": {"id": shared_id}, "size": 3, "cloudflare": cloudflare(&h, CLUSTER_API_SECRET)}}),
-        Some(status(&h, &shared_id, "shared")),
-    )
-    .await;
-
+    // Step 3: the v1alpha1 objects, stored while v1alpha1 was the only version. The API server
+    // writes the Go schema's default `image` (2022.12.1) into each.
+    let mut uids = vec![String::new(); cases.len()];
+    for (i, c) in cases
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.version == "v1alpha1")
+    {
+        let body = c.body(&h, &ids[i]);
+        let status = status(&h, &ids[i], c.tunnel_name);
+        uids[i] = store(&h, c.kind(), "v1alpha1", body, Some(status)).await;
+    }
     let legacy_v1 = go_era::read(&h, "Tunnel", "v1alpha1", "legacy").await;
     assert_eq!(
         legacy_v1["spec"]["image"], "cloudflare/cloudflared:2022.12.1",
@@ -116,25 +187,17 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
     );
 
     // Step 4: the Go release that serves v1alpha1 and v1alpha2 (v1alpha2 stored) and
-    // AccessTunnel; v1alpha2 objects, one naming its tunnel by a non-UUID id next to a valid name.
+    // AccessTunnel; the v1alpha2 objects and the AccessTunnel with its token Secret.
     install_crds(plane, &go_crds("crds.yaml")).await;
-    let existing_uid = store(
-        &h,
-        "Tunnel",
-        "v1alpha2",
-        json!({"metadata": {"name": "existing"}, "spec": {"existingTunnel": {"id": "my-tunnel", "name": "pre"}, "cloudflare": cloudflare(&h, API_SECRET)}}),
-        Some(status(&h, &pre_id, "pre")),
-    )
-    .await;
-    let edge_name = format!("edge-{ns}");
-    let edge_uid = store(
-        &h,
-        "ClusterTunnel",
-        "v1alpha2",
-        json!({"metadata": {"name": edge_name}, "spec": {"newTunnel": {"name": "edge-ct-tunnel"}, "cloudflare": cloudflare(&h, CLUSTER_API_SECRET)}}),
-        Some(status(&h, &edge_id, "edge-ct-tunnel")),
-    )
-    .await;
+    for (i, c) in cases
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.version == "v1alpha2")
+    {
+        let body = c.body(&h, &ids[i]);
+        let status = status(&h, &ids[i], c.tunnel_name);
+        uids[i] = store(&h, c.kind(), "v1alpha2", body, Some(status)).await;
+    }
     h.create_api_secret(
         "access-token",
         &[
@@ -194,14 +257,14 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
         binding(
             "lower-kind",
             "ClusterTunnel",
-            &edge_name,
+            &cases[edge].name,
             json!({"kind": "service", "name": "web", "spec": {"fqdn": "kind.example.com"}}),
             false,
         ),
         binding(
             "outside",
             "ClusterTunnel",
-            &shared_name,
+            &cases[shared_ct].name,
             json!({"name": "web", "spec": {"fqdn": "web.other.org"}}),
             true,
         ),
@@ -222,69 +285,8 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
     // ingress is the routes it served, a Deployment (a ClusterTunnel's named after it, in the
     // cluster-resource namespace); the AccessTunnel's Deployment (token in the arguments) and
     // Service; DNS records in its format (kind.example.com's not written yet when it stopped).
-    let svc = |name: &str, port: u16| format!("http://{name}.{ns}.svc:{port}");
-    let go_routes: Vec<GoIngress> = vec![
-        (
-            "legacy".into(),
-            "Tunnel".into(),
-            vec![
-                ("web.example.com", svc("web", 8080)),
-                ("secure.example.com", format!("https://secure.{ns}.svc:443")),
-            ],
-        ),
-        (
-            "existing".into(),
-            "Tunnel".into(),
-            vec![("quic.example.com", svc("web", 8080))],
-        ),
-        (
-            edge_name.clone(),
-            "ClusterTunnel".into(),
-            vec![("kind.example.com", svc("web", 8080))],
-        ),
-        (
-            shared_name.clone(),
-            "ClusterTunnel".into(),
-            vec![("web.other.org", svc("web", 8080))],
-        ),
-    ];
-    let facts = [
-        (
-            "legacy",
-            legacy_uid.clone(),
-            legacy_id.clone(),
-            "legacy-tunnel",
-            legacy_secret,
-            false,
-        ),
-        (
-            "existing",
-            existing_uid.clone(),
-            pre_id.clone(),
-            "pre",
-            pre_secret,
-            false,
-        ),
-        (
-            edge_name.as_str(),
-            edge_uid.clone(),
-            edge_id.clone(),
-            "edge-ct-tunnel",
-            edge_secret,
-            true,
-        ),
-        (
-            shared_name.as_str(),
-            shared_uid.clone(),
-            shared_id.clone(),
-            "shared",
-            shared_secret,
-            true,
-        ),
-    ];
     let mut go_deployments = Vec::new();
-    for (name, uid, id, tunnel_name, secret, cluster) in &facts {
-        let kind = if *cluster { "ClusterTunnel" } else { "Tunnel" };
+    for ((c, id), uid) in cases.iter().zip(&ids).zip(&uids) {
         // The release serving v1alpha2 re-applied its objects with owner references to its
         // hub version v1alpha2, whatever version the owner was stored in. (References still
         // naming v1alpha1, from a release that served only v1alpha1, are rewritten by
@@ -292,27 +294,15 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
         // wants `delete` on the Secret and ConfigMap, which cftunnel's RBAC does not grant:
         // Ready stays False, KubernetesError "cannot set an ownerRef on a resource you can't
         // delete".)
-        let refs = owner(kind, "v1alpha2", name, uid);
-        let ingress = &go_routes.iter().find(|r| r.0 == *name).expect("routes").2;
-        create_as_go::<Secret>(
-            &h.admin,
-            &ns,
-            go_era::tunnel_secret(name, &credentials(&account, id, *secret), refs.clone()),
-        )
-        .await;
-        create_as_go::<ConfigMap>(
-            &h.admin,
-            &ns,
-            go_era::tunnel_config(name, id, ingress, refs.clone()),
-        )
-        .await;
-        let d: Deployment = create_as_go(
-            &h.admin,
-            &ns,
-            go_era::tunnel_deployment(name, *cluster, id, tunnel_name, refs),
-        )
-        .await;
-        go_deployments.push((name.to_string(), d.uid().expect("uid"), *cluster));
+        let refs = owner(c.kind(), "v1alpha2", &c.name, uid);
+        let creds = credentials(&account, id, c.secret);
+        let secret = go_era::tunnel_secret(&c.name, &creds, refs.clone());
+        create_as_go::<Secret>(&h.admin, &ns, secret).await;
+        let config = go_era::tunnel_config(&c.name, id, &c.ingress, refs.clone());
+        create_as_go::<ConfigMap>(&h.admin, &ns, config).await;
+        let d = go_era::tunnel_deployment(&c.name, c.cluster, id, c.tunnel_name, refs);
+        let d: Deployment = create_as_go(&h.admin, &ns, d).await;
+        go_deployments.push((c.name.clone(), d.uid().expect("uid"), c.cluster));
     }
     let access_refs = owner("AccessTunnel", "v1alpha1", "bastion", &access_uid);
     let go_access: Deployment = create_as_go(
@@ -334,22 +324,21 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
     .await;
     let mut go_cnames = Vec::new();
     for (host, id, tunnel_name) in [
-        ("web.example.com", &legacy_id, "legacy-tunnel"),
-        ("secure.example.com", &legacy_id, "legacy-tunnel"),
-        ("quic.example.com", &pre_id, "pre"),
+        ("web.example.com", &ids[legacy], "legacy-tunnel"),
+        ("secure.example.com", &ids[legacy], "legacy-tunnel"),
+        ("quic.example.com", &ids[existing], "pre"),
     ] {
         go_cnames.push((host, dns_records(&h, host, id, tunnel_name), id.clone()));
     }
     // What etcd holds before cftunnel: the first-era objects still in v1alpha1.
-    for (resource, name, version) in [
-        ("tunnels", format!("{ns}/legacy"), "v1alpha1"),
-        ("clustertunnels", shared_name.clone(), "v1alpha1"),
-        ("tunnels", format!("{ns}/existing"), "v1alpha2"),
-    ] {
-        let key = format!("/registry/{}/{resource}/{name}", go_era::GROUP);
+    for c in &cases {
+        let key = match c.cluster {
+            true => format!("/registry/{}/clustertunnels/{}", go_era::GROUP, c.name),
+            false => format!("/registry/{}/tunnels/{ns}/{}", go_era::GROUP, c.name),
+        };
         assert_eq!(
             install_support::stored_api_version(plane, &key).await,
-            Some(format!("{}/{version}", go_era::GROUP)),
+            Some(format!("{}/{}", go_era::GROUP, c.version)),
             "{key}"
         );
     }
@@ -360,7 +349,7 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
     );
     let creates_before = h.sim.calls(Operation::CreateTunnel);
     let tunnels_before: BTreeSet<String> = h.live_tunnels().into_iter().map(|t| t.id).collect();
-    assert_eq!(tunnels_before.len(), 4);
+    assert_eq!(tunnels_before.len(), cases.len());
 
     // Step 7: cftunnel installed as the README says: its CRDs replace the Go operator's (their
     // conversion calls cftunnel's webhook, here on loopback), then the operator starts with the
@@ -372,24 +361,29 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
 
     // Step 8: every tunnel runs the tunnel it ran before, the oddities say why they would be
     // refused today, and the v1alpha1 default image pins nothing.
-    let legacy = h.wait_reason(&h.tunnels(), "legacy", "Ready").await;
-    assert_eq!(
-        legacy.status.and_then(|s| s.tunnel_id),
-        Some(legacy_id.clone())
-    );
-    let existing = h.wait_reason(&h.tunnels(), "existing", "Ready").await;
-    let message = harness::ready_message(existing.status.as_ref());
-    assert!(
-        message.contains("(refused if applied today; the tunnel was found by spec.existingTunnel.name \"pre\", as the Go operator did)"),
-        "{message}"
-    );
-    assert_eq!(
-        existing.status.and_then(|s| s.tunnel_id),
-        Some(pre_id.clone())
-    );
-    for (name, id) in [(&edge_name, &edge_id), (&shared_name, &shared_id)] {
-        let ct = h.wait_reason(&h.cluster_tunnels(), name, "Ready").await;
-        assert_eq!(ct.status.and_then(|s| s.tunnel_id).as_ref(), Some(id));
+    for (c, id) in cases.iter().zip(&ids) {
+        let status = match c.cluster {
+            true => {
+                h.wait_reason(&h.cluster_tunnels(), &c.name, "Ready")
+                    .await
+                    .status
+            }
+            false => h.wait_reason(&h.tunnels(), &c.name, "Ready").await.status,
+        };
+        assert_eq!(
+            status.as_ref().and_then(|s| s.tunnel_id.as_ref()),
+            Some(id),
+            "{}",
+            c.name
+        );
+        let message = harness::ready_message(status.as_ref());
+        let odd = matches!(c.source, Source::OddIdWithName(_));
+        assert_eq!(
+            message.contains("(refused if applied today; the tunnel was found by spec.existingTunnel.name \"pre\", as the Go operator did)"),
+            odd,
+            "{}: {message}",
+            c.name
+        );
     }
     checks::assert_cftunnel_workloads(&h, &go_deployments, DEFAULT_CLOUDFLARED_IMAGE, 3).await;
 
@@ -408,13 +402,13 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
 
     // Step 10: no route lost: every hostname the Go operator served is in cftunnel's ingress,
     // to the same Service and port.
-    for (name, kind, routes) in &go_routes {
-        let config = if kind == "ClusterTunnel" {
-            format!("clustertunnel-{name}")
-        } else {
-            name.clone()
+    for c in cases.iter().filter(|c| !c.ingress.is_empty()) {
+        let config = match c.cluster {
+            true => format!("clustertunnel-{}", c.name),
+            false => c.name.clone(),
         };
-        let wanted: Vec<Route> = routes
+        let wanted: Vec<Route> = c
+            .ingress
             .iter()
             .map(|(host, service)| Route::new(host, service))
             .collect();
@@ -424,8 +418,8 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
     // Step 11: DNS: the records missing in each DNS group (the Tunnels' and the ClusterTunnels')
     // are written for the right tunnels, which shows both groups synced; the Go operator's
     // records are adopted as they are; nothing is written for the binding without DNS updates.
-    checks::wait_cname(&h, "fresh.example.com", &legacy_id).await;
-    checks::wait_cname(&h, "kind.example.com", &edge_id).await;
+    checks::wait_cname(&h, "fresh.example.com", &ids[legacy]).await;
+    checks::wait_cname(&h, "kind.example.com", &ids[edge]).await;
     for (host, cname_id, id) in &go_cnames {
         checks::assert_go_records_kept(&h, host, cname_id, id);
     }
