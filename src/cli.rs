@@ -40,9 +40,9 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Write a development CA and a webhook serving certificate (never commit them).
     Certs(CertsArgs),
-    /// Print what the reconciler would apply for the Tunnels and ClusterTunnels given, as
-    /// multi-document YAML (diagnostics on stderr). Uses status.tunnelId when the input carries
-    /// it; never generates secrets: the Secret's values are redacted placeholders.
+    /// Print what the reconciler would apply for the Tunnels, ClusterTunnels and AccessTunnels
+    /// given, as multi-document YAML (diagnostics on stderr). Uses status.tunnelId when the input
+    /// carries it; never generates secrets: the Secret's values are redacted placeholders.
     Render(RenderArgs),
 }
 

@@ -263,4 +263,8 @@ async fn access_tunnels_install_and_their_rules_quote_the_bad_value() {
         printed.contains("target.svc.port: Invalid value: 70000: target.svc.port in body should be less than or equal to 65535"),
         "{printed}"
     );
+    assert!(
+        printed.contains("target.svc.port: the port is out of range; use 1 to 65535"),
+        "the CEL rule's message is printed beside the schema's: {printed}"
+    );
 }

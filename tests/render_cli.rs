@@ -280,3 +280,194 @@ fn render_routes_bindings_and_labelled_services_and_the_older_binding_owns_a_hos
          warning: TunnelBinding shop/web: ServiceNotFound: subjects[1].name: Service shop/gone does not exist; create it or fix the name (the hostname answers 404 until then)\n"
     );
 }
+
+const ACCESS_TOKEN_ID: &str = "0f1e2d3c.access.render";
+const ACCESS_TOKEN_SECRET: &str = "render-test-service-token-value";
+
+/// An AccessTunnel rendered offline from its live manifest, with its token Secret in the same
+/// input, is the ServiceAccount, Deployment, Service and PDB the reconciler applied (a dry-run
+/// apply of each under the reconciler's field manager changes nothing but the checksum, which
+/// offline is computed from placeholders), and no value of the token is printed.
+#[tokio::test]
+async fn render_of_an_access_tunnel_is_what_the_reconciler_applied_and_prints_no_token() {
+    use cftunnel::api::access::AccessTunnel;
+    use k8s_openapi::api::core::v1::Service;
+
+    let h = Harness::start("render-access").await;
+    h.create_api_secret(
+        "access-token",
+        &[
+            ("CLOUDFLARE_ACCESS_SERVICE_TOKEN_ID", ACCESS_TOKEN_ID),
+            ("CLOUDFLARE_ACCESS_SERVICE_TOKEN_TOKEN", ACCESS_TOKEN_SECRET),
+        ],
+    )
+    .await;
+    let access: Api<AccessTunnel> = Api::namespaced(h.admin.clone(), &h.ns);
+    let at: AccessTunnel = serde_json::from_value(json!({
+        "apiVersion": "networking.cfargotunnel.com/v1alpha1",
+        "kind": "AccessTunnel",
+        "metadata": {"name": "bastion", "labels": {"cftunnel-test/run": h.ns}},
+        "target": {"fqdn": "ssh.example.com", "protocol": "ssh", "svc": {"name": "bastion-ssh", "port": 2222}},
+        "serviceToken": {"secretRef": "access-token"},
+    }))
+    .expect("access tunnel json");
+    access
+        .create(&kube::api::PostParams::default(), &at)
+        .await
+        .expect("create access tunnel");
+    let live_at = cftunnel::testenv::poll_until(
+        "AccessTunnel Ready",
+        harness::WAIT,
+        harness::POLL,
+        || async {
+            let at = access.get("bastion").await.ok()?;
+            let ready = at
+                .status
+                .as_ref()?
+                .conditions
+                .as_ref()?
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True");
+            ready.then_some(at)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    // The input: the live object and its token Secret, as a directory of manifests would hold.
+    let secret = h.secrets().get("access-token").await.expect("secret");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("access.yaml");
+    let text = format!(
+        "{}---\n{}",
+        serde_yaml_ng::to_string(&live_at).expect("yaml"),
+        serde_yaml_ng::to_string(&secret).expect("yaml")
+    );
+    std::fs::write(&file, text).expect("write");
+    let (out, stderr) = render(&file, "cftunnel-tunnels");
+    assert_eq!(stderr, "");
+    use base64::Engine;
+    for value in [ACCESS_TOKEN_ID, ACCESS_TOKEN_SECRET] {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(value);
+        assert!(
+            !out.contains(value) && !out.contains(&encoded),
+            "a token value is in the output:\n{out}"
+        );
+    }
+    let docs: Vec<Value> = out
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_yaml_ng::from_str(d).expect("yaml"))
+        .collect();
+    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "ServiceAccount",
+            "Deployment",
+            "Service",
+            "PodDisruptionBudget"
+        ]
+    );
+    let container = &by_kind(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        container["command"],
+        Value::Null,
+        "the image's cloudflared entrypoint"
+    );
+    assert_eq!(
+        container["args"],
+        json!([
+            "access",
+            "ssh",
+            "--hostname",
+            "ssh.example.com",
+            "--listener",
+            "0.0.0.0:8000"
+        ])
+    );
+    assert_eq!(
+        container["env"],
+        json!([
+            {"name": "TUNNEL_SERVICE_TOKEN_ID", "valueFrom": {"secretKeyRef": {"name": "access-token", "key": "CLOUDFLARE_ACCESS_SERVICE_TOKEN_ID"}}},
+            {"name": "TUNNEL_SERVICE_TOKEN_SECRET", "valueFrom": {"secretKeyRef": {"name": "access-token", "key": "CLOUDFLARE_ACCESS_SERVICE_TOKEN_TOKEN"}}},
+        ])
+    );
+    let service = by_kind(&docs, "Service");
+    assert_eq!(service["metadata"]["name"], "bastion-ssh");
+    assert_eq!(
+        service["spec"]["ports"],
+        json!([{"name": "ssh", "protocol": "TCP", "port": 2222, "targetPort": 8000}])
+    );
+
+    // Each rendered object applied as a dry run under the reconciler's field manager leaves the
+    // live one as it is (the Deployment given the live checksum first).
+    let ns = h.ns.as_str();
+    let apply = PatchParams::apply("cftunnel").force().dry_run();
+    let deployments = Api::<Deployment>::namespaced(h.admin.clone(), ns);
+    let live =
+        serde_json::to_value(deployments.get("bastion").await.expect("deployment")).expect("json");
+    let checksum_path = "/spec/template/metadata/annotations";
+    let live_checksum = live
+        .pointer(checksum_path)
+        .and_then(|a| a.get(ANNOTATION_CHECKSUM))
+        .cloned()
+        .expect("live checksum");
+    let mut rendered = by_kind(&docs, "Deployment").clone();
+    if let Some(annotations) = rendered.pointer_mut(checksum_path) {
+        assert_ne!(
+            annotations[ANNOTATION_CHECKSUM], live_checksum,
+            "the offline checksum comes from placeholders, not the token"
+        );
+        annotations[ANNOTATION_CHECKSUM] = live_checksum;
+    }
+    let dry = deployments
+        .patch("bastion", &apply, &Patch::Apply(&rendered))
+        .await
+        .expect("dry-run apply deployment");
+    let dry = serde_json::to_value(dry).expect("json");
+    for key in ["/spec", "/metadata/labels", "/metadata/ownerReferences"] {
+        assert_eq!(dry.pointer(key), live.pointer(key), "Deployment {key}");
+    }
+    let services = Api::<Service>::namespaced(h.admin.clone(), ns);
+    let live =
+        serde_json::to_value(services.get("bastion-ssh").await.expect("service")).expect("json");
+    let dry = services
+        .patch("bastion-ssh", &apply, &Patch::Apply(service))
+        .await
+        .expect("dry-run apply service");
+    let dry = serde_json::to_value(dry).expect("json");
+    for key in ["/spec", "/metadata/labels", "/metadata/ownerReferences"] {
+        assert_eq!(dry.pointer(key), live.pointer(key), "Service {key}");
+    }
+    let pdbs = Api::<PodDisruptionBudget>::namespaced(h.admin.clone(), ns);
+    let live = serde_json::to_value(pdbs.get("bastion").await.expect("pdb")).expect("json");
+    let dry = pdbs
+        .patch(
+            "bastion",
+            &apply,
+            &Patch::Apply(by_kind(&docs, "PodDisruptionBudget")),
+        )
+        .await
+        .expect("dry-run apply pdb");
+    let dry = serde_json::to_value(dry).expect("json");
+    for key in ["/spec", "/metadata/labels", "/metadata/ownerReferences"] {
+        assert_eq!(dry.pointer(key), live.pointer(key), "PDB {key}");
+    }
+    let accounts = Api::<ServiceAccount>::namespaced(h.admin.clone(), ns);
+    let sa = by_kind(&docs, "ServiceAccount");
+    let name = sa["metadata"]["name"].as_str().expect("sa name");
+    let live = serde_json::to_value(accounts.get(name).await.expect("sa")).expect("json");
+    let dry = accounts
+        .patch(name, &apply, &Patch::Apply(sa))
+        .await
+        .expect("dry-run apply sa");
+    let dry = serde_json::to_value(dry).expect("json");
+    for key in [
+        "/automountServiceAccountToken",
+        "/metadata/labels",
+        "/metadata/ownerReferences",
+    ] {
+        assert_eq!(dry.pointer(key), live.pointer(key), "ServiceAccount {key}");
+    }
+}

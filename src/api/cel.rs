@@ -21,14 +21,22 @@ pub const TUNNEL_SOURCE_SWITCH: &str =
 pub const ACCOUNT_IMMUTABLE: &str = "spec.cloudflare: accountId and accountName cannot change once set; create a new Tunnel instead";
 
 /// AccessTunnel rules: (field path, rule, messageExpression). The messages are the texts of
-/// `admission::access`, the offending value quoted. `target.svc.port` has the Go operator's
-/// `minimum`/`maximum` instead: kube-apiserver 1.37 estimates `string(self)` of an integer in a
-/// `messageExpression` at more than 100x its budget and refuses the CRD.
-pub const ACCESS_RULES: &[(&[&str], &str, &str)] = &[(
-    &["target", "protocol"],
-    "self in ['', 'tcp', 'rdp', 'smb', 'ssh']",
-    r#"'target.protocol: "' + self + '" is not supported; use tcp, rdp, smb or ssh'"#,
-)];
+/// `admission::access`, the offending value quoted. `target.svc.port` keeps the Go operator's
+/// `minimum`/`maximum` and adds a rule whose message is a constant (the API server prints both):
+/// kube-apiserver 1.37 estimates `string(self)` of an integer in a `messageExpression` at more
+/// than 100x its budget and refuses the CRD.
+pub const ACCESS_RULES: &[(&[&str], &str, &str)] = &[
+    (
+        &["target", "protocol"],
+        "self in ['', 'tcp', 'rdp', 'smb', 'ssh']",
+        r#"'target.protocol: "' + self + '" is not supported; use tcp, rdp, smb or ssh'"#,
+    ),
+    (
+        &["target", "svc", "port"],
+        "self >= 1 && self <= 65535",
+        "'target.svc.port: the port is out of range; use 1 to 65535'",
+    ),
+];
 
 /// Rules on the spec object.
 pub fn spec_rules() -> Vec<(String, &'static str)> {

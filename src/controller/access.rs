@@ -15,7 +15,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::apply::ensure_controlled;
 use super::conditions::{ReadyReason, find_ready, ready_condition, with_ready};
@@ -143,67 +143,24 @@ async fn converge(at: &AccessTunnel, ctx: &Context) -> Result<String, (ReadyReas
     };
     let rendered = render_access(at, &ctx.options.cloudflared_image, &checksum)
         .map_err(|e| (ReadyReason::RenderFailed, e.to_string()))?;
-    let client = &ctx.client;
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    let name = |v: &serde_json::Value| v["metadata"]["name"].as_str().unwrap_or("").to_string();
     // Never apply over an object this AccessTunnel does not control (a Tunnel of the same name
     // owns a Deployment and PDB of that name). Those the Go operator made for this object are
-    // controlled by it and taken over in place.
+    // controlled by it and taken over in place. The objects are exactly those `cftunnel render`
+    // prints for the object.
     let uid = at.uid().unwrap_or_default();
     let owner = format!("AccessTunnel {namespace}/{}", at.name_any());
-    let conflict = |e: super::core::ReconcileError| (e.reason(), e.to_string());
-    ensure_controlled::<ServiceAccount>(
-        ctx,
-        &namespace,
-        &name(&rendered.service_account),
-        &uid,
-        &owner,
-    )
-    .await
-    .map_err(conflict)?;
-    ensure_controlled::<Deployment>(ctx, &namespace, &name(&rendered.deployment), &uid, &owner)
-        .await
-        .map_err(conflict)?;
-    ensure_controlled::<Service>(ctx, &namespace, &name(&rendered.service), &uid, &owner)
-        .await
-        .map_err(conflict)?;
-    ensure_controlled::<PodDisruptionBudget>(ctx, &namespace, &name(&rendered.pdb), &uid, &owner)
-        .await
-        .map_err(conflict)?;
-    let kube_error = |what: &str, e: kube::Error| {
-        (
-            ReadyReason::KubernetesError,
-            format!("applying the {what}: {e}"),
+    for object in rendered.objects() {
+        on_kind(
+            ctx,
+            &namespace,
+            object,
+            Step::EnsureControlled(&uid, &owner),
         )
-    };
-    Api::<ServiceAccount>::namespaced(client.clone(), &namespace)
-        .patch(
-            &name(&rendered.service_account),
-            &params,
-            &Patch::Apply(&rendered.service_account),
-        )
-        .await
-        .map_err(|e| kube_error("ServiceAccount", e))?;
-    Api::<Deployment>::namespaced(client.clone(), &namespace)
-        .patch(
-            &name(&rendered.deployment),
-            &params,
-            &Patch::Apply(&rendered.deployment),
-        )
-        .await
-        .map_err(|e| kube_error("Deployment", e))?;
-    Api::<Service>::namespaced(client.clone(), &namespace)
-        .patch(
-            &name(&rendered.service),
-            &params,
-            &Patch::Apply(&rendered.service),
-        )
-        .await
-        .map_err(|e| kube_error("Service", e))?;
-    Api::<PodDisruptionBudget>::namespaced(client.clone(), &namespace)
-        .patch(&name(&rendered.pdb), &params, &Patch::Apply(&rendered.pdb))
-        .await
-        .map_err(|e| kube_error("PodDisruptionBudget", e))?;
+        .await?;
+    }
+    for object in rendered.objects() {
+        on_kind(ctx, &namespace, object, Step::Apply).await?;
+    }
     let port = rendered.service["spec"]["ports"][0]["port"]
         .as_i64()
         .unwrap_or_default();
@@ -211,8 +168,75 @@ async fn converge(at: &AccessTunnel, ctx: &Context) -> Result<String, (ReadyReas
         "cloudflared access {} to {} is reachable at Service {}:{port}",
         at.spec.target.protocol(),
         at.spec.target.fqdn,
-        name(&rendered.service)
+        rendered.service["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
     ))
+}
+
+/// What [`on_kind`] does with one rendered object.
+enum Step<'a> {
+    /// Fail with `NameConflict` unless the object is absent or controlled by (uid, owner).
+    EnsureControlled(&'a str, &'a str),
+    /// Server-side apply as cftunnel's field manager.
+    Apply,
+}
+
+/// Runs `step` on `object` with the typed API of its kind.
+async fn on_kind(
+    ctx: &Context,
+    namespace: &str,
+    object: &Value,
+    step: Step<'_>,
+) -> Result<(), (ReadyReason, String)> {
+    match object["kind"].as_str().unwrap_or_default() {
+        "ServiceAccount" => on::<ServiceAccount>(ctx, namespace, object, step).await,
+        "Deployment" => on::<Deployment>(ctx, namespace, object, step).await,
+        "Service" => on::<Service>(ctx, namespace, object, step).await,
+        "PodDisruptionBudget" => on::<PodDisruptionBudget>(ctx, namespace, object, step).await,
+        other => Err((
+            ReadyReason::RenderFailed,
+            format!("rendered an object of unexpected kind {other:?}"),
+        )),
+    }
+}
+
+async fn on<K>(
+    ctx: &Context,
+    namespace: &str,
+    object: &Value,
+    step: Step<'_>,
+) -> Result<(), (ReadyReason, String)>
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned,
+{
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    match step {
+        Step::EnsureControlled(uid, owner) => {
+            ensure_controlled::<K>(ctx, namespace, name, uid, owner)
+                .await
+                .map_err(|e| (e.reason(), e.to_string()))
+        }
+        Step::Apply => {
+            Api::<K>::namespaced(ctx.client.clone(), namespace)
+                .patch(
+                    name,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(object),
+                )
+                .await
+                .map_err(|e| {
+                    (
+                        ReadyReason::KubernetesError,
+                        format!("applying the {}: {e}", K::kind(&())),
+                    )
+                })?;
+            Ok(())
+        }
+    }
 }
 
 async fn set_ready(
@@ -243,5 +267,11 @@ async fn set_ready(
         )
         .await
         .map_err(|e| AccessError(format!("writing the status: {e}")))?;
+    tracing::info!(
+        accesstunnel = %format!("{}/{}", at.namespace().unwrap_or_default(), at.name_any()),
+        reason = reason.as_str(),
+        %message,
+        "AccessTunnel Ready changed"
+    );
     Ok(())
 }

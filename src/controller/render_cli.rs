@@ -1,9 +1,10 @@
-//! `cftunnel render` (docs/design.md §6): what the reconciler would apply for Tunnels and ClusterTunnels
-//! given as files, without a cluster or Cloudflare. Deterministic: no secret is ever generated;
+//! `cftunnel render` (docs/design.md §6): what the reconciler would apply for Tunnels, ClusterTunnels
+//! and AccessTunnels given as files, without a cluster or Cloudflare. Deterministic: no secret is ever generated;
 //! what only Cloudflare knows is a fixed placeholder and the Secret's values are redacted.
 //! TunnelBindings and labelled Services in the input are routed by `routes::compute_routes`,
 //! against the Services the input holds; a route that is not served as declared is reported on
 //! stderr (the render still succeeds, as the reconciler would still apply it).
+mod access;
 mod world;
 
 use std::io::{Read, Write};
@@ -101,12 +102,15 @@ pub fn run(
     let mut failed = false;
     let mut builder = world::WorldBuilder::default();
     let mut tunnels = Vec::new();
+    let mut access_tunnels = Vec::new();
     for document in &documents {
         match decode(document, DEFAULT_NAMESPACE) {
-            Outcome::Decoded(_, decoded) => {
+            Outcome::Decoded(object, decoded) => {
                 builder.add(&decoded);
-                if let Decoded::Tunnel(tunnel) = *decoded {
-                    tunnels.push((document, tunnel));
+                match *decoded {
+                    Decoded::Tunnel(tunnel) => tunnels.push((document, tunnel)),
+                    Decoded::Access(_) => access_tunnels.push((document, object)),
+                    _ => {}
                 }
             }
             Outcome::Unreadable(object, violation) => {
@@ -149,8 +153,29 @@ pub fn run(
             }
         }
     }
+    for (document, object) in access_tunnels {
+        let namespace = document
+            .value
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or(DEFAULT_NAMESPACE);
+        match access::render(&document.value, namespace, &settings.cloudflared_image) {
+            Ok(text) => {
+                yaml.push_str(&text);
+                rendered_any = true;
+            }
+            Err(e) => {
+                writeln!(err, "{}: {object}: {e}", document.origin)?;
+                failed = true;
+            }
+        }
+    }
     if !rendered_any && !failed {
-        writeln!(err, "error: the input holds no Tunnel or ClusterTunnel")?;
+        writeln!(
+            err,
+            "error: the input holds no Tunnel, ClusterTunnel or AccessTunnel"
+        )?;
         return Ok(1);
     }
     out.write_all(yaml.as_bytes())?;
@@ -329,10 +354,63 @@ spec:
     }
 
     #[test]
+    fn an_access_tunnel_renders_its_four_objects_and_a_bad_one_names_the_field() {
+        let input = "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: AccessTunnel
+metadata: {name: db, namespace: ops}
+target: {fqdn: db.example.com, svc: {port: 5432}}
+serviceToken: {secretRef: db-token}
+---
+apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: AccessTunnel
+metadata: {name: bad}
+target: {fqdn: db.example.com, protocol: udp}
+";
+        let (code, out, err) = render(input);
+        assert_eq!(code, 1);
+        assert_eq!(
+            err,
+            "<stdin>#2: AccessTunnel default/bad: target.protocol: \"udp\" is not supported; use tcp, rdp, smb or ssh\n"
+        );
+        let docs: Vec<Value> = out
+            .split("---\n")
+            .filter(|d| !d.is_empty())
+            .filter_map(|d| serde_yaml_ng::from_str(d).ok())
+            .collect();
+        let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "ServiceAccount",
+                "Deployment",
+                "Service",
+                "PodDisruptionBudget"
+            ]
+        );
+        assert!(docs.iter().all(|d| d["metadata"]["namespace"] == "ops"));
+        assert_eq!(
+            docs[1]["metadata"]["ownerReferences"][0]["uid"],
+            PLACEHOLDER_UID
+        );
+        let checksum = &docs[1]["spec"]["template"]["metadata"]["annotations"]
+            [crate::api::names::ANNOTATION_CHECKSUM];
+        assert_eq!(
+            checksum.as_str(),
+            Some(
+                crate::render::access::token_checksum(REDACTED.as_bytes(), REDACTED.as_bytes())
+                    .as_str()
+            )
+        );
+    }
+
+    #[test]
     fn no_tunnel_in_the_input_is_an_error_on_stderr() {
         let (code, out, err) = render("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n");
         assert_eq!(code, 1);
         assert_eq!(out, "");
-        assert_eq!(err, "error: the input holds no Tunnel or ClusterTunnel\n");
+        assert_eq!(
+            err,
+            "error: the input holds no Tunnel, ClusterTunnel or AccessTunnel\n"
+        );
     }
 }

@@ -39,6 +39,31 @@ pub fn access_selector(name: &str) -> BTreeMap<String, String> {
     ])
 }
 
+impl AccessRendered {
+    /// Every object, in apply order: what the reconciler applies and `cftunnel render` prints.
+    pub fn objects(&self) -> [&Value; 4] {
+        [
+            &self.service_account,
+            &self.deployment,
+            &self.service,
+            &self.pdb,
+        ]
+    }
+
+    /// Multi-document YAML in apply order; keys sorted, so equal renders print equal bytes.
+    pub fn to_yaml(&self) -> Result<String, RenderError> {
+        let mut out = String::new();
+        for object in self.objects() {
+            out.push_str("---\n");
+            out.push_str(
+                &serde_yaml_ng::to_string(object)
+                    .map_err(|e| RenderError::Encode(e.to_string()))?,
+            );
+        }
+        Ok(out)
+    }
+}
+
 /// Renders the objects of `at`, with `image` unless the object pins its own and the token
 /// `checksum` (empty without a service token).
 pub fn render_access(

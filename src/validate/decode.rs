@@ -62,6 +62,24 @@ pub enum Outcome {
     Unreadable(ObjectRef, Violation),
 }
 
+/// The required fields of an AccessTunnel, named as the API server names them (`Required
+/// value`), with what to give.
+fn access_required(value: &Value) -> Result<(), Violation> {
+    let Some(target) = value.get("target").filter(|t| t.is_object()) else {
+        return Err(Violation::new(
+            "target",
+            "Required value; give target.fqdn, the hostname of the Access application",
+        ));
+    };
+    if target.get("fqdn").is_none_or(Value::is_null) {
+        return Err(Violation::new(
+            "target.fqdn",
+            "Required value; give the hostname of the Access application, e.g. ssh.example.com",
+        ));
+    }
+    Ok(())
+}
+
 /// Decodes one document; `default_namespace` stands in for a missing `metadata.namespace`.
 pub fn decode(document: &Document, default_namespace: &str) -> Outcome {
     let value = &document.value;
@@ -105,14 +123,16 @@ pub fn decode(document: &Document, default_namespace: &str) -> Outcome {
         }
         (crate::api::names::GROUP, "AccessTunnel") => {
             let object = ObjectRef::namespaced(kind, &namespace, &name);
-            serde_json::from_value::<AccessTunnelFields>(value.clone())
-                .map(|fields| (object, Decoded::Access(fields)))
-                .map_err(|e| {
-                    Violation::new(
-                        "object",
-                        format!("does not match the AccessTunnel v1alpha1 schema ({e}); fix the manifest"),
-                    )
+            access_required(value)
+                .and_then(|()| {
+                    serde_json::from_value::<AccessTunnelFields>(value.clone()).map_err(|e| {
+                        Violation::new(
+                            "object",
+                            format!("does not match the AccessTunnel v1alpha1 schema ({e}); fix the manifest"),
+                        )
+                    })
                 })
+                .map(|fields| (object, Decoded::Access(fields)))
         }
         ("", "Service") if api_version == "v1" && has_expose_label(value) => {
             let object = ObjectRef::namespaced(kind, &namespace, &name);

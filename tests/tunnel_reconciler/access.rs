@@ -1,20 +1,23 @@
 //! AccessTunnel end to end: a hardened `cloudflared access` Deployment whose service token comes
 //! from the Secret through environment variables only, a Service, Ready, a roll when the token
-//! changes, and everything gone with the object.
+//! changes, and everything gone with the object (KCM's garbage collector). No value of the token
+//! in the Deployment, in any Event of the namespace or in the operator's log lines.
 use cftunnel::api::access::AccessTunnel;
 use cftunnel::api::names::ANNOTATION_CHECKSUM;
 use cftunnel::testenv::poll_until;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::harness::{Harness, POLL, WAIT};
+use crate::harness::{self, Harness, POLL, WAIT};
 
 const TOKEN_ID: &str = "0f1e2d3c.access";
 const TOKEN_SECRET: &str = "s3cr3t-service-token-value";
+const ROTATED: &str = "rotated-service-token-value";
 
 fn checksum(d: &Deployment) -> String {
     d.spec
@@ -29,6 +32,8 @@ fn checksum(d: &Deployment) -> String {
 #[tokio::test]
 async fn an_access_tunnel_runs_with_its_token_in_env_only_rolls_on_change_and_goes_with_the_object()
 {
+    // Everything the in-process operator logs during the test, at debug level.
+    let (_logs_guard, logs) = harness::capture_logs();
     let h = Harness::start("tr-access").await;
     h.create_api_secret(
         "access-token",
@@ -135,32 +140,61 @@ async fn an_access_tunnel_runs_with_its_token_in_env_only_rolls_on_change_and_go
             "access-token",
             &PatchParams::default(),
             &Patch::Merge(
-                json!({"stringData": {"CLOUDFLARE_ACCESS_SERVICE_TOKEN_TOKEN": "rotated-token"}}),
+                json!({"stringData": {"CLOUDFLARE_ACCESS_SERVICE_TOKEN_TOKEN": ROTATED}}),
             ),
         )
         .await
         .expect("rotate token");
-    poll_until("the checksum follows the token", WAIT, POLL, || async {
+    let rolled = poll_until("the checksum follows the token", WAIT, POLL, || async {
         let d = deployments.get("bastion").await.ok()?;
-        (checksum(&d) != first && checksum(&d).len() == 64).then_some(())
+        (checksum(&d) != first && checksum(&d).len() == 64).then_some(d)
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
+    let whole = serde_json::to_string(&rolled).expect("deployment json");
+    assert!(
+        !whole.contains(ROTATED),
+        "the new token is in the Deployment"
+    );
+    // The new template is rolled out: KCM makes a second ReplicaSet for it.
+    let replica_sets: Api<ReplicaSet> = Api::namespaced(h.admin.clone(), &h.ns);
+    poll_until("a ReplicaSet for the new checksum", WAIT, POLL, || async {
+        let sets = replica_sets
+            .list(&ListParams::default().labels("app=cloudflared,name=bastion"))
+            .await
+            .ok()?
+            .items;
+        let checksums: std::collections::BTreeSet<String> = sets
+            .iter()
+            .filter_map(|rs| {
+                rs.spec
+                    .template
+                    .as_ref()?
+                    .metadata
+                    .as_ref()?
+                    .annotations
+                    .as_ref()?
+                    .get(ANNOTATION_CHECKSUM)
+                    .cloned()
+            })
+            .collect();
+        (checksums.contains(&first) && checksums.contains(&checksum(&rolled))).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    // No value of the token in any Event of the namespace (whole objects, not only notes).
     let events: Api<Event> = Api::namespaced(h.admin.clone(), &h.ns);
-    let notes: Vec<String> = events
+    let events = events
         .list(&ListParams::default())
         .await
         .expect("events")
-        .items
-        .into_iter()
-        .filter_map(|e| e.note)
-        .collect();
-    assert!(
-        notes
-            .iter()
-            .all(|n| !n.contains(TOKEN_SECRET) && !n.contains("rotated-token")),
-        "{notes:?}"
-    );
+        .items;
+    for event in &events {
+        let text = serde_json::to_string(event).expect("event json");
+        for value in [TOKEN_ID, TOKEN_SECRET, ROTATED] {
+            assert!(!text.contains(value), "a token value in an Event: {text}");
+        }
+    }
 
     // A Service of that name that another object owns is never applied over.
     let foreign: Service = serde_json::from_value(json!({
@@ -206,11 +240,32 @@ async fn an_access_tunnel_runs_with_its_token_in_env_only_rolls_on_change_and_go
         .delete("bastion", &DeleteParams::default())
         .await
         .expect("delete");
+    let accounts: Api<ServiceAccount> = Api::namespaced(h.admin.clone(), &h.ns);
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(h.admin.clone(), &h.ns);
     poll_until("owned objects collected", WAIT, POLL, || async {
         let d = deployments.get_opt("bastion").await.ok()?;
         let s = services.get_opt("bastion-ssh").await.ok()?;
-        (d.is_none() && s.is_none()).then_some(())
+        let p = pdbs.get_opt("bastion").await.ok()?;
+        let a = accounts.get_opt("bastion-access").await.ok()?;
+        (d.is_none() && s.is_none() && p.is_none() && a.is_none()).then_some(())
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
+    let kept = tunnels
+        .get("clash")
+        .await
+        .expect("the other AccessTunnel stays");
+    assert!(kept.metadata.deletion_timestamp.is_none());
+
+    // The operator's own log lines (debug level) never carry a token value.
+    let logs = harness::captured(&logs);
+    let ns = h.ns.as_str();
+    assert!(
+        logs.contains(&format!("accesstunnel={ns}/bastion"))
+            && logs.contains("AccessTunnel Ready changed"),
+        "the capture holds the operator's lines about the object:\n{logs}"
+    );
+    for value in [TOKEN_ID, TOKEN_SECRET, ROTATED] {
+        assert!(!logs.contains(value), "a token value is logged");
+    }
 }

@@ -75,19 +75,27 @@ impl Harness {
 
     /// Like [`Harness::start`], with operator options changed by `tweak`.
     pub async fn start_with(prefix: &str, tweak: fn(&mut ControllerOptions)) -> Harness {
-        Harness::start_full(prefix, tweak, &["example.com"]).await
+        Harness::start_full(prefix, tweak, &["example.com"], true).await
     }
 
     /// Like [`Harness::start`], the simulated account holding `zones` (the tunnels' domain
     /// `example.com` among them).
     pub async fn start_in_zones(prefix: &str, zones: &[&str]) -> Harness {
-        Harness::start_full(prefix, |_| {}, zones).await
+        Harness::start_full(prefix, |_| {}, zones, true).await
+    }
+
+    /// Like [`Harness::start`] without starting the operator ([`Harness::start_operator`]
+    /// starts it): for tests that prepare what the operator finds first.
+    /// The simulated account holds `zones`.
+    pub async fn start_stopped(prefix: &str, zones: &[&str]) -> Harness {
+        Harness::start_full(prefix, |_| {}, zones, false).await
     }
 
     async fn start_full(
         prefix: &str,
         tweak: fn(&mut ControllerOptions),
         zones: &[&str],
+        run: bool,
     ) -> Harness {
         let plane = plane().await;
         let admin = plane.admin_client().expect("admin client");
@@ -110,7 +118,9 @@ impl Harness {
             operator: None,
             tweak,
         };
-        harness.start_operator();
+        if run {
+            harness.start_operator();
+        }
         harness
     }
 
@@ -348,6 +358,49 @@ impl Harness {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     }
+}
+
+/// Log lines written on this thread while the guard lives, at debug level (noisy transport
+/// crates at info). `#[tokio::test]` runs the operator's tasks on the test's thread, so this
+/// captures what the in-process operator logs.
+pub fn capture_logs() -> (
+    tracing::subscriber::DefaultGuard,
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+) {
+    #[derive(Clone)]
+    struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Sink(buffer.clone());
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            "debug,h2=info,hyper=info,hyper_util=info,rustls=info,tower=info",
+        ))
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    (tracing::subscriber::set_default(subscriber), buffer)
+}
+
+/// What [`capture_logs`] captured so far.
+pub fn captured(buffer: &std::sync::Mutex<Vec<u8>>) -> String {
+    String::from_utf8_lossy(
+        &buffer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+    .into_owned()
 }
 
 /// The Ready condition's message, empty when there is none.
