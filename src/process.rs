@@ -143,7 +143,10 @@ pub async fn run_term(
         "checksum-watcher",
         crate::checksum_watcher::run(client, children.clone()),
     );
-    term.spawn("access-tunnels", controller::access::run(ctx.clone()));
+    term.spawn(
+        "access-tunnels",
+        controller::access::run(ctx.clone(), children.clone()),
+    );
     let (route_tx, route_rx) = mpsc::unbounded_channel();
     futures::join!(
         crate::routing::run(ctx.clone(), caches.clone(), route_tx),

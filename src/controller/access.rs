@@ -10,7 +10,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Secret, Service, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{PartialObjectMeta, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
@@ -22,6 +22,7 @@ use super::conditions::{ReadyReason, find_ready, ready_condition, with_ready};
 use super::context::Context;
 use crate::api::access::AccessTunnel;
 use crate::api::names::FIELD_MANAGER;
+use crate::caches::TermCaches;
 use crate::render::access::{render_access, token_checksum};
 
 const RETRY: Duration = Duration::from_secs(30);
@@ -30,24 +31,14 @@ const RETRY: Duration = Duration::from_secs(30);
 #[error("{0}")]
 pub struct AccessError(String);
 
-/// Runs until the term's scope, which spawned it, is cancelled.
-pub async fn run(ctx: Arc<Context>) {
+/// Runs until the term's scope, which spawned it, is cancelled. Its Deployments and Secrets
+/// come from the term's shared caches (`children`; the first entry of each is the watched
+/// namespace): the AccessTunnels are the only watch of its own.
+pub async fn run(ctx: Arc<Context>, children: TermCaches) {
     let client = ctx.client.clone();
-    let (tunnels, deployments, secrets): (
-        Api<AccessTunnel>,
-        Api<Deployment>,
-        Api<PartialObjectMeta<Secret>>,
-    ) = match ctx.scope.namespace.as_deref() {
-        Some(ns) => (
-            Api::namespaced(client.clone(), ns),
-            Api::namespaced(client.clone(), ns),
-            Api::namespaced(client.clone(), ns),
-        ),
-        None => (
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-        ),
+    let tunnels: Api<AccessTunnel> = match ctx.scope.namespace.as_deref() {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
     };
     let mut config = watcher::Config::default();
     if let Some(selector) = &ctx.scope.label_selector {
@@ -55,12 +46,14 @@ pub async fn run(ctx: Arc<Context>) {
     }
     let controller = Controller::new(tunnels, config);
     let store = controller.store();
+    let deployments = children.deployments.first().map(|d| d.changes().boxed());
+    let secrets = children.secrets.first().map(|s| s.changes().boxed());
     controller
-        .owns(
-            deployments,
-            watcher::Config::default().labels(crate::render::access::LABEL_ACCESS_TUNNEL),
-        )
-        .watches(secrets, watcher::Config::default(), move |secret| {
+        .watches_shared_stream(futures::stream::iter(deployments).flatten(), |deployment| {
+            let name = super::adapters::controller_named(&deployment.metadata, "AccessTunnel")?;
+            Some(ObjectRef::new(&name).within(&deployment.namespace()?))
+        })
+        .watches_shared_stream(futures::stream::iter(secrets).flatten(), move |secret| {
             let namespace = secret.namespace();
             let name = secret.name_any();
             store

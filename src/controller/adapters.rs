@@ -77,7 +77,7 @@ pub trait TunnelKindAdapter:
     fn controlling_object(child: &ObjectMeta) -> Option<ObjectRef<Self>>;
 }
 
-fn controller_named(child: &ObjectMeta, kind: &str) -> Option<String> {
+pub(crate) fn controller_named(child: &ObjectMeta, kind: &str) -> Option<String> {
     child
         .owner_references
         .as_ref()?

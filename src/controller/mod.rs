@@ -116,6 +116,12 @@ pub async fn run_controllers(
     );
 }
 
+/// Reconciles of one kind running at once. A new leader reconciles every object at once; left
+/// unbounded, a hundred reconciles each holding rendered objects and API responses make the
+/// process's peak memory (BENCHMARKS.md, restart row). Cloudflare calls are paced by the rate
+/// limit anyway, so a bound costs a cold start little time.
+const RECONCILE_CONCURRENCY: u16 = 8;
+
 /// One controller: the custom resources of kind `K` (from the process-wide shared store),
 /// triggered by their children and by every Secret of the watched namespaces (an API Secret
 /// that appears, is fixed or rotates re-runs the tunnels that name it at once). The trigger
@@ -137,6 +143,9 @@ async fn run_kind<K: TunnelKindAdapter>(
         futures::stream::select_all(children.deployments.iter().map(|s| s.changes().boxed()));
     // A term that starts after the store listed still reconciles every object once.
     Controller::for_shared_stream(objects.objects(), objects.store())
+        .with_config(
+            kube::runtime::controller::Config::default().concurrency(RECONCILE_CONCURRENCY),
+        )
         .reconcile_on(route_changes)
         .watches_shared_stream(secrets, move |secret| {
             let mut refs: Vec<ObjectRef<K>> = K::controlling_object(&secret.metadata)

@@ -31,6 +31,12 @@ use crate::routes::{RouteTable, compute_routes};
 /// Quiet time after a change before routes are recomputed: a burst becomes one render.
 pub const DEBOUNCE: Duration = Duration::from_millis(500);
 
+/// Least time between the start of one DNS sync and the start of the next one that a route
+/// change triggers. A lone change after a quiet spell is synced at once (after [`DEBOUNCE`]); a
+/// stream of changes costs one batch per interval, and its last record lands at most this long
+/// after its last change (plus the sync itself).
+pub const DNS_COALESCE: Duration = Duration::from_secs(5);
+
 /// What the DNS task syncs: a route table and the tunnels as they were when it was computed.
 struct DnsInput {
     table: Arc<RouteTable>,
@@ -103,6 +109,7 @@ async fn run_dns(
     let mut dns = DnsSync::new(&ctx);
     loop {
         let current = input.borrow_and_update().clone();
+        let ran_at = current.is_some().then(tokio::time::Instant::now);
         if let Some(current) = current {
             dns.run(
                 &ctx,
@@ -117,6 +124,12 @@ async fn run_dns(
             changed = input.changed() => {
                 if changed.is_err() {
                     return;
+                }
+                // Routes arriving one after another over a minute (a rollout of many
+                // bindings, a restored backup) are synced every few seconds in a few batches,
+                // not once per route-table change. `input` keeps only the newest table.
+                if let Some(ran_at) = ran_at {
+                    tokio::time::sleep_until(ran_at + DNS_COALESCE).await;
                 }
             }
             _ = sleep_until(dns.next_due()) => {}

@@ -8,8 +8,8 @@ use cftunnel::testenv::poll_until;
 use kube::api::DeleteParams;
 use serde_json::json;
 
-use crate::harness::{Harness, POLL, TOKEN, WAIT};
 use crate::binding_deletion::create_quiet_binding;
+use crate::harness::{Harness, POLL, TOKEN, WAIT};
 use crate::routes::{
     API_SECRET, bindings, create_binding, create_service, wait_binding_reason, wait_ingress,
 };
