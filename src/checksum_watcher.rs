@@ -127,6 +127,17 @@ where
         + Serialize
         + DeserializeOwned,
 {
+    // An AccessTunnel's Deployment carries the label too (it shares the term's watch); its
+    // checksum is the service token's, kept by the AccessTunnel reconciler.
+    let access_owned = workload
+        .meta()
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.kind == "AccessTunnel");
+    if access_owned {
+        return Ok(Action::await_change());
+    }
     let namespace = workload.namespace().unwrap_or_default();
     let object = serde_json::to_value(workload.as_ref())?;
     let names = object

@@ -14,7 +14,7 @@ use crate::admission::hardening::CLOUDFLARED_CONTAINER;
 use crate::admission::mutate::harden_pod_spec;
 use crate::api::access::AccessTunnel;
 use crate::api::conversion::GO_OPERATOR_DEFAULT_IMAGES;
-use crate::api::names::ANNOTATION_CHECKSUM;
+use crate::api::names::{ANNOTATION_CHECKSUM, APP_CLOUDFLARED, LABEL_APP};
 
 /// The port cloudflared listens on in the pod (the Go operator's).
 pub const LISTEN_PORT: i32 = 8000;
@@ -105,6 +105,10 @@ pub fn render_access(
             "ownerReferences": [owner],
         })
     };
+    // The term's shared Deployment watch selects `cfargotunnel.com/app=cloudflared`: the
+    // Deployment (not its pods, which tunnel selectors must not match) carries it too.
+    let mut deployment_meta = meta(&name);
+    deployment_meta["labels"][LABEL_APP] = json!(APP_CLOUDFLARED);
     let service_account_name = format!("{name}-access");
     let protocol = target.protocol();
     let mut env = Vec::new();
@@ -141,7 +145,7 @@ pub fn render_access(
     let deployment = json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": meta(&name),
+        "metadata": deployment_meta,
         "spec": {
             "replicas": super::objects::DEFAULT_REPLICAS,
             "selector": {"matchLabels": selector},
