@@ -428,6 +428,9 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
         Vec::new(),
         "disableDNSUpdates"
     );
+    // Rollback stays possible: every `_managed` TXT in the zone (the Go operator's, adopted, and
+    // cftunnel's own) is what the Go operator's `json.Unmarshal` into its record type accepts.
+    checks::assert_every_txt_reads_as_the_go_operators(&h, "example.com");
 
     // Step 12: no tunnel created or deleted on Cloudflare.
     assert_eq!(

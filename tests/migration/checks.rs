@@ -292,3 +292,28 @@ pub async fn assert_access_taken_over(
         .await
         .expect("cftunnel's PDB for the AccessTunnel");
 }
+
+/// Every `_managed` TXT of `zone` is a JSON object (not a JSON string) whose `DnsId`,
+/// `TunnelName` and `TunnelId` are strings: the content the Go operator's `json.Unmarshal` into
+/// its `DnsManagedRecordTxt` decodes. At least one such record must exist.
+pub fn assert_every_txt_reads_as_the_go_operators(h: &Harness, zone: &str) {
+    let txts: Vec<_> = h
+        .sim
+        .dns_records(zone)
+        .into_iter()
+        .filter(|r| r.record_type == "TXT" && r.name.starts_with("_managed."))
+        .collect();
+    assert!(!txts.is_empty(), "no _managed TXT in {zone}");
+    for txt in txts {
+        let decoded: serde_json::Value = serde_json::from_str(&txt.content)
+            .unwrap_or_else(|e| panic!("{}: {:?} is not JSON: {e}", txt.name, txt.content));
+        for field in ["DnsId", "TunnelName", "TunnelId"] {
+            assert!(
+                decoded.get(field).is_some_and(serde_json::Value::is_string),
+                "{}: {:?} has no string {field}",
+                txt.name,
+                txt.content
+            );
+        }
+    }
+}
