@@ -315,11 +315,11 @@ fn main() {
     let binding = Arc::new(large_binding());
     let deployment = Arc::new(large_deployment());
     println!(
-        "large TunnelBinding review: {} bytes, decode cost {} MiB; large Deployment review: {} bytes, decode cost {} MiB",
+        "large TunnelBinding review: {} bytes, decode cost {:.1} MiB; large Deployment review: {} bytes, decode cost {:.1} MiB",
         binding.len(),
-        webhook::decode_cost(&binding) >> 20,
+        webhook::decode_cost(&binding) as f64 / 1048576.0,
         deployment.len(),
-        webhook::decode_cost(&deployment) >> 20
+        webhook::decode_cost(&deployment) as f64 / 1048576.0
     );
     let runtime = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("runtime: {e}"));
     let mut out = std::io::stdout();

@@ -1,7 +1,8 @@
-//! The bytes of request bodies the webhook holds at once, bounded.
+//! Bytes the webhook holds at once, bounded: request bodies, and what decoding them takes.
 //!
-//! Memory of a review is proportional to its body (the body, then the request decoded from it),
-//! so bounding bytes — not only the number of requests — bounds memory. A request reserves its
+//! Memory of a review is its body, then the request decoded from it, whose size depends on the
+//! body's shape (`decode_cost.rs`); bounding both in bytes — not only the number of requests —
+//! bounds memory. The same [`BodyBudget`] type serves both ([`Budgets`]). A request reserves its
 //! `Content-Length` (or the body limit when it declares none) before its body is read, and
 //! releases it when answered. Reviews up to [`SMALL_BODY_BYTES`] may also draw on a reserve that
 //! large ones cannot touch, so a flood of huge bodies never starves ordinary reviews. A request

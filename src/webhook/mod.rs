@@ -58,19 +58,19 @@ pub const DEFAULT_SMALL_BODY_RESERVE: usize = 4 * 1024 * 1024;
 /// - the process at rest, ~15 MiB;
 /// - bodies: at most [`DEFAULT_MAX_BYTES_IN_FLIGHT`] (8 MiB) held, ×2 while one is collected
 ///   from its frames: 16 MiB;
-/// - decoding and deciding: at most this budget, 96 MiB. A decode cost is an upper estimate
+/// - decoding and deciding: at most this budget, 100 MiB. A decode cost is an upper estimate
 ///   from the body's shape (objects, members, elements, strings), not its size times a guessed
 ///   factor, so a body of 3 MiB of tiny objects (~130× its size) is refused instead of
 ///   decoded. Reviews at the 3 MiB body limit of typical shape cost 25–40× their body
 ///   (a 2.3 MiB TunnelBinding of 30,000 subjects on `/validate`: 90 MiB; a 2.5 MiB Deployment
 ///   of 60,000 env entries on `/mutate`: 66 MiB): one such review at a time fits the shared
-///   90 MiB, and ordinary reviews are decided in the 6 MiB reserve beside it;
+///   94 MiB, and ordinary reviews are decided in the 6 MiB reserve beside it;
 /// - connections: up to [`DEFAULT_MAX_CONCURRENCY`] requests with TLS and HTTP buffers of
 ///   ~64 KiB each, 16 MiB.
 ///
-/// Worst case ≈ 15 + 16 + 96 + 16 = 143 MiB: under the 153 MiB that is 60 % of the limit.
+/// Worst case ≈ 15 + 16 + 100 + 16 = 147 MiB: under the 153 MiB that is 60 % of the limit.
 /// BENCHMARKS.md measures it with 256 concurrent reviews at the body limit.
-pub const DEFAULT_MAX_DECODE_BYTES: usize = 96 * 1024 * 1024;
+pub const DEFAULT_MAX_DECODE_BYTES: usize = 100 * 1024 * 1024;
 /// Part of [`DEFAULT_MAX_DECODE_BYTES`] only reviews with small bodies (≤ [`SMALL_BODY_BYTES`])
 /// use, so a large review being decided never makes ordinary ones wait.
 pub const DEFAULT_SMALL_DECODE_RESERVE: usize = 6 * 1024 * 1024;
@@ -212,7 +212,7 @@ mod tests {
         assert_eq!(config.max_body_bytes, 3 * 1024 * 1024);
         assert_eq!(config.max_concurrency, 256);
         assert_eq!(config.max_bytes_in_flight, 8 * 1024 * 1024);
-        assert_eq!(config.max_decode_bytes, 96 * 1024 * 1024);
+        assert_eq!(config.max_decode_bytes, 100 * 1024 * 1024);
         assert_eq!(config.idle_timeout, Duration::from_secs(30));
     }
 }
