@@ -5,6 +5,8 @@
 //! it, each on its own connection, while four clients keep sending normal-size reviews.
 //! Reports the server's peak RSS (VmHWM), how every large request ended and how fast, and the
 //! share of normal reviews answered within 2 s. Each scenario runs against a fresh process.
+//! The decode cost printed first is what the webhook reserves from its decoding budget
+//! (`webhook::DEFAULT_MAX_DECODE_BYTES`) for one such review.
 //!
 //! Run: `cargo run --release --example admission_memory_bench -- [--concurrency 32,256]`
 use std::io::{BufRead, BufReader, Write};
@@ -313,9 +315,11 @@ fn main() {
     let binding = Arc::new(large_binding());
     let deployment = Arc::new(large_deployment());
     println!(
-        "large TunnelBinding review: {} bytes; large Deployment review: {} bytes",
+        "large TunnelBinding review: {} bytes, decode cost {:.1} MiB; large Deployment review: {} bytes, decode cost {:.1} MiB",
         binding.len(),
-        deployment.len()
+        webhook::decode_cost(&binding) as f64 / 1048576.0,
+        deployment.len(),
+        webhook::decode_cost(&deployment) as f64 / 1048576.0
     );
     let runtime = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("runtime: {e}"));
     let mut out = std::io::stdout();

@@ -1,6 +1,7 @@
 //! The webhook under hostile clients, over real TLS on loopback: idle connections are closed,
-//! a thousand of them do not stop normal reviews, bodies beyond the byte budget get 429, and a
-//! flood of bad requests leaves a bounded number of log lines.
+//! a thousand of them do not stop normal reviews, bodies beyond the byte budget get 429, bodies
+//! too costly to decode get 413 before being decoded, and a flood of bad requests leaves a
+//! bounded number of log lines.
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -8,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use cftunnel::webhook::{
-    CertificateAuthority, LINES_PER_INTERVAL, LOG_INTERVAL, Policy, Readiness, ServingHandle,
-    WebhookConfig, WebhookMetrics, issue_serving_cert, router_with_metrics, serve,
+    CertificateAuthority, Endpoint, LINES_PER_INTERVAL, LOG_INTERVAL, Policy, Readiness,
+    ServingHandle, WebhookConfig, WebhookMetrics, decode_cost, issue_serving_cert,
+    router_with_metrics, serve,
 };
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
@@ -252,6 +254,60 @@ async fn a_body_beyond_the_byte_budget_is_refused_with_429_and_small_ones_pass()
     assert!(
         metrics
             .contains("cftunnel_admission_requests_total{endpoint=\"validate\",result=\"busy\"} 1"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn a_body_too_costly_to_decode_is_refused_with_413_before_decoding() {
+    let server = start(|c| c.max_decode_bytes = 8 << 20).await;
+    let client = https_client(&server);
+    let url = format!(
+        "https://localhost:{}/validate",
+        server.handle.https_addr().port()
+    );
+    // 400 KB of tiny objects: well inside the body limit, ~80 MiB once decoded.
+    let mut dense = review("dense");
+    dense["request"]["object"]["items"] = Value::Array(vec![json!({"a": 0}); 50_000]);
+    let body = serde_json::to_vec(&dense).expect("encode");
+    let cost = Endpoint::Validate.cost_factor().weigh(decode_cost(&body));
+    assert!(
+        cost > 8 << 20,
+        "the test body must exceed the budget: {cost}"
+    );
+    let response = client
+        .post(&url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(response.status().as_u16(), 413);
+    let status: Value = response.json().await.expect("json");
+    assert_eq!(
+        status["message"],
+        format!(
+            "request body would take about {} MiB to decode, more than the webhook's 6 MiB for one review; send an object with fewer, larger JSON values",
+            cost.div_ceil(1 << 20)
+        )
+    );
+    let small = client
+        .post(&url)
+        .json(&review("small"))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(small.status().as_u16(), 200);
+    let metrics = reqwest::get(format!("http://{}/metrics", server.handle.health_addr()))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metrics.contains(
+            "cftunnel_admission_requests_total{endpoint=\"validate\",result=\"too_large\"} 1"
+        ),
         "{metrics}"
     );
 }

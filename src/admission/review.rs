@@ -191,10 +191,6 @@ fn unreadable(field: &str, e: impl std::fmt::Display) -> Verdict {
     v
 }
 
-fn json(object: &Option<DynamicObject>) -> Option<Value> {
-    object.as_ref().and_then(|o| serde_json::to_value(o).ok())
-}
-
 /// A CREATE or UPDATE without its object cannot be judged: only a malformed review (never the
 /// API server) sends one, and allowing it would approve what was never seen.
 fn missing_object(
@@ -232,12 +228,12 @@ pub fn mutate(req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     if subject(req).is_none() {
         return response;
     }
-    let Some(object) = json(&req.object) else {
+    let Some(object) = req.object.as_ref() else {
         return missing_object(req, response);
     };
     let patch = match subject(req) {
-        Some(Subject::TunnelBinding) => binding_defaults(&object),
-        Some(Subject::Workload | Subject::Pod) => super::mutate::mutate_workload(&object).ok(),
+        Some(Subject::TunnelBinding) => binding_defaults(object),
+        Some(Subject::Workload | Subject::Pod) => super::mutate::mutate_object(object).ok(),
         _ => None,
     };
     match patch.filter(|p| !p.0.is_empty()) {
@@ -249,15 +245,32 @@ pub fn mutate(req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
 /// `tunnelRef.kind` in its canonical case (the Go operator accepted any case), and the labels
 /// the Go operator put on bindings (`render::labels::binding_labels`): a name label that can no
 /// longer name the tunnel is removed.
-fn binding_defaults(object: &Value) -> Option<json_patch::Patch> {
-    let mut wanted = object.clone();
-    if let Some(kind) = object.pointer("/tunnelRef/kind").and_then(Value::as_str)
-        && let Some(canonical) = TunnelKind::parse(kind).map(TunnelKind::as_str)
+///
+/// Only the labels and `tunnelRef.kind` are copied and diffed: the subjects, which make up
+/// nearly all of a large binding, are never cloned.
+fn binding_defaults(object: &DynamicObject) -> Option<json_patch::Patch> {
+    let mut before = serde_json::Map::new();
+    let mut metadata = serde_json::Map::new();
+    if let Some(labels) = &object.metadata.labels {
+        metadata.insert("labels".to_owned(), serde_json::to_value(labels).ok()?);
+    }
+    before.insert("metadata".to_owned(), Value::Object(metadata));
+    let kind = object
+        .data
+        .pointer("/tunnelRef/kind")
+        .and_then(Value::as_str);
+    if let Some(kind) = kind {
+        before.insert("tunnelRef".to_owned(), serde_json::json!({ "kind": kind }));
+    }
+    let before = Value::Object(before);
+    let mut wanted = before.clone();
+    if let Some(canonical) = kind.and_then(TunnelKind::parse).map(TunnelKind::as_str)
         && let Some(slot) = wanted.pointer_mut("/tunnelRef/kind")
     {
         *slot = Value::from(canonical);
     }
     let tunnel_name = object
+        .data
         .pointer("/tunnelRef/name")
         .and_then(Value::as_str)
         .unwrap_or("");
@@ -275,7 +288,7 @@ fn binding_defaults(object: &Value) -> Option<json_patch::Patch> {
             None => labels.remove(key),
         };
     }
-    Some(json_patch::diff(object, &wanted))
+    Some(json_patch::diff(&before, &wanted))
 }
 
 /// CRD conversion: every object to the desired version, or a failure naming the object.

@@ -1,7 +1,8 @@
-//! The bytes of request bodies the webhook holds at once, bounded.
+//! Bytes the webhook holds at once, bounded: request bodies, and what decoding them takes.
 //!
-//! Memory of a review is proportional to its body (the body, then the request decoded from it),
-//! so bounding bytes — not only the number of requests — bounds memory. A request reserves its
+//! Memory of a review is its body, then the request decoded from it, whose size depends on the
+//! body's shape (`decode_cost.rs`); bounding both in bytes — not only the number of requests —
+//! bounds memory. The same [`BodyBudget`] type serves both ([`Budgets`]). A request reserves its
 //! `Content-Length` (or the body limit when it declares none) before its body is read, and
 //! releases it when answered. Reviews up to [`SMALL_BODY_BYTES`] may also draw on a reserve that
 //! large ones cannot touch, so a flood of huge bodies never starves ordinary reviews. A request
@@ -20,6 +21,34 @@ pub struct BodyBudget {
     shared: Arc<Semaphore>,
     reserve: Arc<Semaphore>,
     total: usize,
+    reserve_total: usize,
+}
+
+/// The router's two budgets: bytes of bodies held (reserved before a body is read) and bytes
+/// of decoding (reserved from the body's decode cost before it is decoded).
+#[derive(Debug, Clone)]
+pub struct Budgets {
+    /// Bytes of request bodies, by `Content-Length`.
+    pub bodies: BodyBudget,
+    /// Bytes of decoded reviews, by [`super::decode_cost`].
+    pub decoding: BodyBudget,
+}
+
+impl Default for Budgets {
+    /// The webhook's defaults ([`super::DEFAULT_MAX_BYTES_IN_FLIGHT`],
+    /// [`super::DEFAULT_MAX_DECODE_BYTES`]).
+    fn default() -> Self {
+        Self {
+            bodies: BodyBudget::new(
+                super::DEFAULT_MAX_BYTES_IN_FLIGHT,
+                super::DEFAULT_SMALL_BODY_RESERVE,
+            ),
+            decoding: BodyBudget::new(
+                super::DEFAULT_MAX_DECODE_BYTES,
+                super::DEFAULT_SMALL_DECODE_RESERVE,
+            ),
+        }
+    }
 }
 
 /// Held while a request's body is in memory; returns its bytes to the budget when dropped.
@@ -36,6 +65,7 @@ impl BodyBudget {
             shared: Arc::new(Semaphore::new(clamp(total - reserve) as usize)),
             reserve: Arc::new(Semaphore::new(clamp(reserve) as usize)),
             total,
+            reserve_total: reserve,
         }
     }
 
@@ -44,10 +74,31 @@ impl BodyBudget {
         self.total
     }
 
+    /// Whether `bytes` could ever be reserved for a request whose body is `small` or not,
+    /// even with nothing else held.
+    pub fn could_fit(&self, bytes: usize, small: bool) -> bool {
+        bytes <= self.largest(small)
+    }
+
+    /// The most one request whose body is `small` or not can ever reserve.
+    pub fn largest(&self, small: bool) -> usize {
+        if small {
+            self.total
+        } else {
+            self.total - self.reserve_total
+        }
+    }
+
     /// Takes room for `bytes` without waiting; `None` when the webhook already holds too much.
     pub fn try_reserve(&self, bytes: usize) -> Option<Reservation> {
+        self.try_reserve_for(bytes, bytes <= SMALL_BODY_BYTES)
+    }
+
+    /// Takes room for `bytes` on behalf of a request whose body is `small` (may use the
+    /// reserve) or not; `None` when there is no room now.
+    pub fn try_reserve_for(&self, bytes: usize, small: bool) -> Option<Reservation> {
         let permits = clamp(bytes.max(1));
-        let pools: &[&Arc<Semaphore>] = if bytes <= SMALL_BODY_BYTES {
+        let pools: &[&Arc<Semaphore>] = if small {
             &[&self.reserve, &self.shared]
         } else {
             &[&self.shared]
@@ -98,6 +149,27 @@ mod tests {
     fn a_request_larger_than_the_budget_is_refused() {
         let budget = BodyBudget::new(1 << 20, 0);
         assert!(budget.try_reserve(2 << 20).is_none());
+        assert!(!budget.could_fit(2 << 20, true));
         assert!(budget.try_reserve(1 << 20).is_some());
+    }
+
+    #[test]
+    fn smallness_can_be_given_apart_from_the_bytes_reserved() {
+        // A decoding budget: a small body whose decoding costs more than the small-body size
+        // still draws on the reserve; a large body's decoding never does.
+        let budget = BodyBudget::new(10 << 20, 4 << 20);
+        assert!(budget.could_fit(10 << 20, true));
+        assert!(!budget.could_fit(7 << 20, false));
+        let small = budget.try_reserve_for(4 << 20, true);
+        assert!(small.is_some());
+        let large = budget.try_reserve_for(6 << 20, false);
+        assert!(large.is_some(), "the shared part is untouched");
+        assert!(budget.try_reserve_for(1, true).is_none(), "all taken");
+        drop(small);
+        assert!(
+            budget.try_reserve_for(1, false).is_none(),
+            "the reserve is not for large bodies"
+        );
+        assert!(budget.try_reserve_for(4 << 20, true).is_some());
     }
 }

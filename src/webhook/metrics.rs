@@ -40,7 +40,7 @@ pub enum Outcome {
     TooLarge,
     NotReady,
     Timeout,
-    /// Refused with 429: the webhook already holds its budget of request bytes.
+    /// Refused with 429: the webhook already holds its budget of request bytes or of decoding.
     Busy,
     InternalError,
 }

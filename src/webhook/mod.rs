@@ -3,6 +3,7 @@
 //! Decisions live behind [`Policy`]; this module only moves reviews in and out.
 mod budget;
 mod certgen;
+mod decode_cost;
 mod health;
 mod idle;
 mod log_limit;
@@ -22,12 +23,13 @@ use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kube::core::conversion::{ConversionRequest, ConversionResponse};
 
-pub use budget::{BodyBudget, SMALL_BODY_BYTES};
+pub use budget::{BodyBudget, Budgets, SMALL_BODY_BYTES};
 pub(crate) use certgen::write_file;
 pub use certgen::{
     CertGenError, CertificateAuthority, DevCerts, ServingCert, default_hosts, generate_dev_certs,
     issue_serving_cert,
 };
+pub use decode_cost::decode_cost;
 pub use health::health_router;
 pub use log_limit::{LINES_PER_INTERVAL, LOG_INTERVAL};
 pub use metrics::{Endpoint, Outcome, WebhookMetrics};
@@ -42,12 +44,36 @@ pub const DEFAULT_RELOAD_INTERVAL: Duration = Duration::from_secs(10);
 pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 /// Default number of admission requests handled at once.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 256;
-/// Default bytes of request bodies held at once (see [`BodyBudget`]). Deciding a review takes
-/// up to ~25 times its body in memory (a 2.3 MiB TunnelBinding of 30,000 subjects peaks near
-/// 60 MiB), so large reviews get 4 MiB — one at a time — and the rest is kept for ordinary ones.
+/// Default bytes of request bodies held at once (see [`BodyBudget`]): reserved from a
+/// request's `Content-Length` before its body is read.
 pub const DEFAULT_MAX_BYTES_IN_FLIGHT: usize = 8 * 1024 * 1024;
 /// Part of [`DEFAULT_MAX_BYTES_IN_FLIGHT`] only ordinary reviews (≤ [`SMALL_BODY_BYTES`]) use.
 pub const DEFAULT_SMALL_BODY_RESERVE: usize = 4 * 1024 * 1024;
+/// Default bytes that decoding and deciding the reviews in flight may take, reserved from
+/// each body's [`decode_cost`] (weighed by the endpoint's [`Endpoint::cost_factor`]) once it
+/// is read and before it is decoded; a review that finds no room gets 429, one that could
+/// never fit gets 413.
+///
+/// Why the shipped 256Mi memory limit holds, whatever the requests: memory is bounded by
+/// - the process at rest, ~15 MiB;
+/// - bodies: at most [`DEFAULT_MAX_BYTES_IN_FLIGHT`] (8 MiB) held, ×2 while one is collected
+///   from its frames: 16 MiB;
+/// - decoding and deciding: at most this budget, 100 MiB. A decode cost is an upper estimate
+///   from the body's shape (objects, members, elements, strings), not its size times a guessed
+///   factor, so a body of 3 MiB of tiny objects (~130× its size) is refused instead of
+///   decoded. Reviews at the 3 MiB body limit of typical shape cost 25–40× their body
+///   (a 2.3 MiB TunnelBinding of 30,000 subjects on `/validate`: 90 MiB; a 2.5 MiB Deployment
+///   of 60,000 env entries on `/mutate`: 66 MiB): one such review at a time fits the shared
+///   94 MiB, and ordinary reviews are decided in the 6 MiB reserve beside it;
+/// - connections: up to [`DEFAULT_MAX_CONCURRENCY`] requests with TLS and HTTP buffers of
+///   ~64 KiB each, 16 MiB.
+///
+/// Worst case ≈ 15 + 16 + 100 + 16 = 147 MiB: under the 153 MiB that is 60 % of the limit.
+/// BENCHMARKS.md measures it with 256 concurrent reviews at the body limit.
+pub const DEFAULT_MAX_DECODE_BYTES: usize = 100 * 1024 * 1024;
+/// Part of [`DEFAULT_MAX_DECODE_BYTES`] only reviews with small bodies (≤ [`SMALL_BODY_BYTES`])
+/// use, so a large review being decided never makes ordinary ones wait.
+pub const DEFAULT_SMALL_DECODE_RESERVE: usize = 6 * 1024 * 1024;
 /// A connection with no request in flight for this long is closed (HTTP/1.1 and HTTP/2 alike,
 /// and a client that completed the TLS handshake but never sent a request).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -81,6 +107,8 @@ pub struct WebhookConfig {
     pub max_concurrency: usize,
     /// Bytes of request bodies held at once; a request that does not fit gets 429.
     pub max_bytes_in_flight: usize,
+    /// Bytes that decoding the reviews in flight may take (see [`DEFAULT_MAX_DECODE_BYTES`]).
+    pub max_decode_bytes: usize,
     /// Connections with no request in flight for this long are closed.
     pub idle_timeout: Duration,
 }
@@ -102,6 +130,7 @@ impl WebhookConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
             max_bytes_in_flight: DEFAULT_MAX_BYTES_IN_FLIGHT,
+            max_decode_bytes: DEFAULT_MAX_DECODE_BYTES,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
     }
@@ -183,6 +212,7 @@ mod tests {
         assert_eq!(config.max_body_bytes, 3 * 1024 * 1024);
         assert_eq!(config.max_concurrency, 256);
         assert_eq!(config.max_bytes_in_flight, 8 * 1024 * 1024);
+        assert_eq!(config.max_decode_bytes, 100 * 1024 * 1024);
         assert_eq!(config.idle_timeout, Duration::from_secs(30));
     }
 }

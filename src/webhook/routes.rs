@@ -13,11 +13,12 @@ use kube::core::admission::Operation;
 use serde::Serialize;
 use tracing::{Instrument, Span, field};
 
-use super::budget::{BodyBudget, SMALL_BODY_BYTES};
+use super::budget::{BodyBudget, Budgets, SMALL_BODY_BYTES};
+use super::decode_cost::decode_cost;
 use super::log_limit::{LOG_INTERVAL, LogLimiter};
 use super::metrics::{Endpoint, Outcome, WebhookMetrics};
 use super::review::{admission_review, conversion_review, decode_admission, decode_conversion};
-use super::{DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_SMALL_BODY_RESERVE, Policy, Readiness};
+use super::{Policy, Readiness};
 
 /// Longest time one request may take, body upload included; the API server gives up after 5 s anyway.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -29,6 +30,7 @@ struct AppState {
     metrics: Arc<WebhookMetrics>,
     max_body_bytes: usize,
     budget: BodyBudget,
+    decoding: BodyBudget,
     log_limiter: Arc<LogLimiter>,
 }
 
@@ -49,16 +51,22 @@ pub fn router_with_metrics(
     max_body_bytes: usize,
     metrics: Arc<WebhookMetrics>,
 ) -> Router {
-    let budget = BodyBudget::new(DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_SMALL_BODY_RESERVE);
-    router_with_budget(policy, readiness, max_body_bytes, budget, metrics)
+    router_with_budget(
+        policy,
+        readiness,
+        max_body_bytes,
+        Budgets::default(),
+        metrics,
+    )
 }
 
-/// The HTTPS routes, holding at most `budget` bytes of request bodies at once.
+/// The HTTPS routes, holding at most `budgets.bodies` bytes of request bodies and
+/// `budgets.decoding` bytes of decoded reviews at once.
 pub fn router_with_budget(
     policy: Arc<dyn Policy>,
     readiness: Readiness,
     max_body_bytes: usize,
-    budget: BodyBudget,
+    budgets: Budgets,
     metrics: Arc<WebhookMetrics>,
 ) -> Router {
     let state = AppState {
@@ -66,7 +74,8 @@ pub fn router_with_budget(
         readiness,
         metrics,
         max_body_bytes,
-        budget,
+        budget: budgets.bodies,
+        decoding: budgets.decoding,
         log_limiter: Arc::new(LogLimiter::default()),
     };
     Router::new()
@@ -185,21 +194,10 @@ async fn decide(
         // Answered before the body is read, and the connection closed after the answer:
         // reading (or decrypting) a refused body would cost what the refusal saves.
         drop(request);
-        let (outcome, mut response) = failure(
-            Outcome::Busy,
-            StatusCode::TOO_MANY_REQUESTS,
-            format!(
-                "the webhook already holds {} MiB of requests; retry shortly",
-                state.budget.total() >> 20
-            ),
-        );
-        let headers = response.headers_mut();
-        headers.insert(
-            header::CONNECTION,
-            header::HeaderValue::from_static("close"),
-        );
-        headers.insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-        return (outcome, response);
+        return busy(format!(
+            "the webhook already holds {} MiB of requests; retry shortly",
+            state.budget.total() >> 20
+        ));
     };
     let body = match Bytes::from_request(request, &()).await {
         Ok(body) => body,
@@ -215,11 +213,17 @@ async fn decide(
         }
     };
     let policy = state.policy.clone();
+    let decoding = state.decoding.clone();
     let work = {
         let span = span.clone();
         // The reservation goes with the body: released when the work is done, not before.
         move || {
             let _held = reservation;
+            let small = body.len() <= SMALL_BODY_BYTES;
+            let cost = endpoint.cost_factor().weigh(decode_cost(&body));
+            let Some(_decoding) = decoding.try_reserve_for(cost, small) else {
+                return refuse_decoding(&decoding, cost, small);
+            };
             match endpoint {
                 Endpoint::Validate | Endpoint::Mutate => {
                     admit(policy.as_ref(), endpoint, &body, &span)
@@ -236,6 +240,39 @@ async fn decide(
     } else {
         work()
     }
+}
+
+/// 429 with a hint to retry; the connection is closed after it.
+fn busy(message: String) -> (Outcome, Response) {
+    let (outcome, mut response) = failure(Outcome::Busy, StatusCode::TOO_MANY_REQUESTS, message);
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    headers.insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    (outcome, response)
+}
+
+/// A body whose decoding finds no room: 429 when it could fit once others are done, 413 when
+/// it never could (its shape makes it too costly to decode, whatever its size).
+fn refuse_decoding(decoding: &BodyBudget, cost: usize, small: bool) -> (Outcome, Response) {
+    if decoding.could_fit(cost, small) {
+        return busy(format!(
+            "the webhook is already decoding {} MiB worth of reviews; retry shortly",
+            decoding.total() >> 20
+        ));
+    }
+    failure(
+        Outcome::TooLarge,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "request body would take about {} MiB to decode, more than the webhook's {} MiB \
+             for one review; send an object with fewer, larger JSON values",
+            cost.div_ceil(1 << 20),
+            decoding.largest(small) >> 20
+        ),
+    )
 }
 
 fn too_large(state: &AppState) -> (Outcome, Response) {

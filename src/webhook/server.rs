@@ -15,13 +15,13 @@ use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt as _;
 use tower::limit::GlobalConcurrencyLimitLayer;
 
-use super::budget::BodyBudget;
+use super::budget::{BodyBudget, Budgets};
 use super::idle::Activity;
 use super::metrics::WebhookMetrics;
 use super::tls::{ReloadOutcome, ReloadingResolver, TlsError, server_config};
 use super::{
-    DEFAULT_SMALL_BODY_RESERVE, Policy, Readiness, WebhookConfig, WebhookError, health_router,
-    router_with_budget,
+    DEFAULT_SMALL_BODY_RESERVE, DEFAULT_SMALL_DECODE_RESERVE, Policy, Readiness, WebhookConfig,
+    WebhookError, health_router, router_with_budget,
 };
 
 /// A client that has not finished its TLS handshake by then is dropped.
@@ -115,11 +115,18 @@ pub async fn serve(
         config.max_bytes_in_flight,
         DEFAULT_SMALL_BODY_RESERVE.min(config.max_bytes_in_flight / 4),
     );
+    let decoding = BodyBudget::new(
+        config.max_decode_bytes,
+        DEFAULT_SMALL_DECODE_RESERVE.min(config.max_decode_bytes / 4),
+    );
     let app = router_with_budget(
         policy,
         readiness.clone(),
         config.max_body_bytes,
-        budget,
+        Budgets {
+            bodies: budget,
+            decoding,
+        },
         metrics.clone(),
     )
     .layer(GlobalConcurrencyLimitLayer::new(

@@ -10,6 +10,15 @@ use crate::admission::hardening::CLOUDFLARED_CONTAINER;
 /// Fills in what is unset on a PodSpec's JSON; never overrides or removes a value the user
 /// wrote. A value of an unexpected type is left as it is (validation reports it, not us).
 pub fn harden_pod_spec(pod: &mut Value) {
+    harden_pod_spec_with(pod, |_, container| metrics_port(container));
+}
+
+/// As [`harden_pod_spec`], with the metrics port of the container at each index of
+/// `containers` given by `port_of` (the container itself, or the one it was copied from).
+pub(super) fn harden_pod_spec_with(
+    pod: &mut Value,
+    port_of: impl Fn(usize, &Map<String, Value>) -> Option<u16>,
+) {
     let Some(pod) = pod.as_object_mut() else {
         return;
     };
@@ -28,20 +37,27 @@ pub fn harden_pod_spec(pod: &mut Value) {
     }
     fill_value(pod, "automountServiceAccountToken", Value::Bool(false));
     if let Some(containers) = pod.get_mut("containers").and_then(Value::as_array_mut) {
-        containers
-            .iter_mut()
-            .filter_map(Value::as_object_mut)
-            .filter(|c| str_field(c, "name") == Some(CLOUDFLARED_CONTAINER))
-            .for_each(|c| harden_cloudflared_container(c, linux));
+        for (index, container) in containers.iter_mut().enumerate() {
+            if let Some(c) = container.as_object_mut()
+                && str_field(c, "name") == Some(CLOUDFLARED_CONTAINER)
+            {
+                let port = port_of(index, c);
+                harden_cloudflared_container(c, linux, port);
+            }
+        }
     }
 }
 
-fn harden_cloudflared_container(container: &mut Map<String, Value>, linux: bool) {
+fn harden_cloudflared_container(
+    container: &mut Map<String, Value>,
+    linux: bool,
+    port: Option<u16>,
+) {
     if linux {
         fill_object(container, "securityContext", harden_container_security);
     }
     fill_resources(container);
-    if let Some(port) = metrics_port(container) {
+    if let Some(port) = port {
         fill_probes(container, port);
     }
 }

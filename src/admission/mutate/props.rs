@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{Map, Value, json};
 
-use super::tests::assert_no_remove;
+use super::tests::{assert_no_remove, clone_and_diff};
 use super::*;
 
 const KEYS: &[&str] = &[
@@ -320,8 +320,48 @@ fn untouched_containers(pod: &Value) -> Vec<Value> {
     out
 }
 
+/// A labelled Deployment, DaemonSet or Pod whose pod spec holds a `cloudflared` container
+/// (random in every other way) among random others: every hardening step has work to do.
+fn cloudflared_workload() -> BoxedStrategy<Value> {
+    let kind = select(&["Deployment", "DaemonSet", "Pod"][..]);
+    let others = prop::collection::vec(shaped(container()), 0..3);
+    (kind, pod_spec(), container(), others, any::<prop::sample::Index>())
+        .prop_map(|(kind, mut pod, mut cloudflared, mut containers, at)| {
+            cloudflared["name"] = json!("cloudflared");
+            containers.insert(at.index(containers.len() + 1), cloudflared);
+            pod["containers"] = Value::Array(containers);
+            let labels = json!({"cfargotunnel.com/app": "cloudflared"});
+            if kind == "Pod" {
+                return json!({"kind": kind, "metadata": {"name": "cf", "labels": labels}, "spec": pod});
+            }
+            json!({"kind": kind, "metadata": {"name": "cf", "labels": labels},
+                   "spec": {"template": {"spec": pod}}})
+        })
+        .boxed()
+}
+
+/// The object as the webhook decodes it from a review.
+fn decoded(object: &Value) -> Option<kube::core::DynamicObject> {
+    serde_json::from_value(object.clone()).ok()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    #[test]
+    fn the_sparse_patch_equals_the_diff_of_a_hardened_clone(
+        object in prop_oneof![workload(), cloudflared_workload()],
+        checksum in prop::option::of(Just("abc")),
+    ) {
+        let expected = clone_and_diff(&object, checksum);
+        prop_assert_eq!(mutate_workload_with_checksum(&object, checksum), expected.clone());
+        // The webhook's path, from the decoded review object, gives the same patch too.
+        let mut typed = object.clone();
+        typed["apiVersion"] = json!("apps/v1");
+        if let Some(decoded) = decoded(&typed) {
+            prop_assert_eq!(mutate_object(&decoded), clone_and_diff(&typed, None));
+        }
+    }
 
     #[test]
     fn mutation_is_add_only_idempotent_and_keeps_what_the_user_wrote(

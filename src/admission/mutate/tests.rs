@@ -60,6 +60,41 @@ pub(super) fn assert_no_remove(patch: &Patch) {
     }
 }
 
+/// The patch as built before sparse copies: the whole object cloned, its pod spec hardened,
+/// the checksum filled, the clone diffed against the original. Kept as the reference the
+/// sparse patch must equal operation for operation.
+pub(super) fn clone_and_diff(object: &Value, checksum: Option<&str>) -> Result<Patch, MutateError> {
+    let Some(workload) = super::workload::Workload::classify(object)? else {
+        return Ok(Patch::default());
+    };
+    let mut hardened = object.clone();
+    let path = workload.kind.pod_spec_pointer();
+    match hardened.pointer_mut(path) {
+        Some(pod @ Value::Object(_)) => harden_pod_spec(pod),
+        _ => {
+            return Err(MutateError::MissingPodSpec {
+                path: path.trim_start_matches('/').replace('/', "."),
+            });
+        }
+    }
+    if let Some(checksum) = checksum.filter(|_| workload.takes_checksum())
+        && let Some(template) = hardened
+            .pointer_mut("/spec/template")
+            .and_then(Value::as_object_mut)
+    {
+        fill::fill_object(template, "metadata", |metadata| {
+            fill::fill_object(metadata, "annotations", |annotations| {
+                fill::fill_value(
+                    annotations,
+                    crate::api::names::ANNOTATION_CHECKSUM,
+                    checksum.into(),
+                );
+            })
+        });
+    }
+    Ok(json_patch::diff(object, &hardened))
+}
+
 fn hardened_pod(port: Option<u16>) -> Value {
     let mut container = json!({
         "name": "cloudflared",
@@ -447,4 +482,18 @@ fn unknown_fields_survive_the_patch() {
         pod["containers"][0]["securityContext"]["futureSecurityField"],
         "z"
     );
+}
+
+#[test]
+fn the_sparse_patch_of_each_shape_equals_the_diff_of_a_hardened_clone() {
+    for object in shapes() {
+        for checksum in [None, Some("abc")] {
+            let expected = clone_and_diff(&object, checksum).expect("mutation succeeds");
+            assert_eq!(
+                mutate_workload_with_checksum(&object, checksum),
+                Ok(expected),
+                "{object}"
+            );
+        }
+    }
 }
