@@ -50,9 +50,10 @@ async fn wait_zones(h: &Harness, wanted: [&[&str]; 3]) {
     }
 }
 
-#[tokio::test]
-async fn hostnames_in_two_zones_on_one_tunnel_land_in_their_zones_and_leave_with_their_routes() {
-    let h = Harness::start_in_zones("tr-zones", &ZONES).await;
+/// A harness whose account holds [`ZONES`], with the API Secret, a Service `web` on port 80 and
+/// the Tunnel `edge` (in example.com) created.
+async fn edge_in_zones(prefix: &str) -> Harness {
+    let h = Harness::start_in_zones(prefix, &ZONES).await;
     h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
     create_service(&h, "web", 80, json!({}), json!({})).await;
@@ -61,6 +62,12 @@ async fn hostnames_in_two_zones_on_one_tunnel_land_in_their_zones_and_leave_with
         h.spec(API_SECRET, json!({"newTunnel": {"name": "edge"}})),
     )
     .await;
+    h
+}
+
+#[tokio::test]
+async fn hostnames_in_two_zones_on_one_tunnel_land_in_their_zones_and_leave_with_their_routes() {
+    let h = edge_in_zones("tr-zones").await;
     let t = h.wait_reason(&h.tunnels(), "edge", "Ready").await;
     let id = t.status.and_then(|s| s.tunnel_id).expect("tunnel id");
     for (name, fqdn) in [
@@ -140,15 +147,7 @@ async fn hostnames_in_two_zones_on_one_tunnel_land_in_their_zones_and_leave_with
 
 #[tokio::test]
 async fn an_fqdn_in_no_zone_is_reported_with_the_zones_it_could_be_in() {
-    let h = Harness::start_in_zones("tr-nozone", &ZONES).await;
-    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
-        .await;
-    create_service(&h, "web", 80, json!({}), json!({})).await;
-    h.create_tunnel(
-        "edge",
-        h.spec(API_SECRET, json!({"newTunnel": {"name": "edge"}})),
-    )
-    .await;
+    let h = edge_in_zones("tr-nozone").await;
     create_binding(
         &h,
         "lost",
@@ -187,15 +186,7 @@ async fn an_fqdn_in_no_zone_is_reported_with_the_zones_it_could_be_in() {
 /// `disableDNSUpdates` (the user manages the record): admitted, routed, and no DNS written.
 #[tokio::test]
 async fn a_disable_dns_updates_binding_outside_every_zone_is_routed_with_no_dns_write() {
-    let h = Harness::start_in_zones("tr-quiet", &ZONES).await;
-    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
-        .await;
-    create_service(&h, "web", 80, json!({}), json!({})).await;
-    h.create_tunnel(
-        "edge",
-        h.spec(API_SECRET, json!({"newTunnel": {"name": "edge"}})),
-    )
-    .await;
+    let h = edge_in_zones("tr-quiet").await;
     h.wait_reason(&h.tunnels(), "edge", "Ready").await;
     create_quiet_binding(&h, "go-era", "app.nowhere.org").await;
     let (status, _, message) = wait_binding_reason(&h, "go-era", "Routed").await;
