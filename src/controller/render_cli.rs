@@ -222,6 +222,20 @@ spec:
         )
     }
 
+    /// The YAML documents of `render`'s output, and their kinds in order.
+    fn documents(out: &str) -> (Vec<Value>, Vec<String>) {
+        let docs: Vec<Value> = out
+            .split("---\n")
+            .filter(|d| !d.is_empty())
+            .filter_map(|d| serde_yaml_ng::from_str(d).ok())
+            .collect();
+        let kinds = docs
+            .iter()
+            .filter_map(|d| d["kind"].as_str().map(str::to_string))
+            .collect();
+        (docs, kinds)
+    }
+
     #[test]
     fn v1alpha1_input_renders_identically_twice_with_placeholders() {
         let (code, first, err) = render(V1ALPHA1);
@@ -229,12 +243,7 @@ spec:
         let (_, second, _) = render(V1ALPHA1);
         assert_eq!(first, second);
         assert_eq!(first.matches("---\n").count(), 5);
-        let docs: Vec<Value> = first
-            .split("---\n")
-            .filter(|d| !d.is_empty())
-            .filter_map(|d| serde_yaml_ng::from_str(d).ok())
-            .collect();
-        let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+        let (docs, kinds) = documents(&first);
         assert_eq!(
             kinds,
             [
@@ -372,12 +381,7 @@ target: {fqdn: db.example.com, protocol: udp}
             err,
             "<stdin>#2: AccessTunnel default/bad: target.protocol: \"udp\" is not supported; use tcp, rdp, smb or ssh\n"
         );
-        let docs: Vec<Value> = out
-            .split("---\n")
-            .filter(|d| !d.is_empty())
-            .filter_map(|d| serde_yaml_ng::from_str(d).ok())
-            .collect();
-        let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+        let (docs, kinds) = documents(&out);
         assert_eq!(
             kinds,
             [
