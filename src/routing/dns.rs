@@ -1,5 +1,5 @@
 //! When and with what the DNS records are synced (docs/design.md §3.3): one sync per group of tunnels
-//! sharing a zone and an API Secret, run when the group's routed hostnames, tunnel ids or
+//! sharing a zone and an API credential (`dns_credentials`), run when the group's routed hostnames, tunnel ids or
 //! previous ids change, retried with backoff while it has problems, and repeated on the slow
 //! drift interval. A group whose input did not change makes no Cloudflare call.
 //!
@@ -15,12 +15,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::cache::TunnelRecord;
+use super::dns_credentials::Resolved;
 use super::dns_groups::{
     Directory, Elsewhere, GroupKey, Listed, Wanted, directory, refresh, wanted,
 };
 use crate::admission::TunnelIdentity;
 use crate::controller::Context;
-use crate::controller::credentials::read_api_secret;
 use crate::dns::{AccountZone, DnsOptions, ZoneDns, sync_zone};
 use crate::routes::RouteTable;
 
@@ -54,6 +54,7 @@ pub struct DnsView {
     txt_records: bool,
     directory: Arc<Directory>,
     elsewhere: Arc<Elsewhere>,
+    resolved: Arc<Resolved>,
     groups: HashMap<GroupKey, (ZoneDns, bool)>,
     /// Every group's problems and the unplaced hostnames, per tunnel.
     problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
@@ -99,6 +100,7 @@ impl DnsView {
             self.txt_records,
             &self.directory,
             &self.elsewhere,
+            &self.resolved,
         )
         .groups
         .into_iter()
@@ -141,6 +143,8 @@ pub struct DnsSync {
     listed: Listed,
     /// Zones other than their own where tunnels may still have records.
     elsewhere: Elsewhere,
+    /// The credentials of the last round.
+    resolved: Arc<Resolved>,
     /// Hostnames of the current input placed in no zone, per tunnel.
     unplaced: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
 }
@@ -161,6 +165,7 @@ impl DnsSync {
             groups: HashMap::new(),
             listed: Listed::new(),
             elsewhere: Elsewhere::new(),
+            resolved: Arc::new(Resolved::default()),
             unplaced: BTreeMap::new(),
         }
     }
@@ -187,6 +192,7 @@ impl DnsSync {
             txt_records: self.txt_records,
             directory: Arc::new(directory(&self.listed)),
             elsewhere: Arc::new(self.elsewhere.clone()),
+            resolved: self.resolved.clone(),
             groups: self
                 .groups
                 .iter()
@@ -207,7 +213,8 @@ impl DnsSync {
         force: &BTreeSet<TunnelIdentity>,
         publish: &watch::Sender<Arc<DnsView>>,
     ) {
-        refresh(ctx, table, records, &mut self.listed).await;
+        self.resolved = Arc::new(Resolved::read(ctx, records).await);
+        refresh(ctx, table, records, &self.resolved, &mut self.listed).await;
         let live: BTreeSet<&TunnelIdentity> = records
             .iter()
             .filter(|r| !r.deleting)
@@ -220,6 +227,7 @@ impl DnsSync {
             self.txt_records,
             &directory(&self.listed),
             &self.elsewhere,
+            &self.resolved,
         );
         let unplaced_changed = self.unplaced != unplaced;
         self.unplaced = unplaced;
@@ -252,7 +260,7 @@ impl DnsSync {
                 Some(state) => state.input != zone || state.due.is_some_and(|d| d <= now),
             };
             if due {
-                self.sync_group(ctx, key, zone, records, &owners).await;
+                self.sync_group(ctx, key, zone, &owners).await;
                 publish.send_replace(Arc::new(self.view()));
             }
         }
@@ -322,10 +330,9 @@ impl DnsSync {
         ctx: &Context,
         key: GroupKey,
         zone: ZoneDns,
-        records: &[TunnelRecord],
         owners: &BTreeMap<TunnelIdentity, String>,
     ) {
-        let outcome = sync_once(ctx, &key, &zone, &self.options, records, owners).await;
+        let outcome = sync_once(ctx, &key, &zone, &self.options, &self.resolved, owners).await;
         let clean = outcome.values().all(Vec::is_empty);
         if clean {
             // A zone other than its own that holds nothing of a tunnel any more is let go.
@@ -373,7 +380,7 @@ async fn sync_once(
     key: &GroupKey,
     zone: &ZoneDns,
     options: &DnsOptions,
-    records: &[TunnelRecord],
+    resolved: &Resolved,
     owners: &BTreeMap<TunnelIdentity, String>,
 ) -> BTreeMap<TunnelIdentity, Vec<DnsProblem>> {
     let everyone = |message: String| -> BTreeMap<TunnelIdentity, Vec<DnsProblem>> {
@@ -389,23 +396,14 @@ async fn sync_once(
             })
             .collect()
     };
-    let Some(details) = records
-        .iter()
-        .find(|r| {
-            zone.tunnels
-                .first()
-                .is_some_and(|t| t.identity == r.identity)
-        })
-        .map(|r| r.cloudflare.clone())
-    else {
+    if zone.tunnels.is_empty() {
         return BTreeMap::new();
+    }
+    let credentials = match resolved.for_group(&key.credential) {
+        Ok(credentials) => credentials.clone(),
+        Err(error) => return everyone(format!("DNS records not synced: {error}")),
     };
-    let secret =
-        match read_api_secret(&ctx.client, &key.credential.secret_namespace, &details).await {
-            Ok(secret) => secret,
-            Err(error) => return everyone(format!("DNS records not synced: {error}")),
-        };
-    let client = match ctx.cloudflare(secret.credentials) {
+    let client = match ctx.cloudflare(credentials) {
         Ok(client) => client,
         Err(error) => return everyone(format!("DNS records not synced: {error}")),
     };

@@ -23,12 +23,12 @@ use std::time::Instant;
 
 use super::cache::TunnelRecord;
 use super::dns::{DnsProblem, REASON_DNS_ERROR};
+use super::dns_credentials::{CredentialKey, CredentialRef, Resolved};
 use crate::admission::TunnelIdentity;
 use crate::admission::route::in_domain;
 use crate::controller::Context;
 use crate::controller::ReadyReason;
 use crate::controller::conditions::find_ready;
-use crate::controller::credentials::read_api_secret;
 use crate::controller::zones::{ZONE_LIST_MAX_AGE, ZONE_LIST_MIN_REFRESH, list_account_zones};
 use crate::dns::{AccountZone, TunnelDns, ZoneDns, no_zone_message, place};
 use crate::routes::RouteTable;
@@ -36,34 +36,12 @@ use crate::routes::RouteTable;
 /// The condition reason of a hostname that no zone of the account holds.
 pub const REASON_DNS_NO_ZONE: &str = "DNSZoneNotFound";
 
-/// One set of API credentials: the same Secret read through the same keys (two tunnels may name
-/// one Secret but read a token from different keys, or a global key with different emails).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(super) struct CredentialRef {
-    pub secret_namespace: String,
-    pub secret: String,
-    pub api_token_key: String,
-    pub api_key_key: String,
-    pub email: Option<String>,
-}
-
-impl CredentialRef {
-    fn of(r: &TunnelRecord) -> CredentialRef {
-        CredentialRef {
-            secret_namespace: r.secret_namespace.clone(),
-            secret: r.cloudflare.secret.clone(),
-            api_token_key: r.cloudflare.api_token_key.clone(),
-            api_key_key: r.cloudflare.api_key_key.clone(),
-            email: r.cloudflare.email.clone().filter(|e| !e.is_empty()),
-        }
-    }
-}
-
-/// Tunnels sharing one zone and one set of API credentials are synced together.
+/// Tunnels sharing one zone and one API credential are synced together
+/// (`super::dns_credentials`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(super) struct GroupKey {
     pub zone_id: String,
-    pub credential: CredentialRef,
+    pub credential: CredentialKey,
 }
 
 /// The zones of each (credential, lower-case account id), as last listed.
@@ -146,15 +124,17 @@ pub(super) fn wanted(
     txt_records: bool,
     directory: &Directory,
     elsewhere: &Elsewhere,
+    resolved: &Resolved,
 ) -> Wanted {
     let mut out = Wanted::default();
     for r in records.iter().filter(|r| !r.deleting) {
         let Some((account, own)) = own_zone(r) else {
             continue;
         };
-        let credential = CredentialRef::of(r);
+        let reference = CredentialRef::of(r);
+        let credential = resolved.key(&reference);
         // The tunnel's own zone was found by name: it counts even if the list left it out.
-        let zones = directory.get(&(credential.clone(), account)).map(|listed| {
+        let zones = directory.get(&(reference, account)).map(|listed| {
             let mut zones = listed.to_vec();
             if !zones.iter().any(|z| z.id == own.id) {
                 zones.push(own.clone());
@@ -244,17 +224,17 @@ pub(super) fn wanted(
 pub(super) type Listed = BTreeMap<(CredentialRef, String), (Arc<Vec<AccountZone>>, Instant)>;
 
 /// Brings the zone lists up to date for every (credential, account) that routes a hostname:
-/// kept while younger than an hour and holding every hostname; otherwise the Secret is read
-/// and the process-wide list asked (which lists on Cloudflare only if its own copy is stale).
-/// A credential whose list cannot be had is left out (its hostnames fall back, see above).
+/// kept while younger than an hour and holding every hostname; otherwise the process-wide list
+/// is asked with the credential the round resolved (it lists on Cloudflare only if its own copy
+/// is stale). A credential whose list cannot be had is left out (its hostnames fall back, see above).
 pub(super) async fn refresh(
     ctx: &Context,
     table: &RouteTable,
     records: &[TunnelRecord],
+    resolved: &Resolved,
     listed: &mut Listed,
 ) {
-    let mut needed: BTreeMap<(CredentialRef, String), (&TunnelRecord, BTreeSet<String>)> =
-        BTreeMap::new();
+    let mut needed: BTreeMap<(CredentialRef, String), BTreeSet<String>> = BTreeMap::new();
     for r in records.iter().filter(|r| !r.deleting) {
         let Some((account, _)) = own_zone(r) else {
             continue;
@@ -268,12 +248,11 @@ pub(super) async fn refresh(
         }
         needed
             .entry((CredentialRef::of(r), account))
-            .or_insert_with(|| (r, BTreeSet::new()))
-            .1
+            .or_default()
             .extend(hostnames);
     }
     listed.retain(|key, _| needed.contains_key(key));
-    for (key, (record, hostnames)) in needed {
+    for (key, hostnames) in needed {
         let missed = |zones: &[AccountZone]| hostnames.iter().any(|h| place(h, zones).is_none());
         if let Some((zones, at)) = listed.get(&key) {
             let age = at.elapsed();
@@ -281,12 +260,10 @@ pub(super) async fn refresh(
                 continue;
             }
         }
-        let Ok(secret) =
-            read_api_secret(&ctx.client, &record.secret_namespace, &record.cloudflare).await
-        else {
+        let Some(credentials) = resolved.of(&key.0) else {
             continue;
         };
-        let Ok(client) = ctx.cloudflare(secret.credentials.clone()) else {
+        let Ok(client) = ctx.cloudflare(credentials.clone()) else {
             continue;
         };
         let account = key.1.clone();
@@ -294,7 +271,7 @@ pub(super) async fn refresh(
         let missed_now = previous.as_deref().is_some_and(|z| missed(z));
         let result = ctx
             .zone_lists
-            .get(&secret.credentials, &account, missed_now, || {
+            .get(credentials, &account, missed_now, || {
                 list_account_zones(&client, &account)
             })
             .await;

@@ -2,7 +2,9 @@
 use super::*;
 use crate::admission::TunnelKind;
 use crate::api::{CloudflareDetails, TunnelStatus, ZoneRef};
+use crate::cloudflare::client::Credentials;
 use crate::routes::{DnsName, TunnelRoutes};
+use crate::routing::dns_credentials::{CredentialKey, CredentialRef, Resolved};
 use crate::routing::dns_groups::{Directory, Elsewhere};
 
 fn record(name: &str, secret: &str, zone: Option<&str>, deleting: bool) -> TunnelRecord {
@@ -50,8 +52,37 @@ fn table(entries: &[(&str, &[(&str, bool)])]) -> RouteTable {
     table
 }
 
+/// The groups with no zone list, no other zones and no credential read.
+fn wanted_plain(table: &RouteTable, records: &[TunnelRecord]) -> Wanted {
+    wanted_in(table, records, &Directory::new())
+}
+
+/// The groups with the zone lists of `directory`.
+fn wanted_in(table: &RouteTable, records: &[TunnelRecord], directory: &Directory) -> Wanted {
+    let none = Resolved::default();
+    wanted(table, records, true, directory, &Elsewhere::new(), &none)
+}
+
+/// The groups with the credentials of `resolved`.
+fn wanted_with(table: &RouteTable, records: &[TunnelRecord], resolved: &Resolved) -> Wanted {
+    let none = Directory::new();
+    wanted(table, records, true, &none, &Elsewhere::new(), resolved)
+}
+
+/// The round's credentials: each `(record, token)` names that token.
+fn tokens(entries: &[(&TunnelRecord, &str)]) -> Resolved {
+    let mut resolved = Resolved::default();
+    for (r, token) in entries {
+        resolved.insert(
+            CredentialRef::of(r),
+            Credentials::ApiToken(token.to_string()),
+        );
+    }
+    resolved
+}
+
 #[test]
-fn groups_are_per_zone_and_api_secret_and_skip_what_cannot_have_dns() {
+fn groups_are_per_zone_and_credential_and_skip_what_cannot_have_dns() {
     let table = table(&[
         (
             "a",
@@ -66,7 +97,8 @@ fn groups_are_per_zone_and_api_secret_and_skip_what_cannot_have_dns() {
         record("c", "s1", Some("z1"), true),
         record("d", "s1", None, false),
     ];
-    let groups = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new()).groups;
+    let resolved = tokens(&[(&records[0], "one"), (&records[1], "two")]);
+    let groups = wanted_with(&table, &records, &resolved).groups;
     assert_eq!(groups.len(), 2, "{groups:?}");
     let hosts: Vec<Vec<String>> = groups
         .values()
@@ -77,6 +109,8 @@ fn groups_are_per_zone_and_api_secret_and_skip_what_cannot_have_dns() {
                 .collect()
         })
         .collect();
+    let mut hosts = hosts;
+    hosts.sort();
     assert_eq!(
         hosts,
         vec![
@@ -87,30 +121,85 @@ fn groups_are_per_zone_and_api_secret_and_skip_what_cannot_have_dns() {
 }
 
 #[test]
-fn tunnels_reading_one_secret_through_different_keys_are_synced_apart() {
+fn tunnels_are_grouped_by_the_credential_their_secrets_hold_and_written_with_it() {
     let table = table(&[
         ("a", &[("a.example.com", false)]),
         ("b", &[("b.example.com", false)]),
         ("c", &[("c.example.com", false)]),
+        ("d", &[("d.example.com", false)]),
+        ("e", &[("e.example.com", false)]),
     ]);
     let mut records = vec![
         record("a", "s1", Some("z1"), false),
-        record("b", "s1", Some("z1"), false),
+        record("b", "s2", Some("z1"), false),
         record("c", "s1", Some("z1"), false),
+        record("d", "s3", Some("z1"), false),
+        record("e", "gone", Some("z1"), false),
     ];
-    records[1].cloudflare.api_token_key = "OTHER_TOKEN".into();
-    records[2].cloudflare.email = Some("ops@example.com".into());
-    let groups = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new()).groups;
-    assert_eq!(groups.len(), 3, "{groups:?}");
+    // One Secret read through another key, and another Secret, hold the same token as s1.
+    records[2].cloudflare.api_token_key = "OTHER_TOKEN".into();
+    let resolved = tokens(&[
+        (&records[0], "shared"),
+        (&records[1], "shared"),
+        (&records[2], "shared"),
+        (&records[3], "own"),
+    ]);
+    let groups = wanted_with(&table, &records, &resolved).groups;
+    let members: BTreeMap<&GroupKey, Vec<&str>> = groups
+        .iter()
+        .map(|(k, z)| {
+            let names = z.tunnels.iter().map(|t| t.identity.name.as_str()).collect();
+            (k, names)
+        })
+        .collect();
+    assert_eq!(
+        members.values().cloned().collect::<BTreeSet<_>>(),
+        [vec!["a", "b", "c"], vec!["d"], vec!["e"]]
+            .into_iter()
+            .collect(),
+        "{members:?}"
+    );
     for (key, zone) in &groups {
-        let r = records
-            .iter()
-            .find(|r| r.identity == zone.tunnels[0].identity)
-            .unwrap_or_else(|| panic!("no record"));
-        assert_eq!(zone.tunnels.len(), 1);
-        assert_eq!(key.credential.api_token_key, r.cloudflare.api_token_key);
-        assert_eq!(key.credential.email, r.cloudflare.email);
+        let token = match resolved.for_group(&key.credential) {
+            Ok(Credentials::ApiToken(token)) => token.clone(),
+            Ok(other) => panic!("unexpected {other:?}"),
+            Err(error) => {
+                assert!(matches!(key.credential, CredentialKey::Unread(_)));
+                assert_eq!(zone.tunnels[0].identity.name, "e");
+                assert!(error.contains("not read"), "{error}");
+                continue;
+            }
+        };
+        let expected = if zone.tunnels[0].identity.name == "d" {
+            "own"
+        } else {
+            "shared"
+        };
+        assert_eq!(token, expected);
     }
+    // The token of s2 changes: b leaves the shared group for its own, written with the new one.
+    let rotated = {
+        let mut r = tokens(&[
+            (&records[0], "shared"),
+            (&records[2], "shared"),
+            (&records[3], "own"),
+        ]);
+        r.insert(
+            CredentialRef::of(&records[1]),
+            Credentials::ApiToken("rotated".into()),
+        );
+        r
+    };
+    let groups = wanted_with(&table, &records, &rotated).groups;
+    let b = groups
+        .iter()
+        .find(|(_, z)| z.tunnels.iter().any(|t| t.identity.name == "b"))
+        .unwrap_or_else(|| panic!("no group of b"));
+    assert_eq!(b.1.tunnels.len(), 1);
+    assert_eq!(
+        rotated.for_group(&b.0.credential),
+        Ok(&Credentials::ApiToken("rotated".into()))
+    );
 }
 
 #[test]
@@ -127,7 +216,7 @@ fn a_deleting_source_is_released_by_its_own_hostnames_only() {
         !view.released(&id, &mine, &table, &records),
         "not synced yet"
     );
-    let (key, zone) = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new())
+    let (key, zone) = wanted_plain(&table, &records)
         .groups
         .into_iter()
         .next()
@@ -167,7 +256,7 @@ fn a_tunnel_is_settled_only_after_a_clean_sync_of_its_current_input() {
         ..DnsView::default()
     };
     assert!(!view.settled(&id, &table, &records));
-    let (key, zone) = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new())
+    let (key, zone) = wanted_plain(&table, &records)
         .groups
         .into_iter()
         .next()
@@ -196,16 +285,7 @@ fn zone(id: &str, name: &str) -> AccountZone {
 fn listed(zones: &[AccountZone]) -> Directory {
     let mut r = record("a", "s1", Some("z1"), false);
     r.status.account_id = Some("acc".into());
-    let key = (
-        crate::routing::dns_groups::CredentialRef {
-            secret_namespace: r.secret_namespace.clone(),
-            secret: r.cloudflare.secret.clone(),
-            api_token_key: r.cloudflare.api_token_key.clone(),
-            api_key_key: r.cloudflare.api_key_key.clone(),
-            email: None,
-        },
-        "acc".to_string(),
-    );
+    let key = (CredentialRef::of(&r), "acc".to_string());
     [(key, Arc::new(zones.to_vec()))].into_iter().collect()
 }
 
@@ -231,7 +311,7 @@ fn one_tunnel_gets_a_group_per_zone_its_hostnames_are_placed_in() {
         zone("z2", "dev.example.com"),
         zone("z3", "example.net"),
     ]);
-    let w = wanted(&table, &records, true, &directory, &Elsewhere::new());
+    let w = wanted_in(&table, &records, &directory);
     let placed: Vec<(String, String, Vec<String>)> = w
         .groups
         .iter()
@@ -271,7 +351,7 @@ fn a_hostname_in_no_zone_is_reported_with_the_zones_and_without_a_list_only_the_
     let table = table(&[("a", &[("a.example.com", false), ("b.nowhere.org", false)])]);
     let records = vec![with_account(record("a", "s1", Some("z1"), false))];
     let directory = listed(&[zone("z1", "example.com"), zone("z3", "example.net")]);
-    let w = wanted(&table, &records, true, &directory, &Elsewhere::new());
+    let w = wanted_in(&table, &records, &directory);
     assert_eq!(w.groups.len(), 1);
     let id = &records[0].identity;
     assert_eq!(
@@ -283,7 +363,7 @@ fn a_hostname_in_no_zone_is_reported_with_the_zones_and_without_a_list_only_the_
         }]
     );
     // No list (the credential may not list zones): the own zone still gets its hostnames.
-    let w = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new());
+    let w = wanted_plain(&table, &records);
     let own: Vec<&String> = w
         .groups
         .values()
@@ -304,7 +384,14 @@ fn a_zone_a_tunnel_had_hostnames_in_stays_in_its_groups_with_none_until_let_go()
         records[0].identity.clone(),
         [zone("z3", "example.net")].into_iter().collect(),
     );
-    let w = wanted(&table, &records, true, &directory, &elsewhere);
+    let w = wanted(
+        &table,
+        &records,
+        true,
+        &directory,
+        &elsewhere,
+        &Resolved::default(),
+    );
     let z3: Vec<&ZoneDns> = w
         .groups
         .iter()
@@ -326,13 +413,13 @@ fn the_own_zone_is_one_group_whatever_the_case_and_counts_when_the_list_misses_i
     r.status.zone_domain = Some("Example.COM".into());
     let records = vec![r];
     let both = listed(&[zone("z1", "example.com"), zone("z3", "example.net")]);
-    let w = wanted(&table, &records, true, &both, &Elsewhere::new());
+    let w = wanted_in(&table, &records, &both);
     let ids: Vec<&str> = w.groups.keys().map(|k| k.zone_id.as_str()).collect();
     assert_eq!(ids, vec!["z1", "z3"]);
     assert!(w.groups.values().all(|z| z.tunnels.len() == 1));
     // A list without the tunnel's own zone (found by name) still places its hostnames there.
     let without_own = listed(&[zone("z3", "example.net")]);
-    let w = wanted(&table, &records, true, &without_own, &Elsewhere::new());
+    let w = wanted_in(&table, &records, &without_own);
     let z1 = w
         .groups
         .iter()
@@ -352,7 +439,7 @@ fn a_tunnel_whose_domain_changed_is_in_its_old_zone_with_nothing_wanted_until_re
         zone_domain: "example.com".into(),
     };
     records[0].status.previous_zones = Some(vec![old]);
-    let groups = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new()).groups;
+    let groups = wanted_plain(&table, &records).groups;
     let zones: Vec<(&str, &str, usize)> = groups
         .iter()
         .map(|(k, z)| {
@@ -413,7 +500,7 @@ fn a_previous_zone_that_still_holds_a_routed_hostname_wants_it_there() {
     }]);
     let records = vec![r];
     let directory = listed(&[zone("z1", "example.com"), zone("z2", "example.org")]);
-    let w = wanted(&table, &records, true, &directory, &Elsewhere::new());
+    let w = wanted_in(&table, &records, &directory);
     let placed: Vec<(&str, Vec<&str>)> = w
         .groups
         .iter()
@@ -443,7 +530,7 @@ fn an_object_that_does_not_run_its_tunnel_wants_no_record() {
     let conflict = ready_condition(None, ReadyReason::TunnelIdConflict, "x", None, now);
     r.status.conditions = Some(vec![conflict]);
     let records = vec![r];
-    let w = wanted(&table, &records, true, &Directory::new(), &Elsewhere::new());
+    let w = wanted_plain(&table, &records);
     let hostnames: Vec<usize> = w
         .groups
         .values()

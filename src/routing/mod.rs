@@ -8,6 +8,7 @@
 //! tunnel). A tunnel's own DNS records are removed by its deletion, before the tunnel itself.
 mod cache;
 mod dns;
+mod dns_credentials;
 mod dns_groups;
 mod previous_zones;
 mod status;
