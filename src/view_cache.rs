@@ -116,9 +116,19 @@ where
     }
 }
 
-/// A watch config, label-selected unless `labels` is empty; any resourceVersion on relist.
+/// Objects per page of a watch's initial list (and of a relist).
+///
+/// Choice: the lists are paged and read consistently, not from "any" resourceVersion (which
+/// the API server answers from its watch cache in one response, ignoring the page size), and
+/// not streamed (`sendInitialEvents`, refused with 422 where the WatchList feature gate is
+/// off, as it is by default on Kubernetes 1.33). A page is decoded and stored before the next
+/// one is read, so a restart with a thousand Services holds fifty of them in flight at most,
+/// not the whole list (BENCHMARKS.md, restart rows of the convergence benchmark).
+pub(crate) const WATCH_PAGE_SIZE: u32 = 50;
+
+/// A watch config, label-selected unless `labels` is empty, listing in pages.
 pub(crate) fn config(labels: &str) -> watcher::Config {
-    let config = watcher::Config::default().any_semantic();
+    let config = watcher::Config::default().page_size(WATCH_PAGE_SIZE);
     if labels.is_empty() {
         config
     } else {
