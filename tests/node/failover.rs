@@ -156,12 +156,34 @@ pub async fn eviction_respects_the_disruption_budget(plane: &ControlPlane) {
         "two replicas Ready {:.1?} after the uncordon",
         began.elapsed()
     );
+    let began = Instant::now();
+    let seen = std::sync::Mutex::new(None::<String>);
     poll_until("the budget to allow one disruption", WAIT, POLL, || async {
         let status = budgets.get("cftunnel").await.ok()?.status?;
+        // Each new status once, with when it was seen: where this wait spends its time.
+        let shown = format!(
+            "allowed {:?}, healthy {:?}/{:?} desired, expected {:?}, observed generation {:?}, disrupted {:?}",
+            status.disruptions_allowed,
+            status.current_healthy,
+            status.desired_healthy,
+            status.expected_pods,
+            status.observed_generation,
+            status.disrupted_pods.as_ref().map(|d| d.keys().cloned().collect::<Vec<_>>()),
+        );
+        let mut last = seen.lock().unwrap_or_else(|e| e.into_inner());
+        if last.as_deref() != Some(shown.as_str()) {
+            eprintln!("eviction: budget at {:.1?}: {shown}", began.elapsed());
+            *last = Some(shown);
+        }
         (status.disruptions_allowed == Some(1)).then_some(())
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "eviction: the budget allows one {:.1?} after both were Ready",
+        began.elapsed()
+    );
+    print_disruption_log(plane);
     api.evict(&names[1], &EvictParams::default())
         .await
         .expect("eviction allowed once both are Ready");
@@ -171,4 +193,17 @@ pub async fn eviction_respects_the_disruption_budget(plane: &ControlPlane) {
         "two replicas Ready {:.1?} after the eviction",
         began.elapsed()
     );
+}
+
+/// The controller manager's lines about disruption budgets (what delayed the budget's status).
+fn print_disruption_log(plane: &ControlPlane) {
+    let log = plane.dir().join("kube-controller-manager.log");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    for line in text
+        .lines()
+        .filter(|l| l.contains("disruption") || l.contains("PodDisruptionBudget"))
+        .take(40)
+    {
+        eprintln!("eviction: kcm: {line}");
+    }
 }
