@@ -86,6 +86,24 @@ pub(crate) fn controller_named(child: &ObjectMeta, kind: &str) -> Option<String>
         .map(|o| o.name.clone())
 }
 
+/// The accessors that read the same fields in both kinds (their specs and status are stamped
+/// from one shape).
+macro_rules! same_field_accessors {
+    () => {
+        fn api_secret_name(&self) -> &str {
+            &self.spec.cloudflare.secret
+        }
+
+        fn tunnel_status(&self) -> Option<&TunnelStatus> {
+            self.status.as_ref()
+        }
+
+        fn tunnel_status_mut(&mut self) -> &mut Option<TunnelStatus> {
+            &mut self.status
+        }
+    };
+}
+
 impl TunnelKindAdapter for Tunnel {
     const KIND: TunnelKind = TunnelKind::Tunnel;
 
@@ -112,17 +130,7 @@ impl TunnelKindAdapter for Tunnel {
         self.spec.clone()
     }
 
-    fn api_secret_name(&self) -> &str {
-        &self.spec.cloudflare.secret
-    }
-
-    fn tunnel_status(&self) -> Option<&TunnelStatus> {
-        self.status.as_ref()
-    }
-
-    fn tunnel_status_mut(&mut self) -> &mut Option<TunnelStatus> {
-        &mut self.status
-    }
+    same_field_accessors!();
 
     fn controlling_object(child: &ObjectMeta) -> Option<ObjectRef<Self>> {
         let name = controller_named(child, "Tunnel")?;
@@ -153,17 +161,7 @@ impl TunnelKindAdapter for ClusterTunnel {
         cluster_spec_as_tunnel_spec(&self.spec)
     }
 
-    fn api_secret_name(&self) -> &str {
-        &self.spec.cloudflare.secret
-    }
-
-    fn tunnel_status(&self) -> Option<&TunnelStatus> {
-        self.status.as_ref()
-    }
-
-    fn tunnel_status_mut(&mut self) -> &mut Option<TunnelStatus> {
-        &mut self.status
-    }
+    same_field_accessors!();
 
     fn controlling_object(child: &ObjectMeta) -> Option<ObjectRef<Self>> {
         controller_named(child, "ClusterTunnel").map(|name| ObjectRef::new(&name))

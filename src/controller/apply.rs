@@ -27,6 +27,20 @@ use crate::render::labels::selector_labels;
 use crate::render::objects::owner_reference;
 use crate::render::{ObjectNames, OwnerIdentity, RenderError, Rendered};
 
+/// A namespaced kind whose objects cftunnel applies and reads back.
+pub trait ManagedKind:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Debug + DeserializeOwned
+{
+}
+
+impl<K> ManagedKind for K where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned
+{
+}
+
 /// Fails with `NameConflict` when `name` exists and is not controlled by the object `uid`.
 pub async fn ensure_controlled<K>(
     ctx: &Context,
@@ -36,10 +50,7 @@ pub async fn ensure_controlled<K>(
     owner: &str,
 ) -> Result<(), ReconcileError>
 where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + Debug
-        + DeserializeOwned,
+    K: ManagedKind,
 {
     let api: Api<K> = Api::namespaced(ctx.client.clone(), namespace);
     let live: Option<PartialObjectMeta<K>> = api
@@ -68,10 +79,7 @@ async fn apply<K>(
     object: &Value,
 ) -> Result<(), ReconcileError>
 where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + Debug
-        + DeserializeOwned,
+    K: ManagedKind,
 {
     let api: Api<K> = Api::namespaced(ctx.client.clone(), namespace);
     api.patch(

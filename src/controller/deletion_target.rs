@@ -148,7 +148,10 @@ pub async fn zone(
 
 /// Zones other than `own_zone_id` that may hold the tunnel's records: every zone of
 /// `status.previousZones` (a domain change whose old zone the DNS sync has not cleaned yet),
-/// then the zones of the hostnames of `status.routes` ([`routed_zones`]).
+/// then the zones of the hostnames its `status.routes` last listed, placed as the DNS sync
+/// places them (the account's zone list, kept per credential). The latter finds records in
+/// other zones even when the DNS sync of this process never ran for the tunnel (a deletion
+/// right after a restart); a zone list that cannot be had finds none (logged).
 pub async fn other_zones(
     ctx: &Context,
     cf: &CloudflareClient,
@@ -167,26 +170,6 @@ pub async fn other_zones(
             name: z.zone_domain.clone(),
         })
         .collect();
-    for zone in routed_zones(ctx, cf, api_credentials, account_id, status, own_zone_id).await {
-        if !out.iter().any(|z| z.id == zone.id) {
-            out.push(zone);
-        }
-    }
-    out
-}
-
-/// Zones other than `own_zone_id` holding the hostnames its `status.routes` last listed, placed
-/// as the DNS sync places them (the account's zone list, kept per credential). This finds
-/// records in other zones even when the DNS sync of this process never ran for the tunnel (a
-/// deletion right after a restart). A zone list that cannot be had finds none (logged).
-pub async fn routed_zones(
-    ctx: &Context,
-    cf: &CloudflareClient,
-    api_credentials: &crate::cloudflare::client::Credentials,
-    account_id: &str,
-    status: &TunnelStatus,
-    own_zone_id: &str,
-) -> Vec<AccountZone> {
     let hostnames: BTreeSet<String> = status
         .routes
         .iter()
@@ -194,7 +177,7 @@ pub async fn routed_zones(
         .map(|r| r.hostname.to_ascii_lowercase())
         .collect();
     if hostnames.is_empty() || account_id.is_empty() {
-        return Vec::new();
+        return out;
     }
     let listed = ctx
         .zone_lists
@@ -206,14 +189,13 @@ pub async fn routed_zones(
         Ok(zones) => zones,
         Err(error) => {
             tracing::warn!(%error, "listing the account's zones for the deletion failed; only the tunnel's own zone and those its DNS sync used are cleaned");
-            return Vec::new();
+            return out;
         }
     };
-    let mut out: Vec<AccountZone> = Vec::new();
     for host in &hostnames {
         if let Some(zone) = place(host, &zones)
             && zone.id != own_zone_id
-            && !out.contains(zone)
+            && !out.iter().any(|z| z.id == zone.id)
         {
             out.push(zone.clone());
         }

@@ -186,13 +186,7 @@ async fn new_tunnel<K: TunnelKindAdapter>(
     {
         let tunnel = live_tunnel_by_id(cf, account_id, id).await?;
         let creds = token_credentials(cf, account_id, &tunnel.id).await?;
-        events::normal(
-            ctx,
-            obj,
-            "TunnelAdopted",
-            format!("adopted tunnel {} ({})", tunnel.name, tunnel.id),
-        )
-        .await;
+        announce(ctx, obj, "TunnelAdopted", "adopted", &tunnel).await;
         return Ok((tunnel.id, tunnel.name, creds));
     }
     // Credentials of a tunnel deleted on Cloudflare are never reused: a recreate gets a new secret.
@@ -210,11 +204,7 @@ async fn new_tunnel<K: TunnelKindAdapter>(
     };
     if maybe_created {
         // A previous attempt may have created the tunnel and lost the answer.
-        let found = cf
-            .find_live_tunnel(account_id, name)
-            .await
-            .map_err(|e| ReconcileError::cloudflare("looking up the tunnel by name", e))?;
-        if let Some(tunnel) = found {
+        if let Some(tunnel) = live_tunnel_by_name(cf, account_id, name).await? {
             return adopt_if_ours(obj, ctx, cf, account_id, tunnel, &secret).await;
         }
     }
@@ -222,27 +212,9 @@ async fn new_tunnel<K: TunnelKindAdapter>(
         .create_tunnel(account_id, name, &secret, ConfigSrc::Local)
         .await
     {
-        Ok(tunnel) => {
-            events::normal(
-                ctx,
-                obj,
-                "TunnelCreated",
-                format!("created tunnel {} ({})", tunnel.name, tunnel.id),
-            )
-            .await;
-            let creds = TunnelCredentials {
-                account_tag: account_id.to_string(),
-                secret_b64: STANDARD.encode(&secret),
-                tunnel_id: tunnel.id.clone(),
-            };
-            Ok((tunnel.id, tunnel.name, creds))
-        }
+        Ok(tunnel) => Ok(created(ctx, obj, account_id, tunnel, &secret).await),
         Err(e) if e.is_conflict_tunnel_name() => {
-            let found = cf
-                .find_live_tunnel(account_id, name)
-                .await
-                .map_err(|e| ReconcileError::cloudflare("looking up the tunnel by name", e))?;
-            match found {
+            match live_tunnel_by_name(cf, account_id, name).await? {
                 Some(tunnel) => adopt_if_ours(obj, ctx, cf, account_id, tunnel, &secret).await,
                 None => Err(ReconcileError::cloudflare("creating the tunnel", e)),
             }
@@ -286,22 +258,47 @@ async fn adopt_if_ours<K: TunnelKindAdapter>(
             ),
         ));
     }
-    events::normal(
-        ctx,
-        obj,
-        "TunnelCreated",
-        format!("created tunnel {} ({})", tunnel.name, tunnel.id),
-    )
-    .await;
-    Ok((
-        tunnel.id.clone(),
-        tunnel.name,
-        TunnelCredentials {
-            account_tag: account_id.to_string(),
-            secret_b64: STANDARD.encode(secret),
-            tunnel_id: tunnel.id,
-        },
-    ))
+    Ok(created(ctx, obj, account_id, tunnel, secret).await)
+}
+
+/// The facts of a tunnel this object created with `secret`, announced with an Event.
+async fn created<K: TunnelKindAdapter>(
+    ctx: &Context,
+    obj: &K,
+    account_id: &str,
+    tunnel: Tunnel,
+    secret: &[u8],
+) -> TunnelFacts {
+    announce(ctx, obj, "TunnelCreated", "created", &tunnel).await;
+    let creds = TunnelCredentials {
+        account_tag: account_id.to_string(),
+        secret_b64: STANDARD.encode(secret),
+        tunnel_id: tunnel.id.clone(),
+    };
+    (tunnel.id, tunnel.name, creds)
+}
+
+/// A Normal Event `reason` on `obj`: "<verb> tunnel NAME (ID)".
+async fn announce<K: TunnelKindAdapter>(
+    ctx: &Context,
+    obj: &K,
+    reason: &str,
+    verb: &str,
+    tunnel: &Tunnel,
+) {
+    let message = format!("{verb} tunnel {} ({})", tunnel.name, tunnel.id);
+    events::normal(ctx, obj, reason, message).await;
+}
+
+/// The live (not deleted) tunnel named `name`, if any.
+async fn live_tunnel_by_name(
+    cf: &CloudflareClient,
+    account_id: &str,
+    name: &str,
+) -> Result<Option<Tunnel>, ReconcileError> {
+    cf.find_live_tunnel(account_id, name)
+        .await
+        .map_err(|e| ReconcileError::cloudflare("looking up the tunnel by name", e))
 }
 
 async fn live_tunnel_by_id(
