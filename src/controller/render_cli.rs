@@ -17,7 +17,7 @@ use crate::admission::facts::referenced;
 use crate::render::{self, OwnerIdentity, TunnelCredentials};
 use crate::routes::compute_routes;
 use crate::validate::decode::{Decoded, Outcome, TunnelObject, decode, plain_service};
-use crate::validate::{DEFAULT_NAMESPACE, EXIT_UNREADABLE, read_sources};
+use crate::validate::{DEFAULT_NAMESPACE, EXIT_UNREADABLE, read_or_report};
 
 /// Tunnel id rendered when the input carries no `status.tunnelId`.
 pub const PLACEHOLDER_TUNNEL_ID: &str = "00000000-0000-0000-0000-000000000000";
@@ -91,12 +91,8 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> std::io::Result<u8> {
-    let documents = match read_sources(sources, stdin) {
-        Ok(documents) => documents,
-        Err(e) => {
-            writeln!(err, "error: {e}")?;
-            return Ok(EXIT_UNREADABLE);
-        }
+    let Some(documents) = read_or_report(sources, stdin, err)? else {
+        return Ok(EXIT_UNREADABLE);
     };
     let options = render_options(&settings.cloudflared_image);
     let mut failed = false;

@@ -1,6 +1,6 @@
 //! Reading manifests: files, directories (recursively), stdin; multi-document YAML, JSON and
 //! `kind: List` objects, each document remembered with where it came from.
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize as _;
@@ -49,6 +49,22 @@ pub struct Document {
     /// `<file>#<document>` (1-based), plus `[<item>]` for an item of a `kind: List`.
     pub origin: String,
     pub value: Value,
+}
+
+/// [`read_sources`] for a command: `None` after writing the reason to `err` (the input could
+/// not be read; the command exits with [`super::EXIT_UNREADABLE`]).
+pub fn read_or_report(
+    sources: &[String],
+    stdin: &mut dyn Read,
+    err: &mut dyn Write,
+) -> std::io::Result<Option<Vec<Document>>> {
+    match read_sources(sources, stdin) {
+        Ok(documents) => Ok(Some(documents)),
+        Err(e) => {
+            writeln!(err, "error: {e}")?;
+            Ok(None)
+        }
+    }
 }
 
 /// Reads every source in order; `-` is standard input (read at most once).

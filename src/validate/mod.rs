@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use crate::admission::tunnel::TunnelView;
 use crate::admission::{self, Verdict};
 use decode::{Decoded, Outcome};
-pub use input::{Document, InputError, read_sources};
+pub use input::{Document, InputError, read_or_report, read_sources};
 pub use report::{Finding, ObjectRef, Report};
 
 /// Namespace of namespaced objects that name none, as `kubectl apply` without `-n` would use.
@@ -103,12 +103,8 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> std::io::Result<u8> {
-    let documents = match read_sources(sources, stdin) {
-        Ok(documents) => documents,
-        Err(e) => {
-            writeln!(err, "error: {e}")?;
-            return Ok(EXIT_UNREADABLE);
-        }
+    let Some(documents) = read_or_report(sources, stdin, err)? else {
+        return Ok(EXIT_UNREADABLE);
     };
     let report = validate_documents(&documents, default_namespace);
     report.print(out, err)?;
