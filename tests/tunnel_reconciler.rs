@@ -284,6 +284,8 @@ async fn new_tunnel_creates_one_tunnel_its_objects_and_then_stays_quiet() {
             .finalizers()
             .contains(&FINALIZER_SECRET_IN_USE.to_string())
     );
+    // The Ready Event is published after the status write that showed Ready.
+    h.wait_event("web", "Ready").await;
     let reasons = h.event_reasons("web").await;
     assert!(
         reasons.contains(&"TunnelCreated".to_string()),
@@ -634,11 +636,8 @@ async fn a_same_named_foreign_tunnel_is_a_conflict_until_adopted_explicitly() {
         message.contains(&format!("{ANNOTATION_ADOPT_TUNNEL_ID}: {id}")),
         "{message}"
     );
-    assert!(
-        h.event_reasons("web")
-            .await
-            .contains(&"TunnelNameConflict".to_string())
-    );
+    // The Event is published after the status write that `wait_reason` saw.
+    h.wait_event("web", "TunnelNameConflict").await;
     h.tunnels()
         .patch(
             "web",
