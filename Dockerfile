@@ -13,12 +13,13 @@ FROM docker.io/library/rust:1.95-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src src
+COPY crates crates
 COPY manifests manifests
 # glibc linked statically (`crt-static`): the scratch image has no loader and no libraries.
 # --target keeps these flags off build scripts and proc macros.
 RUN triple="$(uname -m)-unknown-linux-gnu" \
     && RUSTFLAGS="-C target-feature=+crt-static" \
-       cargo build --release --locked --target "$triple" --bin cftunnel \
+       cargo build --release --locked --target "$triple" -p cftunnel --bin cftunnel \
     && install -D -m 0755 "target/$triple/release/cftunnel" /out/usr/local/bin/cftunnel
 
 FROM scratch

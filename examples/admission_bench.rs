@@ -6,11 +6,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cftunnel::admission::{
-    AdmissionView, HostnameClaim, RouteNamespacePolicy, TunnelFacts, TunnelIdentity, TunnelKind,
-    review,
-};
 use cftunnel::webhook::{self, Policy, Readiness, WebhookConfig};
+use cftunnel_policy::admission::{
+    AdmissionView, HostnameClaim, RouteNamespacePolicy, TunnelFacts, review,
+};
+use cftunnel_types::{TunnelIdentity, TunnelKind};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kube::core::conversion::{ConversionRequest, ConversionResponse};
@@ -214,7 +214,7 @@ fn arg(name: &str, default: u64) -> u64 {
 
 #[tokio::main]
 async fn main() {
-    cftunnel::telemetry::install_crypto_provider();
+    cftunnel_cloudflare::install_crypto_provider();
     let concurrency = arg("--concurrency", 64) as usize;
     let seconds = arg("--seconds", 10);
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));

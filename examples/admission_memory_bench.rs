@@ -14,8 +14,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cftunnel::admission::{AdmissionView, review};
 use cftunnel::webhook::{self, CertificateAuthority, Policy, Readiness, WebhookConfig};
+use cftunnel_policy::admission::{AdmissionView, review};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kube::core::conversion::{ConversionRequest, ConversionResponse};
@@ -133,7 +133,7 @@ fn normal_review(i: usize) -> Vec<u8> {
 
 /// The server process: serves until its standard input closes.
 fn serve(dir: &str) {
-    cftunnel::telemetry::install_crypto_provider();
+    cftunnel_cloudflare::install_crypto_provider();
     let runtime = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("runtime: {e}"));
     runtime.block_on(async {
         let loopback = ([127, 0, 0, 1], 0).into();
@@ -304,7 +304,7 @@ fn main() {
             || vec![32, 256],
             |v| v.split(',').filter_map(|n| n.parse().ok()).collect(),
         );
-    cftunnel::telemetry::install_crypto_provider();
+    cftunnel_cloudflare::install_crypto_provider();
     let hour = Duration::from_secs(3600);
     let ca = CertificateAuthority::generate(hour).unwrap_or_else(|e| panic!("CA: {e}"));
     let pair = webhook::issue_serving_cert(&ca, &[], hour).unwrap_or_else(|e| panic!("cert: {e}"));

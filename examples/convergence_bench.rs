@@ -11,10 +11,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use cftunnel::api::names::{LABEL_APP, LABEL_EXPOSE_TUNNEL, service_annotations};
-use cftunnel::api::{Tunnel, TunnelBinding};
-use cftunnel::cloudflare::sim::{Operation, SimConfig, Simulator};
-use cftunnel::testenv::{ControlPlane, ControlPlaneOptions};
+use cftunnel_sim::{Operation, SimConfig, Simulator};
+use cftunnel_testenv::{ControlPlane, ControlPlaneOptions};
+use cftunnel_types::names::{LABEL_APP, LABEL_EXPOSE_TUNNEL, service_annotations};
+use cftunnel_types::{Tunnel, TunnelBinding};
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};

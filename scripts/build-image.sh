@@ -37,7 +37,7 @@ done
 # reach only the binary's own units, not build scripts or proc macros.
 echo "release build of cftunnel (target dir $CARGO_TARGET_DIR)" >&2
 RUSTFLAGS="-C target-feature=+crt-static" \
-  cargo build --release --locked --target "$triple" --bin cftunnel >&2
+  cargo build --release --locked --target "$triple" -p cftunnel --bin cftunnel >&2
 binary=$CARGO_TARGET_DIR/$triple/release/cftunnel
 if ldd "$binary" 2>/dev/null | grep -q "=>"; then
   echo "$binary is dynamically linked; the scratch image needs a static binary" >&2

@@ -7,11 +7,11 @@ trap 'rm -f "$tmp"' EXIT
 stale=0
 check() { # check <file> <cftunnel args...>
   local file=$1; shift
-  cargo run --quiet --locked -- "$@" > "$tmp"
+  cargo run --quiet --locked -p cftunnel -- "$@" > "$tmp"
   if diff -u "$file" "$tmp"; then
     echo "$file is current"
   else
-    echo "$file is stale: run 'cargo run -- $* > $file' and commit it" >&2
+    echo "$file is stale: run 'cargo run -p cftunnel -- $* > $file' and commit it" >&2
     stale=1
   fi
 }

@@ -15,29 +15,31 @@ rm -rf "$logs"
 mkdir -p "$logs"
 logs=$(cd "$logs" && pwd)
 
-cargo test --all-targets "$@" --no-run --message-format=json-render-diagnostics >"$logs/build.json"
-# Test executables (the library's unit tests, the binary's, each tests/*.rs, examples): the
-# artifacts built with the test profile. Non-test builds (the cftunnel binary) are left out.
+cargo test --workspace --all-targets "$@" --no-run --message-format=json-render-diagnostics >"$logs/build.json"
+# Test executables of every crate (each library's unit tests, each binary's, each tests/*.rs,
+# examples): the artifacts built with the test profile, each with its package's directory.
+# Non-test builds (the cftunnel binary) are left out.
 grep '"profile":{[^}]*"test":true}' "$logs/build.json" \
-  | grep -o '"executable":"[^"]*"' | cut -d'"' -f4 | sort -u >"$logs/targets"
+  | sed -n 's|.*"manifest_path":"\([^"]*\)/Cargo.toml".*"executable":"\([^"]*\)".*|\2 \1|p' \
+  | sort -u >"$logs/targets"
 if [ ! -s "$logs/targets" ]; then
   echo "no test executables found in cargo's output" >&2
   exit 1
 fi
 
 # The slowest binaries first, so the long ones never start last.
-order="node tunnel_reconciler image admission_apiserver go_regex_cloudflared leader_election cftunnel"
+order="node tunnel_reconciler image admission_apiserver go_regex_cloudflared leader_election cftunnel_policy cftunnel"
 {
-  for name in $order; do grep "/$name-[0-9a-f]*$" "$logs/targets" || true; done
-  grep -v -E "/($(tr ' ' '|' <<<"$order"))-[0-9a-f]*$" "$logs/targets" || true
+  for name in $order; do grep "/$name-[0-9a-f]* " "$logs/targets" || true; done
+  grep -v -E "/($(tr ' ' '|' <<<"$order"))-[0-9a-f]* " "$logs/targets" || true
 } >"$logs/queue"
 
 run_one() {
-  local exe=$1 logs=$2 name began status
+  local exe=${1% *} dir=${1#* } logs=$2 name began status
   name=$(basename "$exe")
   began=$(date +%s)
-  # Like `cargo test`: the package root is the working directory.
-  if "$exe" >"$logs/$name.running" 2>&1; then status=ok; else status=FAILED; fi
+  # Like `cargo test`: the package's directory is the working directory.
+  if (cd "$dir" && "$exe") >"$logs/$name.running" 2>&1; then status=ok; else status=FAILED; fi
   mv "$logs/$name.running" "$logs/$name.$status.log"
   printf '%-44s %-6s %4ss\n' "$name" "$status" "$(($(date +%s) - began))"
 }

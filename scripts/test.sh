@@ -16,5 +16,5 @@ export CFTUNNEL_BIN_DIR=$bin_dir
 # filter, `--test NAME`), plain `cargo test`.
 case "$*" in
   "" | "--locked") exec scripts/run-tests.sh "$@" ;;
-  *) exec cargo test --all-targets "$@" ;;
+  *) exec cargo test --workspace --all-targets "$@" ;;
 esac

@@ -22,8 +22,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::admission::mutate::{ConfigMapContent, config_checksum, mounted_config_maps, restamp};
 use crate::caches::{Shared, TermCaches};
+use cftunnel_policy::admission::mutate::{
+    ConfigMapContent, config_checksum, mounted_config_maps, restamp,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChecksumError {

@@ -4,8 +4,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::api::crds::{self, ConversionService};
 use crate::telemetry::{self, LogFormat};
+use cftunnel_types::crds::{self, ConversionService};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -25,16 +25,10 @@ pub struct Cli {
 pub enum Command {
     /// Print the CustomResourceDefinitions as multi-document YAML (as checked in under manifests/).
     Crds(CrdsArgs),
-    /// Run the Cloudflare API simulator on loopback. The first stdout line is a JSON object
-    /// with the API base URL (for --cloudflare-api-url), the account, the zones and the tokens.
-    CloudflareSim(crate::cloudflare::sim::cli::SimArgs),
     /// Run cftunnel: the admission webhook (validating, mutating, conversion), the tunnel
     /// reconcilers and health/metrics in one process. Uses $KUBECONFIG or the in-cluster
     /// configuration.
     Run(Box<RunArgs>),
-    /// Run the whole product locally: a control plane on loopback (binaries from
-    /// scripts/build-control-plane.sh), the Cloudflare simulator and cftunnel; applies examples/.
-    Demo(crate::demo::DemoArgs),
     /// Check manifests against the admission rules offline (for CI pipelines).
     #[command(long_about = VALIDATE_HELP)]
     Validate(ValidateArgs),
@@ -60,7 +54,7 @@ pub struct RenderArgs {
 }
 
 pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    crate::admission::duration::parse_go_duration(text)
+    cftunnel_policy::admission::duration::parse_go_duration(text)
         .and_then(|nanos| u64::try_from(nanos).ok())
         .map(std::time::Duration::from_nanos)
         .ok_or_else(|| format!("{text:?} is not a duration; use e.g. 10m, 90s or 0"))
@@ -88,7 +82,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub watch_selector: Option<String>,
     /// Cloudflare API base URL (a simulator's `url` in tests and the demo).
-    #[arg(long, default_value = crate::cloudflare::client::DEFAULT_BASE_URL)]
+    #[arg(long, default_value = cftunnel_cloudflare::DEFAULT_BASE_URL)]
     pub cloudflare_api_url: String,
     /// Namespace of the Secrets, ConfigMaps and Deployments of ClusterTunnels (the Go operator
     /// used cloudflare-operator-system).
@@ -129,7 +123,7 @@ pub struct RunArgs {
     /// one transaction) and falls back to one record per request where it is unavailable;
     /// `always` never falls back; `never` writes one record per request.
     #[arg(long, default_value = "auto")]
-    pub dns_batch: crate::dns::BatchMode,
+    pub dns_batch: cftunnel_policy::dns::BatchMode,
     #[command(flatten)]
     pub startup: crate::startup::StartupArgs,
 }
@@ -179,7 +173,7 @@ pub struct ValidateArgs {
     #[arg(short = 'f', long = "filename", required = true)]
     pub files: Vec<String>,
     /// Namespace of namespaced objects that do not name one.
-    #[arg(short = 'n', long, default_value = crate::validate::DEFAULT_NAMESPACE)]
+    #[arg(short = 'n', long, default_value = cftunnel_policy::validate::DEFAULT_NAMESPACE)]
     pub namespace: String,
 }
 
@@ -211,16 +205,12 @@ pub struct CrdsArgs {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     telemetry::init(cli.log_format);
-    telemetry::install_crypto_provider();
+    cftunnel_cloudflare::install_crypto_provider();
     let result = match cli.command {
         Command::Crds(args) => print_crds(&args).map(|()| ExitCode::SUCCESS),
-        Command::CloudflareSim(args) => {
-            block_on(crate::cloudflare::sim::cli::run(args)).map(|()| ExitCode::SUCCESS)
-        }
         Command::Validate(args) => validate_manifests(&args),
         Command::Certs(args) => write_certs(&args).map(|()| ExitCode::SUCCESS),
         Command::Run(args) => block_on(run(*args)).map(|()| ExitCode::SUCCESS),
-        Command::Demo(args) => block_on(crate::demo::run(args)).map(|()| ExitCode::SUCCESS),
         Command::Render(args) => render_manifests(&args),
     };
     match result {
@@ -293,7 +283,7 @@ async fn shutdown_signal() {
 
 fn print_crds(args: &CrdsArgs) -> anyhow::Result<()> {
     if args.helm {
-        let text = crate::chart::crds_template()?;
+        let text = cftunnel_types::crds::helm::crds_template()?;
         std::io::stdout().lock().write_all(text.as_bytes())?;
         return Ok(());
     }
@@ -308,7 +298,7 @@ fn print_crds(args: &CrdsArgs) -> anyhow::Result<()> {
 }
 
 fn validate_manifests(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
-    let code = crate::validate::run(
+    let code = cftunnel_policy::validate::run(
         &args.files,
         &args.namespace,
         &mut std::io::stdin().lock(),

@@ -5,8 +5,7 @@
 use http::HeaderValue;
 use http::header::USER_AGENT as USER_AGENT_HEADER;
 
-/// The User-Agent of every request cftunnel makes, to the API server and to Cloudflare.
-pub const USER_AGENT: &str = concat!("cftunnel/", env!("CARGO_PKG_VERSION"));
+pub use cftunnel_cloudflare::USER_AGENT;
 
 /// Adds the User-Agent header to a client configuration.
 pub fn identified(mut config: kube::Config) -> kube::Config {

@@ -17,12 +17,11 @@
 //! Each root counts the tasks and watch streams alive under it ([`Scope::live_tasks`],
 //! [`Scope::live_watches`]): the re-election test asserts they come back to the same numbers.
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::time::Instant;
-
+use cftunnel_cloudflare::WriteGate;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
@@ -50,11 +49,7 @@ impl Scope {
         let token = CancellationToken::new();
         Scope {
             name,
-            gate: WriteGate {
-                token: token.clone(),
-                valid_until: Arc::new(Mutex::new(None)),
-                parent: None,
-            },
+            gate: WriteGate::cancelled_with(token.clone(), None),
             token,
             tasks: TaskTracker::new(),
             counters: Arc::default(),
@@ -67,11 +62,7 @@ impl Scope {
         let token = self.token.child_token();
         Scope {
             name,
-            gate: WriteGate {
-                token: token.clone(),
-                valid_until: Arc::new(Mutex::new(None)),
-                parent: Some(Arc::new(self.gate.clone())),
-            },
+            gate: WriteGate::cancelled_with(token.clone(), Some(&self.gate)),
             token,
             tasks: TaskTracker::new(),
             counters: self.counters.clone(),
@@ -153,56 +144,6 @@ impl Scope {
     }
 }
 
-/// Whether a Cloudflare write may be sent now: the scope is not cancelled and its permit (set
-/// by the elector on each renewal) has not expired. A scope without an expiry (no election, or
-/// the process root) always permits.
-#[derive(Clone, Debug)]
-pub struct WriteGate {
-    token: CancellationToken,
-    valid_until: Arc<Mutex<Option<Instant>>>,
-    parent: Option<Arc<WriteGate>>,
-}
-
-impl Default for WriteGate {
-    fn default() -> Self {
-        WriteGate::open()
-    }
-}
-
-impl WriteGate {
-    /// A permit that holds until cancelled (no expiry).
-    pub fn open() -> WriteGate {
-        WriteGate {
-            token: CancellationToken::new(),
-            valid_until: Arc::new(Mutex::new(None)),
-            parent: None,
-        }
-    }
-
-    /// Sets when the permit expires unless renewed again.
-    pub fn renew_until(&self, until: Instant) {
-        *self
-            .valid_until
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(until);
-    }
-
-    /// True while writes are permitted.
-    pub fn may_write(&self) -> bool {
-        if self.token.is_cancelled() {
-            return false;
-        }
-        let until = *self
-            .valid_until
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if until.is_some_and(|until| Instant::now() >= until) {
-            return false;
-        }
-        self.parent.as_ref().is_none_or(|parent| parent.may_write())
-    }
-}
-
 #[derive(Clone, Copy)]
 enum Kind {
     Task,
@@ -241,6 +182,7 @@ impl Drop for Live {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::time::Instant;
 
     #[tokio::test]
     async fn shutting_a_term_down_stops_what_its_tasks_spawned_and_only_that() {

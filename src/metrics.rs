@@ -14,8 +14,8 @@ use std::time::Duration;
 use kube::runtime::reflector::Store;
 
 use crate::controller::TunnelKindAdapter;
-use crate::dns::{TunnelDnsReport, WriteKind};
-use crate::routes::RouteTable;
+use crate::dns_sync::{TunnelDnsReport, WriteKind};
+use cftunnel_policy::routes::RouteTable;
 
 /// Upper bounds (seconds) of reconcile durations.
 const RECONCILE_BUCKETS: [f64; 10] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
@@ -81,16 +81,16 @@ fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
 }
 
 /// Label value of a tunnel kind.
-fn kind_label(kind: crate::admission::TunnelKind) -> &'static str {
+fn kind_label(kind: cftunnel_types::TunnelKind) -> &'static str {
     match kind {
-        crate::admission::TunnelKind::Tunnel => "tunnel",
-        crate::admission::TunnelKind::ClusterTunnel => "clustertunnel",
+        cftunnel_types::TunnelKind::Tunnel => "tunnel",
+        cftunnel_types::TunnelKind::ClusterTunnel => "clustertunnel",
     }
 }
 
 /// One finished reconcile of a Tunnel or ClusterTunnel: `success` when it converged or waits
 /// for something expected, `error` when it failed (and was reported in `Ready`).
-pub fn reconciled(kind: crate::admission::TunnelKind, succeeded: bool, elapsed: Duration) {
+pub fn reconciled(kind: cftunnel_types::TunnelKind, succeeded: bool, elapsed: Duration) {
     let kind = kind_label(kind);
     let outcome = if succeeded { "success" } else { "error" };
     with(|s| {
@@ -102,26 +102,23 @@ pub fn reconciled(kind: crate::admission::TunnelKind, succeeded: bool, elapsed: 
     });
 }
 
-/// One attempt of a Cloudflare call: its HTTP status, or why none came back.
-pub fn cloudflare_attempt<R, E>(
-    operation: &'static str,
-    sent: &Result<Result<R, E>, tokio::time::error::Elapsed>,
-    status: impl Fn(&R) -> u16,
-) {
-    let status = match sent {
-        Ok(Ok(response)) => status(response).to_string(),
-        Ok(Err(_)) => "transport_error".to_string(),
-        Err(_) => "timeout".to_string(),
-    };
-    with(|s| *s.cloudflare.entry((operation, status)).or_default() += 1);
-}
+/// Tells the metrics of every Cloudflare call attempt and rate-limiter wait (the client's
+/// observer).
+#[derive(Debug, Default)]
+pub struct CloudflareCalls;
 
-/// Time one Cloudflare call waited for the rate limiter (zero when a token was free).
-pub fn ratelimit_waited(waited: Duration) {
-    with(|s| {
-        s.ratelimit_wait
-            .observe(&WAIT_BUCKETS, waited.as_secs_f64());
-    });
+impl cftunnel_cloudflare::CallObserver for CloudflareCalls {
+    fn attempt(&self, operation: &'static str, status: cftunnel_cloudflare::AttemptStatus) {
+        let status = status.to_string();
+        with(|s| *s.cloudflare.entry((operation, status)).or_default() += 1);
+    }
+
+    fn rate_limit_waited(&self, waited: Duration) {
+        with(|s| {
+            s.ratelimit_wait
+                .observe(&WAIT_BUCKETS, waited.as_secs_f64());
+        });
+    }
 }
 
 /// The writes of one zone sync (its per-tunnel reports), by action and result.

@@ -8,11 +8,11 @@ use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kube::core::conversion::{ConversionRequest, ConversionResponse};
 
-use crate::admission::review;
 use crate::caches::ProcessCaches;
 use crate::lifecycle::Scope;
 use crate::view_cache::{ViewCache, WatchScope};
 use crate::webhook::{self, Policy, Readiness, ServingHandle, WebhookConfig, WebhookError};
+use cftunnel_policy::admission::review;
 
 /// The admission policy: pure rules over the cached view.
 pub struct CachedPolicy {

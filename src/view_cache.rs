@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
 
-use crate::admission::facts::{binding_claims, service_claims, tunnel_facts};
-use crate::admission::{AdmissionView, TunnelKind};
 use crate::caches::ProcessCaches;
 use crate::controller::TunnelKindAdapter;
+use cftunnel_policy::admission::AdmissionView;
+use cftunnel_policy::admission::facts::{binding_claims, service_claims, tunnel_facts};
+use cftunnel_types::TunnelKind;
 
 /// Which objects this instance watches (several instances may share one API server in tests).
 #[derive(Clone, Debug, Default)]
@@ -68,7 +69,7 @@ impl ViewCache {
                 &t.tunnel_spec(),
             ));
         }
-        crate::admission::facts::link_account_zones(&mut tunnels);
+        cftunnel_policy::admission::facts::link_account_zones(&mut tunnels);
         let mut claims = Vec::new();
         for b in s.bindings.store().state() {
             claims.extend(binding_claims(

@@ -8,8 +8,8 @@ mod zones;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use cftunnel::api::cel;
-use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, shared};
+use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, shared};
+use cftunnel_types::cel;
 use common::webhook::start_webhook_thread;
 use common::{apply, get_json, kubectl};
 use tokio::sync::OnceCell;
@@ -41,7 +41,7 @@ async fn env() -> Env {
 }
 
 async fn register(plane: &ControlPlane, addr: SocketAddr) {
-    cftunnel::install::register_webhook(plane, addr, Some((OPT_IN, "on")))
+    cftunnel_testenv::registration::register_webhook(plane, addr, Some((OPT_IN, "on")))
         .await
         .expect("register webhooks");
 }

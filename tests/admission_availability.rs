@@ -12,8 +12,8 @@ mod install_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cftunnel::api::crds::{self, ConversionService};
-use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
+use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
+use cftunnel_types::crds::{self, ConversionService};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;

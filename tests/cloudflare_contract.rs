@@ -4,12 +4,12 @@
 mod openapi;
 
 use axum::body::Body;
-use cftunnel::cloudflare::client::Transport;
-use cftunnel::cloudflare::client::{
+use cftunnel_cloudflare::Transport;
+use cftunnel_cloudflare::{
     BatchDelete, BatchUpdate, CloudflareClient, CommentFilter, ConfigSrc, Credentials, DnsBatch,
     DnsRecordFilter, DnsRecordType, NewDnsRecord, RateLimit, TunnelFilter, TunnelToken, ZoneFilter,
 };
-use cftunnel::cloudflare::sim::{Fault, LoggedRequest, Operation, SimConfig, Simulator};
+use cftunnel_sim::{Fault, LoggedRequest, Operation, SimConfig, Simulator};
 use http::{Method, Request};
 use openapi::OpenApi;
 use serde_json::json;

@@ -4,7 +4,7 @@
 #[allow(dead_code)] // the contract test uses the rest of it
 mod openapi;
 
-use cftunnel::cloudflare::sim::{Operation, SimConfig, Simulator};
+use cftunnel_sim::{Operation, SimConfig, Simulator};
 use http::{Method, Request};
 use openapi::OpenApi;
 use serde_json::{Value, json};

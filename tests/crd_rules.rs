@@ -3,9 +3,9 @@
 //! even while the webhook is down.
 mod common;
 
-use cftunnel::api::cel;
-use cftunnel::api::crds::{self, ConversionService};
-use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, shared};
+use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, shared};
+use cftunnel_types::cel;
+use cftunnel_types::crds::{self, ConversionService};
 use common::{apply, get_json};
 
 async fn plane() -> &'static ControlPlane {

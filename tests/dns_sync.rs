@@ -9,10 +9,9 @@ mod openapi;
 #[path = "dns_sync/ownership.rs"]
 mod ownership;
 
-use cftunnel::cloudflare::sim::Operation;
-use cftunnel::dns::{
-    DnsOptions, ManagedTxt, WriteKind, managed_txt_name, ownership_marker, quote_txt,
-};
+use cftunnel::dns_sync::WriteKind;
+use cftunnel_policy::dns::{DnsOptions, ManagedTxt, managed_txt_name, ownership_marker, quote_txt};
+use cftunnel_sim::Operation;
 use harness::{Env, ID_A, ID_B, hostnames, identity, target, tunnel, zone};
 
 #[tokio::test]

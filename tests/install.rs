@@ -8,9 +8,9 @@ mod certificates;
 mod common;
 mod install_support;
 
-use cftunnel::api::crds::{self, ConversionService};
-use cftunnel::install::CONVERTED_CRDS;
-use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, shared};
+use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, shared};
+use cftunnel_types::crds::CONVERTED_CRDS;
+use cftunnel_types::crds::{self, ConversionService};
 use install_support::{
     NAMESPACE, documents, find, install_namespaces_and_rbac, kubectl_ok, repo_path,
 };

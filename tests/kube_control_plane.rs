@@ -7,7 +7,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::time::Duration;
 
-use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, poll_until};
+use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, poll_until};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};

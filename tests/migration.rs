@@ -19,10 +19,10 @@ mod install_support;
 
 use std::collections::BTreeSet;
 
-use cftunnel::cloudflare::client::ConfigSrc;
-use cftunnel::cloudflare::sim::Operation;
 use cftunnel::controller::DEFAULT_CLOUDFLARED_IMAGE;
-use cftunnel::testenv::{ControlPlaneOptions, shared};
+use cftunnel_cloudflare::ConfigSrc;
+use cftunnel_sim::Operation;
+use cftunnel_testenv::{ControlPlaneOptions, shared};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::ResourceExt;

@@ -31,8 +31,8 @@ mod uninstall;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use cftunnel::testenv::node::{inside_private_namespaces, rerun_in_private_namespaces};
-use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, NodeOptions};
+use cftunnel_testenv::node::{inside_private_namespaces, rerun_in_private_namespaces};
+use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, NodeOptions};
 
 /// Two nodes at once are too heavy for a 2-core machine: the tests of this binary take turns.
 static ONE_NODE: Mutex<()> = Mutex::new(());

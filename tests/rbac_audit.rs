@@ -12,14 +12,14 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use cftunnel::api::crds::{self, ConversionService};
-use cftunnel::api::names::ANNOTATION_CHECKSUM;
-use cftunnel::api::{ClusterTunnel, Tunnel, TunnelBinding};
-use cftunnel::cloudflare::sim::{SimConfig, Simulator};
-use cftunnel::testenv::{
+use cftunnel_sim::{SimConfig, Simulator};
+use cftunnel_testenv::{
     AUDIT_LOG_FILE, ControlPlane, ControlPlaneOptions, audit_args, poll_until, read_audit_log,
     shared,
 };
+use cftunnel_types::crds::{self, ConversionService};
+use cftunnel_types::names::ANNOTATION_CHECKSUM;
+use cftunnel_types::{ClusterTunnel, Tunnel, TunnelBinding};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};

@@ -7,7 +7,7 @@ mod install_support;
 
 use std::process::Command;
 
-use cftunnel::api::names::ANNOTATION_CHECKSUM;
+use cftunnel_types::names::ANNOTATION_CHECKSUM;
 use harness::{Harness, TOKEN};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
@@ -290,7 +290,7 @@ const ACCESS_TOKEN_SECRET: &str = "render-test-service-token-value";
 /// offline is computed from placeholders), and no value of the token is printed.
 #[tokio::test]
 async fn render_of_an_access_tunnel_is_what_the_reconciler_applied_and_prints_no_token() {
-    use cftunnel::api::access::AccessTunnel;
+    use cftunnel_types::access::AccessTunnel;
     use k8s_openapi::api::core::v1::Service;
 
     let h = Harness::start("render-access").await;
@@ -315,7 +315,7 @@ async fn render_of_an_access_tunnel_is_what_the_reconciler_applied_and_prints_no
         .create(&kube::api::PostParams::default(), &at)
         .await
         .expect("create access tunnel");
-    let live_at = cftunnel::testenv::poll_until(
+    let live_at = cftunnel_testenv::poll_until(
         "AccessTunnel Ready",
         harness::WAIT,
         harness::POLL,

@@ -9,9 +9,9 @@ mod install_support;
 use std::net::SocketAddr;
 use std::sync::OnceLock;
 
-use cftunnel::api::crds::{self, ConversionService};
 use cftunnel::startup::migrate::{Migration, MigrationError, migrate_storage};
-use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
+use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
+use cftunnel_types::crds::{self, ConversionService};
 use common::webhook::start_webhook_thread;
 use install_support::{
     POLL, WAIT, install_namespaces_and_rbac, kubectl_ok, operator_client, stored_api_version,

@@ -2,11 +2,13 @@
 //! (`dryRun=All`) of the same patch on the same Deployment, and its published patch metadata.
 use std::collections::{BTreeMap, BTreeSet};
 
-use cftunnel::admission::TunnelKind;
-use cftunnel::render::strategic_merge::strategic_merge;
-use cftunnel::render::strategic_merge_keys::{DEPLOYMENT, TABLE};
-use cftunnel::render::{OwnerIdentity, RenderOptions, TunnelCredentials, TunnelInput, render_all};
-use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, shared};
+use cftunnel_policy::render::strategic_merge::strategic_merge;
+use cftunnel_policy::render::strategic_merge_keys::{DEPLOYMENT, TABLE};
+use cftunnel_policy::render::{
+    OwnerIdentity, RenderOptions, TunnelCredentials, TunnelInput, render_all,
+};
+use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, shared};
+use cftunnel_types::TunnelKind;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -22,7 +24,7 @@ async fn plane() -> &'static ControlPlane {
 }
 
 /// A rendered Deployment whose lists all hold several elements, so merges have something to do.
-fn rendered(namespace: &str) -> cftunnel::render::Rendered {
+fn rendered(namespace: &str) -> cftunnel_policy::render::Rendered {
     let spec = serde_json::from_value(json!({
         "newTunnel": {"name": "shop"},
         "cloudflare": {"domain": "example.com", "secret": "cf-api", "accountId": "0123456789abcdef0123456789abcdef"},

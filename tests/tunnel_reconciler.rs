@@ -38,12 +38,12 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use cftunnel::api::names::{
+use cftunnel_cloudflare::ConfigSrc;
+use cftunnel_sim::{Fault, Operation};
+use cftunnel_testenv::poll_until;
+use cftunnel_types::names::{
     ANNOTATION_ADOPT_TUNNEL_ID, ANNOTATION_CHECKSUM, FINALIZER, FINALIZER_SECRET_IN_USE,
 };
-use cftunnel::cloudflare::client::ConfigSrc;
-use cftunnel::cloudflare::sim::{Fault, Operation};
-use cftunnel::testenv::poll_until;
 use harness::{Harness, POLL, TOKEN, WAIT};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
@@ -421,7 +421,7 @@ async fn existing_tunnels_by_id_and_name_are_run_one_at_a_time_never_deleted_and
         h.spec(API_SECRET, json!({"existingTunnel": {"name": "pre"}})),
     )
     .await;
-    let check_running = |t: &cftunnel::api::Tunnel| {
+    let check_running = |t: &cftunnel_types::Tunnel| {
         assert_eq!(
             t.status.as_ref().and_then(|s| s.tunnel_id.clone()),
             Some(id.clone())
@@ -728,13 +728,13 @@ async fn an_object_whose_tunnel_another_takes_over_stops_and_removes_its_records
     h.wait_reason(&h.tunnels(), "first", "Ready").await;
     routes::wait_records(&h, "app.example.com", 1).await;
     let deployments: Api<Deployment> = Api::namespaced(h.admin.clone(), &h.ns);
-    let owner: cftunnel::api::Tunnel = serde_json::from_value(json!({
+    let owner: cftunnel_types::Tunnel = serde_json::from_value(json!({
         "apiVersion": "networking.cfargotunnel.com/v1alpha2",
         "kind": "Tunnel",
         "metadata": {
             "name": "owner",
             "labels": {"cftunnel-test/run": h.ns},
-            "annotations": {cftunnel::api::names::ANNOTATION_ADOPT_TUNNEL_ID: id},
+            "annotations": {cftunnel_types::names::ANNOTATION_ADOPT_TUNNEL_ID: id},
         },
         "spec": h.spec(API_SECRET, json!({"newTunnel": {"name": "pre"}})),
     }))

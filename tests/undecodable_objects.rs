@@ -4,13 +4,13 @@
 //! the stored object as it was written.
 use std::time::Duration;
 
-use cftunnel::api::TunnelBinding;
-use cftunnel::api::crds::{self, ConversionService};
 use cftunnel::caches::{ProcessCaches, decode::undecodable_objects};
 use cftunnel::lifecycle::Scope;
-use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
 use cftunnel::view_cache::WatchScope;
 use cftunnel::webhook::WebhookConfig;
+use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
+use cftunnel_types::TunnelBinding;
+use cftunnel_types::crds::{self, ConversionService};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps,
 };

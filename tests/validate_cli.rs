@@ -141,9 +141,9 @@ fn the_table_covers_every_create_rule() {
         .flat_map(|c| c.expects.iter().map(String::as_str))
         .collect();
     for message in [
-        cftunnel::api::cel::BOTH_TUNNEL_SOURCES,
-        cftunnel::api::cel::NO_TUNNEL_SOURCE,
-        cftunnel::api::cel::NAME_TOO_LONG,
+        cftunnel_types::cel::BOTH_TUNNEL_SOURCES,
+        cftunnel_types::cel::NO_TUNNEL_SOURCE,
+        cftunnel_types::cel::NAME_TOO_LONG,
     ] {
         assert!(
             expects.contains(&message),
@@ -341,7 +341,7 @@ fn dash_reads_standard_input() {
         text(&out.stdout),
         format!(
             "Tunnel shop/web: {}\n",
-            cftunnel::api::cel::BOTH_TUNNEL_SOURCES
+            cftunnel_types::cel::BOTH_TUNNEL_SOURCES
         )
     );
 }
@@ -483,7 +483,7 @@ fn certs_refuses_a_bad_host() {
 /// (a required field, a bound), which the API server refuses before CEL and webhooks.
 #[test]
 fn table_objects_fit_their_crd_schemas() {
-    use cftunnel::api::crds::{self, ConversionService};
+    use cftunnel_types::crds::{self, ConversionService};
     let mut validators = std::collections::BTreeMap::new();
     for crd in crds::all(&ConversionService::default()) {
         let crd = serde_json::to_value(&crd).expect("CRD as JSON");

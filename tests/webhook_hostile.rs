@@ -63,7 +63,7 @@ struct Server {
 }
 
 async fn start(adjust: impl FnOnce(&mut WebhookConfig)) -> Server {
-    cftunnel::telemetry::install_crypto_provider();
+    cftunnel_cloudflare::install_crypto_provider();
     let ca = CertificateAuthority::generate(HOUR).expect("ca");
     let pair = issue_serving_cert(&ca, &[], HOUR).expect("serving cert");
     let dir = tempfile::tempdir().expect("tempdir");

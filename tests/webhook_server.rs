@@ -155,7 +155,7 @@ async fn start(
     readiness: Readiness,
     reload_interval: Duration,
 ) -> ServingHandle {
-    cftunnel::telemetry::install_crypto_provider();
+    cftunnel_cloudflare::install_crypto_provider();
     let mut config = WebhookConfig::new(loopback(), loopback(), volume.cert(), volume.key());
     config.reload_interval = reload_interval;
     serve(
@@ -379,7 +379,7 @@ async fn health_port_reports_readiness_and_metrics() {
 async fn the_shutdown_future_stops_both_servers() {
     let (_, pair) = ca_and_pair();
     let volume = SecretVolume::new(&pair);
-    cftunnel::telemetry::install_crypto_provider();
+    cftunnel_cloudflare::install_crypto_provider();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let config = WebhookConfig::new(loopback(), loopback(), volume.cert(), volume.key());
     let handle = serve(config, Arc::new(FakePolicy), Readiness::new(), async move {
@@ -485,7 +485,7 @@ impl Policy for CountingPolicy {
 async fn no_more_than_max_concurrency_decisions_run_at_once() {
     let (ca, pair) = ca_and_pair();
     let volume = SecretVolume::new(&pair);
-    cftunnel::telemetry::install_crypto_provider();
+    cftunnel_cloudflare::install_crypto_provider();
     let readiness = Readiness::new();
     readiness.set_ready(true);
     let mut config = WebhookConfig::new(loopback(), loopback(), volume.cert(), volume.key());

@@ -118,7 +118,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::Tunnel;
+    use cftunnel_types::Tunnel;
     use kube::runtime::reflector;
 
     fn object(value: serde_json::Value) -> DynamicObject {

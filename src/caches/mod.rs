@@ -28,10 +28,10 @@ use tokio::sync::watch;
 
 pub use shared::{Shared, keep, typed};
 
-use crate::api::names::{APP_CLOUDFLARED, LABEL_APP};
-use crate::api::{ClusterTunnel, Tunnel, TunnelBinding};
 use crate::lifecycle::Scope;
 use crate::view_cache::{WatchScope, config, namespaced};
+use cftunnel_types::names::{APP_CLOUDFLARED, LABEL_APP};
+use cftunnel_types::{ClusterTunnel, Tunnel, TunnelBinding};
 
 /// The watches every replica runs (the webhook needs them), shared with the leader's term.
 #[derive(Clone)]

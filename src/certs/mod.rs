@@ -76,7 +76,7 @@ impl Default for CertSettings {
             ca_secret: "cftunnel-webhook-ca".into(),
             serving_secret: "cftunnel-webhook-tls".into(),
             webhook_configuration: "cftunnel".into(),
-            converted_crds: crate::install::CONVERTED_CRDS
+            converted_crds: cftunnel_types::crds::CONVERTED_CRDS
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),

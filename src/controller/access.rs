@@ -20,10 +20,10 @@ use serde_json::{Value, json};
 use super::apply::ensure_controlled;
 use super::conditions::{ReadyReason, find_ready, ready_condition, with_ready};
 use super::context::Context;
-use crate::api::access::AccessTunnel;
-use crate::api::names::FIELD_MANAGER;
 use crate::caches::TermCaches;
-use crate::render::access::{render_access, token_checksum};
+use cftunnel_policy::render::access::{render_access, token_checksum};
+use cftunnel_types::access::AccessTunnel;
+use cftunnel_types::names::FIELD_MANAGER;
 
 const RETRY: Duration = Duration::from_secs(30);
 
@@ -98,7 +98,7 @@ async fn reconcile(at: Arc<AccessTunnel>, ctx: Arc<Context>) -> Result<Action, A
 
 async fn converge(at: &AccessTunnel, ctx: &Context) -> Result<String, (ReadyReason, String)> {
     let namespace = at.namespace().unwrap_or_default();
-    if let Some(message) = crate::admission::access::validate(&at.spec).denial_message() {
+    if let Some(message) = cftunnel_policy::admission::access::validate(&at.spec).denial_message() {
         return Err((ReadyReason::InvalidSpec, message));
     }
     let checksum = match &at.spec.service_token {

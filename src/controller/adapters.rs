@@ -9,12 +9,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::context::Context;
-use crate::admission::TunnelKind;
-use crate::api::names::{APP_CLOUDFLARED, LABEL_APP, LABEL_IS_CLUSTER_TUNNEL};
-use crate::api::{ClusterTunnel, ClusterTunnelSpec, Tunnel, TunnelSpec, TunnelStatus};
-use crate::render::OwnerIdentity;
-use crate::render::labels::is_cluster_tunnel_value;
 use crate::view_cache::WatchScope;
+use cftunnel_policy::render::OwnerIdentity;
+use cftunnel_policy::render::labels::is_cluster_tunnel_value;
+use cftunnel_types::TunnelKind;
+use cftunnel_types::names::{APP_CLOUDFLARED, LABEL_APP, LABEL_IS_CLUSTER_TUNNEL};
+use cftunnel_types::{ClusterTunnel, ClusterTunnelSpec, Tunnel, TunnelSpec, TunnelStatus};
 
 /// A tunnel custom resource kind as the generic reconcile core sees it.
 pub trait TunnelKindAdapter:
@@ -49,8 +49,8 @@ pub trait TunnelKindAdapter:
     }
 
     /// The identity routes are indexed by (a ClusterTunnel has no namespace).
-    fn route_identity(&self) -> crate::admission::TunnelIdentity {
-        crate::admission::TunnelIdentity {
+    fn route_identity(&self) -> cftunnel_types::TunnelIdentity {
+        cftunnel_types::TunnelIdentity {
             kind: Self::KIND,
             namespace: self.namespace().unwrap_or_default(),
             name: self.name_any(),

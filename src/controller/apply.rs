@@ -22,10 +22,10 @@ use super::conditions::ReadyReason;
 use super::context::Context;
 use super::core::ReconcileError;
 use super::takeover;
-use crate::api::names::FIELD_MANAGER;
-use crate::render::labels::selector_labels;
-use crate::render::objects::owner_reference;
-use crate::render::{ObjectNames, OwnerIdentity, RenderError, Rendered};
+use cftunnel_policy::render::labels::selector_labels;
+use cftunnel_policy::render::objects::owner_reference;
+use cftunnel_policy::render::{ObjectNames, OwnerIdentity, RenderError, Rendered};
+use cftunnel_types::names::FIELD_MANAGER;
 
 /// A namespaced kind whose objects cftunnel applies and reads back.
 pub trait ManagedKind:

@@ -14,8 +14,8 @@ use kube::ResourceExt;
 use kube::runtime::reflector::Store;
 
 use super::adapters::TunnelKindAdapter;
-use crate::admission::TunnelIdentity;
-use crate::api::{ClusterTunnel, Tunnel};
+use cftunnel_types::TunnelIdentity;
+use cftunnel_types::{ClusterTunnel, Tunnel};
 
 /// Where a claim ranks: lower runs the tunnel.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -8,9 +8,9 @@ use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 
 use super::memory::{DriftSchedule, Failures};
-use crate::cloudflare::client::{CloudflareClient, CloudflareError, Credentials, RateLimiters};
 use crate::lifecycle::Scope;
 use crate::view_cache::WatchScope;
+use cftunnel_cloudflare::{CloudflareClient, CloudflareError, Credentials, RateLimiters};
 
 /// Default namespace of ClusterTunnels' objects, apart from the operator's own namespace.
 pub const DEFAULT_CLUSTER_RESOURCE_NAMESPACE: &str = "cftunnel-tunnels";
@@ -39,7 +39,7 @@ pub struct ControllerOptions {
     /// tunnel).
     pub dns_txt_records: bool,
     /// `--dns-batch`: batched or single-record DNS writes.
-    pub dns_batch: crate::dns::BatchMode,
+    pub dns_batch: cftunnel_policy::dns::BatchMode,
     /// `--deletion-pod-wait`: how long a deletion waits for cloudflared pods that still run
     /// (see `deletion_pods`).
     pub deletion_pod_wait: Duration,
@@ -48,7 +48,7 @@ pub struct ControllerOptions {
 impl Default for ControllerOptions {
     fn default() -> Self {
         ControllerOptions {
-            cloudflare_api_url: crate::cloudflare::client::DEFAULT_BASE_URL.to_string(),
+            cloudflare_api_url: cftunnel_cloudflare::DEFAULT_BASE_URL.to_string(),
             cluster_resource_namespace: DEFAULT_CLUSTER_RESOURCE_NAMESPACE.to_string(),
             cloudflared_image: DEFAULT_CLOUDFLARED_IMAGE.to_string(),
             drift_interval: Duration::from_secs(600),
@@ -57,7 +57,7 @@ impl Default for ControllerOptions {
             cloudflare_max_attempts: None,
             overwrite_unmanaged_dns: false,
             dns_txt_records: true,
-            dns_batch: crate::dns::BatchMode::Auto,
+            dns_batch: cftunnel_policy::dns::BatchMode::Auto,
             deletion_pod_wait: super::deletion_pods::DEFAULT_POD_WAIT,
         }
     }
@@ -74,7 +74,7 @@ pub struct Context {
     /// reconcilers spawn runs in it, and every Cloudflare write checks its permit.
     pub term: Scope,
     /// Every tunnel's routes, published by the route reconciler.
-    pub routes: std::sync::Arc<crate::routes::RouteIndex>,
+    pub routes: std::sync::Arc<cftunnel_policy::routes::RouteIndex>,
     /// Zone ids looked up by name, shared by every reconcile.
     pub zone_ids: super::zones::ZoneIds,
     /// Every zone of an account per credential, for the DNS placement of hostnames.
@@ -130,7 +130,8 @@ impl Context {
         let builder = CloudflareClient::builder(credentials)
             .base_url(self.options.cloudflare_api_url.clone())
             .limiters(self.limiters.clone())
-            .write_gate(self.term.write_gate());
+            .write_gate(self.term.write_gate())
+            .observer(std::sync::Arc::new(crate::metrics::CloudflareCalls));
         match self.options.cloudflare_max_attempts {
             Some(attempts) => builder.max_attempts(attempts).build(),
             None => builder.build(),

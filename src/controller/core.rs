@@ -13,9 +13,9 @@ use super::{
     apply, credentials, deletion, drift, events, finalizer, go_cluster_workload, secret_guard,
     setup, status,
 };
-use crate::api::names::{ANNOTATION_ABANDON_CLEANUP, FINALIZER};
-use crate::cloudflare::client::CloudflareError;
-use crate::render::{self, RenderError};
+use cftunnel_cloudflare::CloudflareError;
+use cftunnel_policy::render::{self, RenderError};
+use cftunnel_types::names::{ANNOTATION_ABANDON_CLEANUP, FINALIZER};
 
 /// How long a reconcile waits for the first route table.
 const ROUTES_WAIT: std::time::Duration = std::time::Duration::from_millis(500);

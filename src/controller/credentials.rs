@@ -9,10 +9,10 @@ use serde::Deserialize;
 use super::PENDING_SECRET_KEY;
 use super::conditions::ReadyReason;
 use super::core::ReconcileError;
-use crate::api::CloudflareDetails;
-use crate::cloudflare::client::{Credentials, MIN_TUNNEL_SECRET_BYTES, TunnelToken};
-use crate::render::TunnelCredentials;
-use crate::render::config::CREDENTIALS_KEY;
+use cftunnel_cloudflare::{Credentials, MIN_TUNNEL_SECRET_BYTES, TunnelToken};
+use cftunnel_policy::render::TunnelCredentials;
+use cftunnel_policy::render::config::CREDENTIALS_KEY;
+use cftunnel_types::CloudflareDetails;
 
 /// What the API Secret holds; `Debug` is deliberately absent (it carries credentials).
 pub struct ApiSecret {

@@ -21,11 +21,12 @@ use super::credentials::Stored;
 use super::deletion_pods::{PodWait, pod_wait, wait_until, waiting_message};
 use super::deletion_target::{self, Target};
 use super::{credentials, events, go_cluster_workload, status};
-use crate::api::names::ANNOTATION_ABANDON_CLEANUP;
-use crate::cloudflare::client::CloudflareClient;
-use crate::dns::{AccountZone, DnsOptions, TunnelDns, ZoneDns, sync_zone};
-use crate::render::ObjectNames;
-use crate::render::labels::selector_labels;
+use crate::dns_sync::sync_zone;
+use cftunnel_cloudflare::CloudflareClient;
+use cftunnel_policy::dns::{AccountZone, DnsOptions, TunnelDns, ZoneDns};
+use cftunnel_policy::render::ObjectNames;
+use cftunnel_policy::render::labels::selector_labels;
+use cftunnel_types::names::ANNOTATION_ABANDON_CLEANUP;
 
 /// How often the pods are checked while they terminate.
 const POD_WAIT: Duration = Duration::from_secs(2);

@@ -17,10 +17,10 @@ use super::context::Context;
 use super::core::ReconcileError;
 use super::credentials::{self, Stored};
 use super::setup;
-use crate::api::{TunnelSpec, TunnelStatus};
-use crate::cloudflare::client::{CloudflareClient, TunnelToken};
-use crate::dns::{AccountZone, place};
-use crate::render::ObjectNames;
+use cftunnel_cloudflare::{CloudflareClient, TunnelToken};
+use cftunnel_policy::dns::{AccountZone, place};
+use cftunnel_policy::render::ObjectNames;
+use cftunnel_types::{TunnelSpec, TunnelStatus};
 
 /// The Cloudflare side of one deletion.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,7 +125,7 @@ async fn ours_by_name(
 pub async fn zone(
     ctx: &Context,
     cf: &CloudflareClient,
-    api_credentials: &crate::cloudflare::client::Credentials,
+    api_credentials: &cftunnel_cloudflare::Credentials,
     account_id: &str,
     spec: &TunnelSpec,
     status: &TunnelStatus,
@@ -155,7 +155,7 @@ pub async fn zone(
 pub async fn other_zones(
     ctx: &Context,
     cf: &CloudflareClient,
-    api_credentials: &crate::cloudflare::client::Credentials,
+    api_credentials: &cftunnel_cloudflare::Credentials,
     account_id: &str,
     status: &TunnelStatus,
     own_zone_id: &str,

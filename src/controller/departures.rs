@@ -16,8 +16,8 @@ use tokio::sync::mpsc;
 use super::adapters::TunnelKindAdapter;
 use super::claims::{self, Rank};
 use super::context::Context;
-use crate::admission::{TunnelIdentity, TunnelKind};
-use crate::api::{ClusterTunnel, Tunnel};
+use cftunnel_types::{ClusterTunnel, Tunnel};
+use cftunnel_types::{TunnelIdentity, TunnelKind};
 
 /// Where objects to re-run are sent, per kind.
 pub struct Rerun {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::OwnedMutexGuard;
 
-use crate::dns::AccountZone;
+use cftunnel_policy::dns::AccountZone;
 
 /// How long a retired tunnel id is remembered (its object is long gone by then; a tunnel id is
 /// never reused).

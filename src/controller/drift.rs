@@ -10,8 +10,8 @@ use super::conditions::{ReadyReason, find_ready};
 use super::context::Context;
 use super::core::ReconcileError;
 use super::events;
-use crate::api::{TunnelSpec, TunnelStatus};
-use crate::cloudflare::client::CloudflareClient;
+use cftunnel_cloudflare::CloudflareClient;
+use cftunnel_types::{TunnelSpec, TunnelStatus};
 
 /// Most ids kept in `status.previousTunnelIds` (the CRD bounds the list to this).
 pub const MAX_PREVIOUS_TUNNEL_IDS: usize = 10;

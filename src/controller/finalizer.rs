@@ -7,7 +7,7 @@ use serde_json::json;
 use super::adapters::TunnelKindAdapter;
 use super::context::Context;
 use super::core::ReconcileError;
-use crate::api::names::FINALIZER;
+use cftunnel_types::names::FINALIZER;
 
 /// The JSON patch adding `finalizer`; `None` when it is already there.
 pub fn add_patch(finalizers: &[String], finalizer: &str) -> Option<json_patch::Patch> {

@@ -20,8 +20,8 @@ use super::apply::controlled_by;
 use super::context::Context;
 use super::core::ReconcileError;
 use super::events;
-use crate::admission::TunnelKind;
-use crate::render::{ObjectNames, OwnerIdentity};
+use cftunnel_policy::render::{ObjectNames, OwnerIdentity};
+use cftunnel_types::TunnelKind;
 
 /// Event reasons on the ClusterTunnel.
 pub const REASON_WAITING: &str = "WaitingToRetireGoDeployment";

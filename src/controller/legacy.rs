@@ -1,7 +1,7 @@
 //! Stored Tunnels and ClusterTunnels in shapes the Go operator ran and admission refuses today:
 //! they are run the Go operator's way, and the `Ready` message says what would be refused.
-use crate::admission::tunnel::existing_id_problem;
-use crate::api::TunnelSpec;
+use cftunnel_policy::admission::tunnel::existing_id_problem;
+use cftunnel_types::TunnelSpec;
 
 fn non_empty(value: Option<&String>) -> Option<&str> {
     value.map(String::as_str).filter(|v| !v.is_empty())

@@ -47,9 +47,9 @@ pub use core::ReconcileError;
 
 use tokio::sync::mpsc;
 
-use crate::admission::{TunnelIdentity, TunnelKind};
-use crate::api::{ClusterTunnel, Tunnel};
 use crate::caches::{Shared, TermCaches};
+use cftunnel_types::{ClusterTunnel, Tunnel};
+use cftunnel_types::{TunnelIdentity, TunnelKind};
 
 /// Key of the managed Secret holding the base64 tunnel secret before the tunnel exists.
 pub const PENDING_SECRET_KEY: &str = "tunnelSecret";

@@ -12,12 +12,12 @@ use std::io::{Read, Write};
 use serde_json::Value;
 
 use super::render_input::{TunnelFacts, render_options, tunnel_input};
-use crate::admission::TunnelKind;
-use crate::admission::facts::referenced;
-use crate::render::{self, OwnerIdentity, TunnelCredentials};
-use crate::routes::compute_routes;
-use crate::validate::decode::{Decoded, Outcome, TunnelObject, decode, plain_service};
-use crate::validate::{DEFAULT_NAMESPACE, EXIT_UNREADABLE, read_or_report};
+use cftunnel_policy::admission::facts::referenced;
+use cftunnel_policy::render::{self, OwnerIdentity, TunnelCredentials};
+use cftunnel_policy::routes::compute_routes;
+use cftunnel_policy::validate::decode::{Decoded, Outcome, TunnelObject, decode, plain_service};
+use cftunnel_policy::validate::{DEFAULT_NAMESPACE, EXIT_UNREADABLE, read_or_report};
+use cftunnel_types::TunnelKind;
 
 /// Tunnel id rendered when the input carries no `status.tunnelId`.
 pub const PLACEHOLDER_TUNNEL_ID: &str = "00000000-0000-0000-0000-000000000000";
@@ -393,12 +393,15 @@ target: {fqdn: db.example.com, protocol: udp}
             PLACEHOLDER_UID
         );
         let checksum = &docs[1]["spec"]["template"]["metadata"]["annotations"]
-            [crate::api::names::ANNOTATION_CHECKSUM];
+            [cftunnel_types::names::ANNOTATION_CHECKSUM];
         assert_eq!(
             checksum.as_str(),
             Some(
-                crate::render::access::token_checksum(REDACTED.as_bytes(), REDACTED.as_bytes())
-                    .as_str()
+                cftunnel_policy::render::access::token_checksum(
+                    REDACTED.as_bytes(),
+                    REDACTED.as_bytes()
+                )
+                .as_str()
             )
         );
     }

@@ -20,8 +20,8 @@ use serde_json::json;
 use super::context::Context;
 use super::core::ReconcileError;
 use super::credentials::ApiSecret;
-use crate::api::names::{FIELD_MANAGER_SECRET_GUARD, FINALIZER, FINALIZER_SECRET_IN_USE};
-use crate::api::{ClusterTunnel, Tunnel};
+use cftunnel_types::names::{FIELD_MANAGER_SECRET_GUARD, FINALIZER, FINALIZER_SECRET_IN_USE};
+use cftunnel_types::{ClusterTunnel, Tunnel};
 
 /// The applied object; `resourceVersion` makes it a conditional update that never creates.
 fn guard_object(

@@ -12,13 +12,13 @@ use super::context::Context;
 use super::core::ReconcileError;
 use super::credentials::{self, ApiSecret, Stored};
 use super::{apply, claims, events, legacy, status};
-use crate::api::names::ANNOTATION_ADOPT_TUNNEL_ID;
-use crate::api::{TunnelSpec, TunnelStatus};
-use crate::cloudflare::client::{
+use cftunnel_cloudflare::{
     CloudflareClient, ConfigSrc, MIN_TUNNEL_SECRET_BYTES, Tunnel, TunnelToken, ZoneFilter,
 };
-use crate::render::TunnelCredentials;
-use crate::render::config::ORIGIN_CA_KEY;
+use cftunnel_policy::render::TunnelCredentials;
+use cftunnel_policy::render::config::ORIGIN_CA_KEY;
+use cftunnel_types::names::ANNOTATION_ADOPT_TUNNEL_ID;
+use cftunnel_types::{TunnelSpec, TunnelStatus};
 
 /// Everything the status and the renderer need about the tunnel.
 #[derive(Clone, Debug)]

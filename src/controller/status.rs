@@ -13,10 +13,10 @@ use super::context::Context;
 use super::core::ReconcileError;
 use super::events;
 use super::setup::Resolved;
-use crate::api::{RouteStatus, TunnelStatus, ZoneRef};
-use crate::render::TunnelInput;
-use crate::render::labels::{object_labels, selector_labels};
-use crate::routes::{RouteEntry, RouteReason};
+use cftunnel_policy::render::TunnelInput;
+use cftunnel_policy::render::labels::{object_labels, selector_labels};
+use cftunnel_policy::routes::{RouteEntry, RouteReason};
+use cftunnel_types::{RouteStatus, TunnelStatus, ZoneRef};
 
 fn now() -> Time {
     Time(jiff::Timestamp::now())

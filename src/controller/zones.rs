@@ -13,8 +13,8 @@ use std::time::Duration;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use crate::cloudflare::client::{CloudflareClient, Credentials, ZoneFilter};
-use crate::dns::AccountZone;
+use cftunnel_cloudflare::{CloudflareClient, Credentials, ZoneFilter};
+use cftunnel_policy::dns::AccountZone;
 
 /// Distinct lookups kept before the map is cleared (a zone id rarely changes; a clear only costs
 /// one call per domain again).
@@ -69,7 +69,7 @@ pub const ZONE_LIST_MAX_AGE: Duration = Duration::from_secs(3600);
 pub const ZONE_LIST_MIN_REFRESH: Duration = Duration::from_secs(60);
 
 /// Every zone of an account as one credential sees it, listed once and kept (the DNS placement
-/// of hostnames reads it; see `crate::dns::place`). Refreshed after [`ZONE_LIST_MAX_AGE`], or on
+/// of hostnames reads it; see `cftunnel_policy::dns::place`). Refreshed after [`ZONE_LIST_MAX_AGE`], or on
 /// a miss no sooner than [`ZONE_LIST_MIN_REFRESH`] after the last list. A failed list keeps the
 /// previous one when there is one.
 #[derive(Default)]

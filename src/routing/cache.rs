@@ -7,12 +7,12 @@ use std::sync::Arc;
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
-use crate::admission::facts::tunnel_facts;
-use crate::admission::{TunnelIdentity, TunnelKind};
-use crate::api::{CloudflareDetails, TunnelBinding, TunnelStatus};
 use crate::caches::ProcessCaches;
 use crate::controller::TunnelKindAdapter;
-use crate::routes::RouteWorld;
+use cftunnel_policy::admission::facts::tunnel_facts;
+use cftunnel_policy::routes::RouteWorld;
+use cftunnel_types::{CloudflareDetails, TunnelBinding, TunnelStatus};
+use cftunnel_types::{TunnelIdentity, TunnelKind};
 
 /// What DNS and finalizers need to know of one tunnel object.
 #[derive(Clone, Debug)]
@@ -91,7 +91,7 @@ impl RouteCache {
                 &t.tunnel_spec(),
             ));
         }
-        crate::admission::facts::link_account_zones(&mut tunnels);
+        cftunnel_policy::admission::facts::link_account_zones(&mut tunnels);
         let namespace_labels: BTreeMap<String, BTreeMap<String, String>> = self
             .caches
             .namespaces

@@ -19,10 +19,11 @@ use super::dns_credentials::Resolved;
 use super::dns_groups::{
     Directory, Elsewhere, GroupKey, Listed, Wanted, directory, refresh, wanted,
 };
-use crate::admission::TunnelIdentity;
 use crate::controller::Context;
-use crate::dns::{AccountZone, DnsOptions, ZoneDns, sync_zone};
-use crate::routes::RouteTable;
+use crate::dns_sync::sync_zone;
+use cftunnel_policy::dns::{AccountZone, DnsOptions, ZoneDns};
+use cftunnel_policy::routes::RouteTable;
+use cftunnel_types::TunnelIdentity;
 
 /// One problem of a tunnel's DNS: the hostname it concerns (`None`: all of them) and what to do.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -9,9 +9,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::cache::TunnelRecord;
-use crate::cloudflare::client::Credentials;
 use crate::controller::Context;
 use crate::controller::credentials::read_api_secret;
+use cftunnel_cloudflare::Credentials;
 
 /// One way of naming API credentials: the same Secret read through the same keys (two tunnels
 /// may name one Secret but read a token from different keys, or a global key with different

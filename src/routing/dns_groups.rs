@@ -24,14 +24,14 @@ use std::time::Instant;
 use super::cache::TunnelRecord;
 use super::dns::{DnsProblem, REASON_DNS_ERROR};
 use super::dns_credentials::{CredentialKey, CredentialRef, Resolved};
-use crate::admission::TunnelIdentity;
-use crate::admission::route::in_domain;
 use crate::controller::Context;
 use crate::controller::ReadyReason;
 use crate::controller::conditions::find_ready;
 use crate::controller::zones::{ZONE_LIST_MAX_AGE, ZONE_LIST_MIN_REFRESH, list_account_zones};
-use crate::dns::{AccountZone, TunnelDns, ZoneDns, no_zone_message, place};
-use crate::routes::RouteTable;
+use cftunnel_policy::admission::route::in_domain;
+use cftunnel_policy::dns::{AccountZone, TunnelDns, ZoneDns, no_zone_message, place};
+use cftunnel_policy::routes::RouteTable;
+use cftunnel_types::TunnelIdentity;
 
 /// The condition reason of a hostname that no zone of the account holds.
 pub const REASON_DNS_NO_ZONE: &str = "DNSZoneNotFound";

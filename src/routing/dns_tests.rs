@@ -1,11 +1,11 @@
 //! Tests of the DNS sync scheduling: groups, settling and release of deleting sources.
 use super::*;
-use crate::admission::TunnelKind;
-use crate::api::{CloudflareDetails, TunnelStatus, ZoneRef};
-use crate::cloudflare::client::Credentials;
-use crate::routes::{DnsName, TunnelRoutes};
 use crate::routing::dns_credentials::{CredentialKey, CredentialRef, Resolved};
 use crate::routing::dns_groups::{Directory, Elsewhere};
+use cftunnel_cloudflare::Credentials;
+use cftunnel_policy::routes::{DnsName, TunnelRoutes};
+use cftunnel_types::TunnelKind;
+use cftunnel_types::{CloudflareDetails, TunnelStatus, ZoneRef};
 
 fn record(name: &str, secret: &str, zone: Option<&str>, deleting: bool) -> TunnelRecord {
     let details: CloudflareDetails = serde_json::from_value(serde_json::json!({

@@ -1,7 +1,7 @@
 //! The route reconciler (docs/design.md §3.2, §3.3): watches tunnels, TunnelBindings, Services and
-//! namespace labels; computes every tunnel's routes ([`crate::routes`]); hands them to the tunnel
+//! namespace labels; computes every tunnel's routes ([`cftunnel_policy::routes`]); hands them to the tunnel
 //! reconciler (the single writer of config.yaml) through a shared [`RouteIndex`], triggering only
-//! the tunnels whose routes changed; syncs DNS per zone ([`crate::dns`]); writes TunnelBinding
+//! the tunnels whose routes changed; syncs DNS per zone ([`cftunnel_policy::dns`]); writes TunnelBinding
 //! status and finalizers, and Events on labelled Services.
 //!
 //! A burst of edits is debounced into one computation (and so one render, one rollout per
@@ -20,14 +20,14 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 
-pub use crate::routes::{RouteIndex, changed_tunnels};
 pub use cache::{RouteCache, TunnelRecord};
+pub use cftunnel_policy::routes::{RouteIndex, changed_tunnels};
 pub use dns::{DnsProblem, DnsSync, DnsView};
 
-use crate::admission::TunnelIdentity;
 use crate::caches::ProcessCaches;
 use crate::controller::Context;
-use crate::routes::{RouteTable, compute_routes};
+use cftunnel_policy::routes::{RouteTable, compute_routes};
+use cftunnel_types::TunnelIdentity;
 
 /// Quiet time after a change before routes are recomputed: a burst becomes one render.
 pub const DEBOUNCE: Duration = Duration::from_millis(500);

@@ -8,9 +8,9 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
 use super::cache::TunnelRecord;
-use crate::admission::TunnelKind;
-use crate::api::{ClusterTunnel, Tunnel};
 use crate::controller::Context;
+use cftunnel_types::TunnelKind;
+use cftunnel_types::{ClusterTunnel, Tunnel};
 
 /// The JSON patch dropping `cleared` zone ids from `status.previousZones`, applied only if the
 /// list is still the one read (a test op), so a zone recorded meanwhile is never lost.

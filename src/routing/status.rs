@@ -12,15 +12,15 @@ use serde_json::json;
 
 use super::cache::TunnelRecord;
 use super::dns::{DnsProblem, DnsView};
-use crate::admission::{TunnelIdentity, TunnelKind};
-use crate::api::binding::ServiceInfo;
-use crate::api::names::FINALIZER;
-use crate::api::{TunnelBinding, TunnelBindingStatus};
 use crate::controller::Context;
 use crate::controller::conditions::{find_ready, with_ready};
 use crate::controller::finalizer::{add_patch, remove_patch};
-use crate::render::labels::binding_labels;
-use crate::routes::{RouteTable, SourceKind, SourceRef, SourceStatus};
+use cftunnel_policy::render::labels::binding_labels;
+use cftunnel_policy::routes::{RouteTable, SourceKind, SourceRef, SourceStatus};
+use cftunnel_types::binding::ServiceInfo;
+use cftunnel_types::names::FINALIZER;
+use cftunnel_types::{TunnelBinding, TunnelBindingStatus};
+use cftunnel_types::{TunnelIdentity, TunnelKind};
 
 /// Remembers what was last reported on Services, so each change gives one Event.
 #[derive(Default)]
@@ -298,7 +298,7 @@ impl StatusWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routes::{RouteEntry, RouteReason};
+    use cftunnel_policy::routes::{RouteEntry, RouteReason};
 
     fn time(secs: i64) -> Time {
         Time(jiff::Timestamp::from_second(secs).unwrap_or(jiff::Timestamp::UNIX_EPOCH))

@@ -6,7 +6,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::{Api, Client};
 
-use crate::api::crds::{self, ConversionService};
+use cftunnel_types::crds::{self, ConversionService};
 
 /// What to do about any problem found.
 pub const FIX: &str = "apply the CRDs of this cftunnel release (kubectl apply -k manifests/, or helm upgrade of the cftunnel chart, whose CRDs are templates)";

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use kube::Client;
 
-use crate::api::crds::ConversionService;
 use crate::certs::{CertManager, CertSettings, TlsFiles};
+use cftunnel_types::crds::ConversionService;
 
 /// First-pass attempts before `run` gives up (a missing permission or manifest fails every time).
 const FIRST_PASS_ATTEMPTS: u32 = 5;
@@ -96,7 +96,7 @@ pub async fn prepare(
             manager.run(files, args.certificate_check_interval),
         );
     }
-    let crds = crate::install::CONVERTED_CRDS
+    let crds = cftunnel_types::crds::CONVERTED_CRDS
         .iter()
         .map(|s| (*s).to_owned())
         .collect();

@@ -6,7 +6,7 @@ pub mod webhook;
 use std::io::Write;
 use std::process::{Output, Stdio};
 
-use cftunnel::testenv::ControlPlane;
+use cftunnel_testenv::ControlPlane;
 
 /// Runs kubectl with `stdin`; returns (success, stdout + stderr).
 pub fn kubectl(plane: &ControlPlane, args: &[&str], stdin: &str) -> (bool, String) {

@@ -9,9 +9,9 @@ use cftunnel::caches::{TermCaches, child_namespaces};
 use cftunnel::checksum_watcher;
 use cftunnel::lifecycle::Scope;
 use cftunnel::run::start_webhook;
-use cftunnel::testenv::ControlPlane;
 use cftunnel::view_cache::WatchScope;
 use cftunnel::webhook::WebhookConfig;
+use cftunnel_testenv::ControlPlane;
 
 /// Serializes starts: two tests racing to start the webhook would write the key and the
 /// certificate of two different pairs into the same files, and one webhook would read a

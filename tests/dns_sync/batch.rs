@@ -3,8 +3,9 @@
 //! fallback to single-record writes where the batch call is unavailable.
 use std::sync::{Arc, Mutex};
 
-use cftunnel::cloudflare::sim::{Fault, Operation, Simulator};
-use cftunnel::dns::{BatchMode, ConflictReason, ManagedTxt, WriteKind};
+use cftunnel::dns_sync::WriteKind;
+use cftunnel_policy::dns::{BatchMode, ConflictReason, ManagedTxt};
+use cftunnel_sim::{Fault, Operation, Simulator};
 use serde_json::{Value, json};
 
 use crate::harness::{Env, ID_A, ZONE, client_on, hostnames, target, tunnel, zone};

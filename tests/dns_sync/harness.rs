@@ -2,10 +2,11 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use cftunnel::admission::{TunnelIdentity, TunnelKind};
-use cftunnel::cloudflare::client::{CloudflareClient, Credentials, RateLimit, Transport};
-use cftunnel::cloudflare::sim::{Operation, SimConfig, SimDnsRecord, Simulator};
-use cftunnel::dns::{BatchMode, DnsOptions, TunnelDns, ZoneDns, ZoneDnsReport, sync_zone};
+use cftunnel::dns_sync::{ZoneDnsReport, sync_zone};
+use cftunnel_cloudflare::{CloudflareClient, Credentials, RateLimit, Transport};
+use cftunnel_policy::dns::{BatchMode, DnsOptions, TunnelDns, ZoneDns};
+use cftunnel_sim::{Operation, SimConfig, SimDnsRecord, Simulator};
+use cftunnel_types::{TunnelIdentity, TunnelKind};
 
 use crate::openapi::OpenApi;
 

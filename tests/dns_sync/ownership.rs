@@ -1,7 +1,8 @@
 //! Ownership against the simulator: foreign records, take-over, repairs, re-pointing,
 //! deletions, wildcards, and "record exists" on create.
-use cftunnel::cloudflare::sim::{Fault, Operation};
-use cftunnel::dns::{ConflictReason, DnsOptions, ManagedTxt, WriteKind, ownership_marker};
+use cftunnel::dns_sync::WriteKind;
+use cftunnel_policy::dns::{ConflictReason, DnsOptions, ManagedTxt, ownership_marker};
+use cftunnel_sim::{Fault, Operation};
 use serde_json::json;
 
 use crate::harness::{Env, ID_A, ID_B, ID_OLD, identity, target, tunnel, zone};

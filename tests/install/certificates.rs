@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use cftunnel::certs::lifetime::{read_cert, signed_by};
 use cftunnel::certs::{CertManager, CertSettings};
-use cftunnel::install::{CONVERTED_CRDS, shipped_webhooks};
-use cftunnel::testenv::poll_until;
+use cftunnel_testenv::poll_until;
+use cftunnel_testenv::registration::shipped_webhooks;
+use cftunnel_types::crds::CONVERTED_CRDS;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,

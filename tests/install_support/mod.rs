@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use cftunnel::testenv::{ControlPlane, poll_until};
+use cftunnel_testenv::{ControlPlane, poll_until};
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};
 use serde::Deserialize as _;

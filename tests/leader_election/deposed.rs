@@ -11,8 +11,8 @@ use axum::extract::Request;
 use axum::http::Method;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use cftunnel::cloudflare::sim::{Fault, Operation, SimConfig, Simulator};
-use cftunnel::testenv::{ControlPlane, poll_until};
+use cftunnel_sim::{Fault, Operation, SimConfig, Simulator};
+use cftunnel_testenv::{ControlPlane, poll_until};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use kube::api::PostParams;
@@ -166,7 +166,7 @@ async fn create_objects(admin: &Client, ns: &str, account_id: &str) {
     let tunnels: Api<kube::api::DynamicObject> = Api::namespaced_with(
         admin.clone(),
         ns,
-        &kube::api::ApiResource::erase::<cftunnel::api::Tunnel>(&()),
+        &kube::api::ApiResource::erase::<cftunnel_types::Tunnel>(&()),
     );
     let tunnel = serde_json::from_value(json!({
         "apiVersion": "networking.cfargotunnel.com/v1alpha2",

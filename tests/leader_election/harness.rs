@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cftunnel::api::crds::{self, ConversionService};
 use cftunnel::leader::{
     LeaderConfigError, LeaderElectionConfig, LeaderState, LeaderStatus, LeaseRecord, record_of,
     run_while_leading,
 };
-use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
+use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
+use cftunnel_types::crds::{self, ConversionService};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 use tokio::sync::{OnceCell, oneshot};

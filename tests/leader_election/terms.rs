@@ -6,8 +6,8 @@ use cftunnel::caches::ProcessCaches;
 use cftunnel::controller::ControllerOptions;
 use cftunnel::leader::{LeaderState, LeaderStatus, run_while_leading};
 use cftunnel::lifecycle::Scope;
-use cftunnel::testenv::poll_until;
 use cftunnel::view_cache::WatchScope;
+use cftunnel_testenv::poll_until;
 use kube::api::DeleteParams;
 use tokio::sync::oneshot;
 

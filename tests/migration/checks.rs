@@ -1,10 +1,10 @@
 //! What the migration test waits for and asserts after cftunnel took over.
 use std::collections::BTreeMap;
 
-use cftunnel::api::TunnelBinding;
-use cftunnel::api::access::AccessTunnel;
-use cftunnel::dns::ManagedTxt;
-use cftunnel::testenv::poll_until;
+use cftunnel_policy::dns::ManagedTxt;
+use cftunnel_testenv::poll_until;
+use cftunnel_types::TunnelBinding;
+use cftunnel_types::access::AccessTunnel;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;

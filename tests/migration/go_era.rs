@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use cftunnel::api::crds::{self, ConversionService};
-use cftunnel::testenv::{ControlPlane, poll_until};
+use cftunnel_testenv::{ControlPlane, poll_until};
+use cftunnel_types::crds::{self, ConversionService};
 use k8s_openapi::ByteString;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, WebhookClientConfig,

@@ -5,8 +5,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cftunnel::testenv::ControlPlane;
-use cftunnel::testenv::node::rerun_in_private_namespaces;
+use cftunnel_testenv::ControlPlane;
+use cftunnel_testenv::node::rerun_in_private_namespaces;
 
 use super::pods;
 

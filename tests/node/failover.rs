@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use cftunnel::testenv::{ControlPlane, poll_until};
+use cftunnel_testenv::{ControlPlane, poll_until};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
@@ -112,7 +112,7 @@ pub async fn eviction_respects_the_disruption_budget(plane: &ControlPlane) {
         .iter()
         .filter_map(|p| p.metadata.name.clone())
         .collect();
-    let node = cftunnel::testenv::node::NODE_NAME;
+    let node = cftunnel_testenv::node::NODE_NAME;
     let (ok, printed) = kubectl(plane, &["cordon", node], "");
     assert!(ok, "{printed}");
     // A refused eviction is a 429, which kube's client retries by default (15 times, honouring

@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use cftunnel::cloudflare::sim::{RunningSim, SimConfig, Simulator};
-use cftunnel::testenv::node::forward::{Forwarder, forward_to_loopback};
-use cftunnel::testenv::{ControlPlane, poll_until};
+use cftunnel_sim::{RunningSim, SimConfig, Simulator};
+use cftunnel_testenv::node::forward::{Forwarder, forward_to_loopback};
+use cftunnel_testenv::{ControlPlane, poll_until};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;

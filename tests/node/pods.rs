@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use cftunnel::testenv::{ControlPlane, poll_until};
+use cftunnel_testenv::{ControlPlane, poll_until};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
@@ -11,7 +11,7 @@ use serde_json::json;
 pub const WAIT: Duration = Duration::from_secs(120);
 pub const POLL: Duration = Duration::from_millis(500);
 /// The sandbox image the harness builds; it doubles as a do-nothing workload.
-pub const PAUSE_IMAGE: &str = cftunnel::testenv::node::images::PAUSE_IMAGE;
+pub const PAUSE_IMAGE: &str = cftunnel_testenv::node::images::PAUSE_IMAGE;
 
 /// What the kernel reports for a process (from `/proc/<pid>/status` and `mountinfo`).
 #[derive(Debug, PartialEq, Eq)]

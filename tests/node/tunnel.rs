@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use cftunnel::testenv::{ControlPlane, poll_until};
+use cftunnel_testenv::{ControlPlane, poll_until};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;

@@ -1,6 +1,6 @@
 //! Uninstalling in the README's order, then `helm install` of the chart on the same node.
 
-use cftunnel::testenv::{ControlPlane, poll_until};
+use cftunnel_testenv::{ControlPlane, poll_until};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;
 use kube::api::ListParams;

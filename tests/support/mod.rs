@@ -7,7 +7,7 @@ pub mod webhook_server;
 use std::sync::Once;
 use std::time::Duration;
 
-use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, shared};
+use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, shared};
 
 /// Generous: the control plane is eventually consistent and CI machines are slow.
 pub const WAIT: Duration = Duration::from_secs(60);

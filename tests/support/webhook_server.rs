@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
-use cftunnel::testenv::TestCa;
+use cftunnel_testenv::TestCa;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;

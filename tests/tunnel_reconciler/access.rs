@@ -2,9 +2,9 @@
 //! from the Secret through environment variables only, a Service, Ready, a roll when the token
 //! changes, and everything gone with the object (KCM's garbage collector). No value of the token
 //! in the Deployment, in any Event of the namespace or in the operator's log lines.
-use cftunnel::api::access::AccessTunnel;
-use cftunnel::api::names::ANNOTATION_CHECKSUM;
-use cftunnel::testenv::poll_until;
+use cftunnel_testenv::poll_until;
+use cftunnel_types::access::AccessTunnel;
+use cftunnel_types::names::ANNOTATION_CHECKSUM;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::events::v1::Event;

@@ -3,9 +3,9 @@
 //! only the Secret watch can explain a prompt recovery.
 use std::time::Duration;
 
-use cftunnel::api::names::{FIELD_MANAGER_SECRET_GUARD, FINALIZER_SECRET_IN_USE};
 use cftunnel::controller::ControllerOptions;
-use cftunnel::testenv::poll_until;
+use cftunnel_testenv::poll_until;
+use cftunnel_types::names::{FIELD_MANAGER_SECRET_GUARD, FINALIZER_SECRET_IN_USE};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

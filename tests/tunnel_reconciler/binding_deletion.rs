@@ -1,5 +1,5 @@
 //! A deleting TunnelBinding waits for its own hostnames' DNS only.
-use cftunnel::api::TunnelBinding;
+use cftunnel_types::TunnelBinding;
 use kube::api::{DeleteParams, PostParams};
 use serde_json::json;
 

@@ -3,11 +3,11 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use cftunnel::api::names::ANNOTATION_ABANDON_CLEANUP;
-use cftunnel::cloudflare::sim::{Fault, Operation};
 use cftunnel::controller::PENDING_SECRET_KEY;
-use cftunnel::render::config::CREDENTIALS_KEY;
-use cftunnel::testenv::poll_until;
+use cftunnel_policy::render::config::CREDENTIALS_KEY;
+use cftunnel_sim::{Fault, Operation};
+use cftunnel_testenv::poll_until;
+use cftunnel_types::names::ANNOTATION_ABANDON_CLEANUP;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};

@@ -1,9 +1,9 @@
 //! Changing `spec.cloudflare.domain` moves a tunnel's DNS records: those of the old zone go
 //! (only records proven ours), the new zone gets them, and the old zone stays in
 //! `status.previousZones` until it is clean, across a restart of cftunnel too.
-use cftunnel::api::{Tunnel, TunnelStatus, ZoneRef};
-use cftunnel::cloudflare::sim::{Fault, Operation};
-use cftunnel::testenv::poll_until;
+use cftunnel_sim::{Fault, Operation};
+use cftunnel_testenv::poll_until;
+use cftunnel_types::{Tunnel, TunnelStatus, ZoneRef};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 

@@ -3,11 +3,11 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use cftunnel::api::Tunnel;
-use cftunnel::api::names::ANNOTATION_CHECKSUM;
-use cftunnel::cloudflare::client::ConfigSrc;
-use cftunnel::cloudflare::sim::{Fault, Operation};
-use cftunnel::testenv::poll_until;
+use cftunnel_cloudflare::ConfigSrc;
+use cftunnel_sim::{Fault, Operation};
+use cftunnel_testenv::poll_until;
+use cftunnel_types::Tunnel;
+use cftunnel_types::names::ANNOTATION_CHECKSUM;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{DeleteParams, ListParams};

@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use cftunnel::api::crds::{self, ConversionService};
-use cftunnel::api::{ClusterTunnel, Tunnel, TunnelStatus};
-use cftunnel::cloudflare::client::{CloudflareClient, ConfigSrc, Credentials};
-use cftunnel::cloudflare::sim::{RunningSim, SimConfig, Simulator};
 use cftunnel::controller::ControllerOptions;
-use cftunnel::testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
 use cftunnel::view_cache::WatchScope;
+use cftunnel_cloudflare::{CloudflareClient, ConfigSrc, Credentials};
+use cftunnel_sim::{RunningSim, SimConfig, Simulator};
+use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
+use cftunnel_types::crds::{self, ConversionService};
+use cftunnel_types::{ClusterTunnel, Tunnel, TunnelStatus};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
@@ -301,7 +301,7 @@ impl Harness {
     }
 
     /// Live (not deleted) tunnels on the simulator.
-    pub fn live_tunnels(&self) -> Vec<cftunnel::cloudflare::sim::SimTunnel> {
+    pub fn live_tunnels(&self) -> Vec<cftunnel_sim::SimTunnel> {
         self.sim
             .tunnels()
             .into_iter()

@@ -2,7 +2,7 @@
 //! without the webhook, as they were before cftunnel): they keep working the Go operator's way,
 //! and their `Ready` condition says what would be refused if they were applied today.
 
-use cftunnel::api::TunnelBinding;
+use cftunnel_types::TunnelBinding;
 use kube::api::PostParams;
 use serde_json::json;
 

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use cftunnel::testenv::poll_until;
 use cftunnel::webhook::{Readiness, WebhookMetrics, health_router};
+use cftunnel_testenv::poll_until;
 use kube::Client;
 use serde_json::json;
 
@@ -18,7 +18,7 @@ use crate::routes::{API_SECRET, create_binding, create_service, wait_records};
 
 /// Serves the same `/metrics` route `cftunnel run` serves, on a free loopback port.
 async fn serve_metrics() -> String {
-    cftunnel::testenv::install_crypto_provider();
+    cftunnel_testenv::install_crypto_provider();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind metrics");

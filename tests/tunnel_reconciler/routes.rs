@@ -3,10 +3,10 @@
 //! their status and finalizer, and every removal takes its records with it.
 use std::collections::BTreeMap;
 
-use cftunnel::api::TunnelBinding;
-use cftunnel::api::names::FINALIZER;
-use cftunnel::cloudflare::sim::{Operation, SimDnsRecord};
-use cftunnel::testenv::poll_until;
+use cftunnel_sim::{Operation, SimDnsRecord};
+use cftunnel_testenv::poll_until;
+use cftunnel_types::TunnelBinding;
+use cftunnel_types::names::FINALIZER;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};

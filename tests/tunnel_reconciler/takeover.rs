@@ -3,8 +3,8 @@
 //! and adopted by the new Deployment.
 use std::collections::BTreeMap;
 
-use cftunnel::api::names::ANNOTATION_CHECKSUM;
-use cftunnel::testenv::poll_until;
+use cftunnel_testenv::poll_until;
+use cftunnel_types::names::ANNOTATION_CHECKSUM;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;

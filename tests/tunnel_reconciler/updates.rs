@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use cftunnel::api::Tunnel;
-use cftunnel::api::names::{ANNOTATION_CHECKSUM, FINALIZER};
-use cftunnel::cloudflare::client::ConfigSrc;
-use cftunnel::cloudflare::sim::{Operation, SimConfig, Simulator};
-use cftunnel::testenv::poll_until;
+use cftunnel_cloudflare::ConfigSrc;
+use cftunnel_sim::{Operation, SimConfig, Simulator};
+use cftunnel_testenv::poll_until;
+use cftunnel_types::Tunnel;
+use cftunnel_types::names::{ANNOTATION_CHECKSUM, FINALIZER};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{DeleteParams, Patch, PatchParams};

@@ -3,8 +3,8 @@
 //! no zone is reported on its route with the zones it could have been in.
 use std::collections::BTreeSet;
 
-use cftunnel::cloudflare::sim::Operation;
-use cftunnel::testenv::poll_until;
+use cftunnel_sim::Operation;
+use cftunnel_testenv::poll_until;
 use kube::api::DeleteParams;
 use serde_json::json;
 

@@ -6,8 +6,8 @@
 use serde_json::Value;
 
 use super::{PLACEHOLDER_UID, REDACTED};
-use crate::api::access::AccessTunnel;
-use crate::render::access::{render_access, token_checksum};
+use cftunnel_policy::render::access::{render_access, token_checksum};
+use cftunnel_types::access::AccessTunnel;
 
 /// The YAML of one AccessTunnel document, or why it cannot be rendered.
 pub(super) fn render(value: &Value, namespace: &str, image: &str) -> Result<String, String> {
@@ -18,7 +18,7 @@ pub(super) fn render(value: &Value, namespace: &str, image: &str) -> Result<Stri
     if at.metadata.uid.as_deref().is_none_or(str::is_empty) {
         at.metadata.uid = Some(PLACEHOLDER_UID.to_string());
     }
-    if let Some(message) = crate::admission::access::validate(&at.spec).denial_message() {
+    if let Some(message) = cftunnel_policy::admission::access::validate(&at.spec).denial_message() {
         return Err(message);
     }
     let checksum = match &at.spec.service_token {

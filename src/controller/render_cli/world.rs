@@ -10,9 +10,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use crate::admission::facts::tunnel_facts;
-use crate::routes::{RouteReason, RouteTable, RouteWorld};
-use crate::validate::decode::Decoded;
+use cftunnel_policy::admission::facts::tunnel_facts;
+use cftunnel_policy::routes::{RouteReason, RouteTable, RouteWorld};
+use cftunnel_policy::validate::decode::Decoded;
 
 /// Collects the route world document by document.
 #[derive(Default)]
@@ -91,7 +91,7 @@ impl WorldBuilder {
             .tunnels
             .retain(|t| seen.insert(t.identity.clone()));
         self.world.tunnels.reverse();
-        crate::admission::facts::link_account_zones(&mut self.world.tunnels);
+        cftunnel_policy::admission::facts::link_account_zones(&mut self.world.tunnels);
         self.world
     }
 }

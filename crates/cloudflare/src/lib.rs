@@ -1,0 +1,66 @@
+//! Typed Cloudflare API v4 client: envelope, typed errors, per-credential rate limiting, retries.
+//! It knows nothing of the operator: metrics reach it through a [`CallObserver`], leadership
+//! through a [`WriteGate`].
+//!
+//! Every operation goes through one request path ([`CloudflareClient`]): the credential's token
+//! bucket (shared through [`RateLimiters`]), a per-attempt timeout, bounded jittered retries on
+//! 5xx, 429, timeouts and connection errors, and envelope checks (`success` and HTTP status).
+mod batch;
+mod builder;
+mod credentials;
+mod dns;
+mod engine;
+mod error;
+mod models;
+mod observer;
+mod ratelimit;
+mod records;
+mod retry;
+mod tls;
+mod token;
+mod transport;
+mod tunnels;
+mod write_gate;
+mod zones;
+
+#[cfg(test)]
+mod tests;
+
+pub use batch::{
+    BatchDelete, BatchUpdate, DnsBatch, DnsBatchResult, FREE_PLAN_BATCH_LIMIT,
+    PAID_PLAN_BATCH_LIMIT, ZonePlanLimit,
+};
+pub use builder::{
+    CloudflareClientBuilder, DEFAULT_BASE_URL, DEFAULT_TIMEOUT, IN_PROCESS_BASE_URL,
+};
+pub use credentials::Credentials;
+pub use dns::MAX_DNS_PER_PAGE;
+pub use engine::CloudflareClient;
+pub use error::{
+    ApiErrorItem, CODE_ACTIVE_CONNECTIONS, CODE_INVALID_TOKEN, CODE_TUNNEL_NAME_EXISTS,
+    CODES_RECORD_EXISTS, CloudflareError, TransportError,
+};
+pub use models::{
+    Account, ConfigSrc, ConnectionClient, Envelope, Page, ResultInfo, SecretString, TokenStatus,
+    TokenVerification, Tunnel, TunnelConnection, TunnelCredentialsFile, TunnelStatus, Zone,
+    ZoneAccount, ZonePlan,
+};
+pub use observer::{AttemptStatus, CallObserver, NoObserver};
+pub use ratelimit::{Limiter, RateLimit, RateLimiters};
+pub use records::{
+    CommentFilter, DnsRecord, DnsRecordFilter, DnsRecordType, NewDnsRecord, TTL_AUTO,
+};
+pub use retry::{DEFAULT_RETRY_AFTER, MAX_RETRY_AFTER, RetryPolicy};
+pub use token::TunnelToken;
+pub use transport::{MAX_BODY_BYTES, Transport};
+pub use tunnels::{MAX_TUNNELS_PER_PAGE, MIN_TUNNEL_SECRET_BYTES, TunnelFilter};
+pub use write_gate::WriteGate;
+pub use zones::{MAX_ZONES_PER_PAGE, ZoneFilter};
+
+/// The User-Agent of every request cftunnel makes, to Cloudflare and to the API server.
+pub const USER_AGENT: &str = concat!("cftunnel/", env!("CARGO_PKG_VERSION"));
+
+/// Installs ring as the process-wide rustls crypto provider; idempotent.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

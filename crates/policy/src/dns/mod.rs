@@ -1,0 +1,54 @@
+//! The DNS planner (docs/design.md §3.3): an ExternalDNS-style plan per zone.
+//!
+//! [`plan_zone`] is pure: every tunnel's routed hostnames in one zone + the candidate records
+//! → creates, updates and deletes per tunnel, and conflicts naming the record in the way. The
+//! operator's DNS sync reads the candidates, calls it and executes the plan.
+//!
+//! Records written: the proxied CNAME `<hostname>` → `<tunnelId>.cfargotunnel.com` (ttl 1) with
+//! the comment `cftunnel <tunnel identity>[ cluster=<id>]` ([`ownership_marker`]), and unless
+//! turned off the TXT `_managed.<hostname>` (`_managed.wildcard.<rest>` for `*.<rest>`) holding
+//! `{"DnsId","TunnelName","TunnelId"[,"Owner"]}` ([`ManagedTxt`]) for the Go operator.
+//!
+//! Choices where the specification is silent:
+//! - Ownership by TXT needs the CNAME to point at one of our ids as well (one edited to point
+//!   elsewhere is not ours any more), and the TXT's `DnsId` to be the CNAME's record id (as the
+//!   Go operator writes it; otherwise `*.x`'s `_managed.wildcard.x` would vouch for `wildcard.x`).
+//! - A `_managed` TXT naming another tunnel is another owner's claim: it blocks a hostname that
+//!   has no CNAME of ours yet, and is never replaced (without `overwrite_unmanaged`).
+//! - Our TXTs carry the marker comment too; a TXT is compared by its parsed payload, so the Go
+//!   operator's unquoted records are adopted without a rewrite (adopting a Go CNAME costs one
+//!   PATCH that adds the marker).
+//! - With `overwrite_unmanaged`, a foreign CNAME is taken over with a PUT (nothing of it
+//!   survives), A/AAAA records at the hostname are deleted before the CNAME is created.
+//! - The marker is compared as a whole: changing the cluster id makes existing records foreign.
+mod batching;
+mod change;
+mod desired;
+mod marker;
+mod ownership;
+mod plan;
+mod txt;
+mod zones;
+
+#[cfg(test)]
+mod conflict_tests;
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod plan_props;
+#[cfg(test)]
+mod plan_tests;
+
+pub use batching::{BatchMemory, BatchMode, ZoneBatching};
+pub use change::{
+    ConflictReason, DesiredRecord, DnsAction, DnsChange, DnsConflict, DnsIdSource, DnsPlan,
+    InvalidHostname, RecordRef,
+};
+pub use desired::{
+    DnsOptions, MAX_HOSTNAME_CHARS, TunnelDns, ZoneDns, normalize_name, tunnel_target,
+};
+pub use marker::{ClusterId, MARKER_PREFIX, MAX_COMMENT_CHARS, ownership_marker};
+pub use ownership::{Ours, Owner};
+pub use plan::plan_zone;
+pub use txt::{ManagedTxt, TXT_PREFIX, managed_txt_name, quote_txt, unquote_txt};
+pub use zones::{AccountZone, MAX_ZONES_NAMED, no_zone_message, place};

@@ -1,0 +1,301 @@
+//! Planner cases of docs/design.md §3.3 that write: creation, adoption, repairs, re-pointing, deletion.
+use std::collections::BTreeSet;
+
+use cftunnel_cloudflare::NewDnsRecord;
+
+use super::fixtures::*;
+use super::*;
+
+#[test]
+fn a_new_hostname_gets_a_cname_then_its_txt() {
+    let zone = zone(vec![tunnel("edge", ID_A, &["App.Example.com"])]);
+    let plan = plan(&zone, &[]);
+    assert_eq!(
+        summary(&plan),
+        vec![
+            s("create", "CNAME", "app.example.com"),
+            s("create", "TXT", "_managed.app.example.com")
+        ]
+    );
+    let DnsAction::Create(cname) = &plan.changes[0].action else {
+        panic!("create expected")
+    };
+    assert_eq!(
+        serde_json::to_value(cname.body(None).unwrap()).unwrap(),
+        serde_json::json!({"type": "CNAME", "name": "app.example.com",
+            "content": format!("{ID_A}.cfargotunnel.com"), "ttl": 1, "proxied": true,
+            "comment": "cftunnel Tunnel shop/edge"})
+    );
+    let DnsAction::Create(txt) = &plan.changes[1].action else {
+        panic!("create expected")
+    };
+    assert_eq!(txt.body(None), None, "the TXT waits for the CNAME's id");
+    assert_eq!(
+        txt.body(Some("cname-id")).unwrap().content,
+        ManagedTxt {
+            dns_id: "cname-id".into(),
+            tunnel_name: "edge-cf".into(),
+            tunnel_id: ID_A.into(),
+            owner: None,
+        }
+        .to_content()
+    );
+    let after = apply(&[], &plan);
+    assert_eq!(
+        plan_zone(&zone, &after, &DnsOptions::default()),
+        DnsPlan::default()
+    );
+}
+
+#[test]
+fn go_operator_records_are_adopted_with_one_patch() {
+    let zone = zone(vec![tunnel("edge", ID_A, &["app.example.com"])]);
+    let actual = [
+        record(
+            "c1",
+            "CNAME",
+            "app.example.com",
+            &format!("{ID_A}.cfargotunnel.com"),
+            None,
+        ),
+        record(
+            "t1",
+            "TXT",
+            "_managed.app.example.com",
+            &go_txt("c1", "edge-cf", ID_A),
+            None,
+        ),
+    ];
+    let plan = plan(&zone, &actual);
+    assert_eq!(
+        summary(&plan),
+        vec![s("update", "CNAME", "app.example.com")]
+    );
+    assert!(plan.conflicts.is_empty());
+}
+
+#[test]
+fn a_cname_whose_txt_was_lost_gets_the_txt_back() {
+    let zone = zone(vec![tunnel("edge", ID_A, &["app.example.com"])]);
+    let target = format!("{ID_A}.cfargotunnel.com");
+    let actual = [record(
+        "c1",
+        "CNAME",
+        "app.example.com",
+        &target,
+        Some(&marker("edge")),
+    )];
+    let plan = plan(&zone, &actual);
+    assert_eq!(
+        summary(&plan),
+        vec![s("create", "TXT", "_managed.app.example.com")]
+    );
+}
+
+#[test]
+fn records_of_a_previous_tunnel_id_are_repointed() {
+    let mut edge = tunnel("edge", ID_A, &["app.example.com"]);
+    edge.previous_tunnel_ids = vec![ID_OLD.into()];
+    let zone = zone(vec![edge]);
+    let old_target = format!("{ID_OLD}.cfargotunnel.com");
+    let actual = [
+        record(
+            "c1",
+            "CNAME",
+            "app.example.com",
+            &old_target,
+            Some(&marker("edge")),
+        ),
+        record(
+            "t1",
+            "TXT",
+            "_managed.app.example.com",
+            &go_txt("c1", "edge-cf", ID_OLD),
+            None,
+        ),
+    ];
+    let plan = plan(&zone, &actual);
+    assert_eq!(
+        summary(&plan),
+        vec![
+            s("update", "CNAME", "app.example.com"),
+            s("update", "TXT", "_managed.app.example.com")
+        ]
+    );
+    let after = apply(&actual, &plan);
+    let cname = after.iter().find(|r| r.id == "c1").unwrap();
+    assert_eq!(cname.content, format!("{ID_A}.cfargotunnel.com"));
+}
+
+#[test]
+fn a_hostname_no_longer_routed_loses_its_cname_then_its_txt() {
+    let zone = zone(vec![tunnel("edge", ID_A, &[])]);
+    let target = format!("{ID_A}.cfargotunnel.com");
+    let actual = [
+        record(
+            "t1",
+            "TXT",
+            "_managed.old.example.com",
+            &go_txt("c1", "edge-cf", ID_A),
+            None,
+        ),
+        record("c1", "CNAME", "old.example.com", &target, None),
+    ];
+    let plan = plan(&zone, &actual);
+    assert_eq!(
+        summary(&plan),
+        vec![
+            s("delete", "CNAME", "old.example.com"),
+            s("delete", "TXT", "_managed.old.example.com")
+        ]
+    );
+    assert!(plan.changes.iter().all(|c| c.hostname == "old.example.com"));
+}
+
+#[test]
+fn a_record_another_tunnel_still_wants_is_repointed_not_deleted() {
+    let zone = zone(vec![
+        tunnel("edge", ID_A, &[]),
+        tunnel("backup", ID_B, &["app.example.com"]),
+    ]);
+    let target = format!("{ID_A}.cfargotunnel.com");
+    let actual = [record(
+        "c1",
+        "CNAME",
+        "app.example.com",
+        &target,
+        Some(&marker("edge")),
+    )];
+    let plan = plan(&zone, &actual);
+    assert_eq!(
+        summary(&plan),
+        vec![
+            s("update", "CNAME", "app.example.com"),
+            s("create", "TXT", "_managed.app.example.com")
+        ]
+    );
+    assert_eq!(plan.changes[0].tunnel, identity("backup"));
+}
+
+#[test]
+fn wildcard_txt_names_and_the_exact_hostname_wins_a_shared_txt_name() {
+    let zone = zone(vec![tunnel("edge", ID_A, &["*.apps.example.com"])]);
+    assert_eq!(
+        summary(&plan(&zone, &[])),
+        vec![
+            s("create", "CNAME", "*.apps.example.com"),
+            s("create", "TXT", "_managed.wildcard.apps.example.com")
+        ]
+    );
+    let both = self::zone(vec![tunnel(
+        "edge",
+        ID_A,
+        &["*.apps.example.com", "wildcard.apps.example.com"],
+    )]);
+    let plan = plan(&both, &[]);
+    assert_eq!(
+        summary(&plan),
+        vec![
+            s("create", "CNAME", "*.apps.example.com"),
+            s("create", "CNAME", "wildcard.apps.example.com"),
+            s("create", "TXT", "_managed.wildcard.apps.example.com")
+        ]
+    );
+    assert_eq!(plan.changes[2].hostname, "wildcard.apps.example.com");
+}
+
+#[test]
+fn txt_off_marks_the_go_cname_before_deleting_the_txt() {
+    let mut edge = tunnel("edge", ID_A, &["app.example.com"]);
+    edge.txt_records = false;
+    let zone = zone(vec![edge]);
+    let actual = [
+        record(
+            "c1",
+            "CNAME",
+            "app.example.com",
+            &format!("{ID_A}.cfargotunnel.com"),
+            None,
+        ),
+        record(
+            "t1",
+            "TXT",
+            "_managed.app.example.com",
+            &go_txt("c1", "x", ID_A),
+            None,
+        ),
+    ];
+    let plan = plan(&zone, &actual);
+    assert_eq!(
+        summary(&plan),
+        vec![
+            s("update", "CNAME", "app.example.com"),
+            s("delete", "TXT", "_managed.app.example.com")
+        ]
+    );
+    let after = apply(&actual, &plan);
+    assert_eq!(
+        plan_zone(&zone, &after, &DnsOptions::default()),
+        DnsPlan::default()
+    );
+}
+
+#[test]
+fn a_cluster_id_goes_into_marker_and_txt_owner() {
+    let zone = zone(vec![tunnel("edge", ID_A, &["app.example.com"])]);
+    let options = DnsOptions {
+        cluster_id: Some(ClusterId::new("eu").unwrap()),
+        ..DnsOptions::default()
+    };
+    let plan = plan_zone(&zone, &[], &options);
+    let bodies: Vec<NewDnsRecord> = plan
+        .changes
+        .iter()
+        .map(|c| match &c.action {
+            DnsAction::Create(d) => d.body(Some("c1")).unwrap(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        bodies[0].comment.as_deref(),
+        Some("cftunnel Tunnel shop/edge cluster=eu")
+    );
+    assert_eq!(
+        ManagedTxt::parse(&bodies[1].content)
+            .unwrap()
+            .owner
+            .as_deref(),
+        Some("eu")
+    );
+}
+
+#[test]
+fn order_of_the_records_does_not_matter() {
+    let zone = zone(vec![tunnel("edge", ID_A, &["a.example.com"])]);
+    let target = format!("{ID_A}.cfargotunnel.com");
+    let mut actual = vec![
+        record("c1", "CNAME", "a.example.com", &target, None),
+        record(
+            "c2",
+            "CNAME",
+            "gone.example.com",
+            &target,
+            Some(&marker("edge")),
+        ),
+        record(
+            "t1",
+            "TXT",
+            "_managed.a.example.com",
+            &go_txt("c1", "x", ID_A),
+            None,
+        ),
+    ];
+    let first = plan(&zone, &actual);
+    actual.reverse();
+    assert_eq!(plan(&zone, &actual), first);
+    let hostnames: BTreeSet<&str> = first.changes.iter().map(|c| c.hostname.as_str()).collect();
+    assert_eq!(
+        hostnames,
+        BTreeSet::from(["a.example.com", "gone.example.com"])
+    );
+}

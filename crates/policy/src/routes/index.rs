@@ -1,0 +1,117 @@
+//! The route table shared by the route reconciler (its only writer) and the tunnel reconciler
+//! (which renders each tunnel's ingress rules from it).
+use std::sync::{Arc, RwLock};
+
+use crate::routes::{RouteTable, TunnelRoutes};
+use cftunnel_types::TunnelIdentity;
+
+/// The latest route table; empty until the route reconciler's caches have synced.
+#[derive(Default)]
+pub struct RouteIndex {
+    table: RwLock<Option<Arc<RouteTable>>>,
+}
+
+impl RouteIndex {
+    /// Installs a newly computed table; returns the one it replaces.
+    pub fn publish(&self, table: Arc<RouteTable>) -> Option<Arc<RouteTable>> {
+        let mut slot = self.table.write().unwrap_or_else(|p| p.into_inner());
+        slot.replace(table)
+    }
+
+    /// The routes of one tunnel; `None` until a table computed after the route reconciler saw
+    /// this tunnel exists. The tunnel reconciler waits for it: rendering before the routes are
+    /// known would drop every ingress rule and roll every cloudflared at start-up, and a tunnel
+    /// created together with its bindings would roll out twice (first without its routes).
+    pub fn tunnel(&self, identity: &TunnelIdentity) -> Option<TunnelRoutes> {
+        let slot = self.table.read().unwrap_or_else(|p| p.into_inner());
+        slot.as_ref()?.tunnels.get(identity).cloned()
+    }
+
+    /// The current table, if any.
+    pub fn current(&self) -> Option<Arc<RouteTable>> {
+        self.table.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Tunnels whose rendered routes or route statuses differ between two tables: tunnels new in
+/// the table (all of them when there was none before; their reconcile waits for this), those
+/// whose routes moved, and tunnels that lost every route.
+pub fn changed_tunnels(old: Option<&RouteTable>, new: &RouteTable) -> Vec<TunnelIdentity> {
+    let Some(old) = old else {
+        return new.tunnels.keys().cloned().collect();
+    };
+    let mut changed: Vec<TunnelIdentity> = new
+        .tunnels
+        .iter()
+        .filter(|(id, routes)| match old.tunnels.get(*id) {
+            None => true,
+            Some(before) => before.routes != routes.routes || before.entries != routes.entries,
+        })
+        .map(|(id, _)| id.clone())
+        .collect();
+    changed.extend(
+        old.tunnels
+            .iter()
+            .filter(|(id, routes)| !new.tunnels.contains_key(*id) && !routes.routes.is_empty())
+            .map(|(id, _)| id.clone()),
+    );
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::{OriginRequest, Route};
+    use cftunnel_types::TunnelKind;
+
+    fn id(name: &str) -> TunnelIdentity {
+        TunnelIdentity {
+            kind: TunnelKind::Tunnel,
+            namespace: "ns".into(),
+            name: name.into(),
+        }
+    }
+
+    fn with_route(host: &str) -> TunnelRoutes {
+        TunnelRoutes {
+            routes: vec![Route {
+                hostname: host.into(),
+                path: None,
+                service: "http://web.ns.svc:80".into(),
+                origin_request: OriginRequest::default(),
+            }],
+            ..TunnelRoutes::default()
+        }
+    }
+
+    #[test]
+    fn tunnels_new_in_the_table_and_those_whose_routes_moved_are_reported() {
+        let mut old = RouteTable::default();
+        old.tunnels.insert(id("a"), with_route("a.example.com"));
+        old.tunnels.insert(id("b"), with_route("b.example.com"));
+        old.tunnels.insert(id("gone"), with_route("g.example.com"));
+        let mut new = RouteTable::default();
+        new.tunnels.insert(id("a"), with_route("a.example.com"));
+        new.tunnels.insert(id("b"), with_route("b2.example.com"));
+        new.tunnels.insert(id("c"), TunnelRoutes::default());
+        let mut changed = changed_tunnels(Some(&old), &new);
+        changed.sort();
+        assert_eq!(changed, vec![id("b"), id("c"), id("gone")]);
+        assert_eq!(changed_tunnels(None, &new).len(), 3);
+    }
+
+    #[test]
+    fn the_index_answers_none_for_a_tunnel_until_a_table_that_knows_it_is_published() {
+        let index = RouteIndex::default();
+        assert!(index.tunnel(&id("a")).is_none());
+        let mut table = RouteTable::default();
+        table.tunnels.insert(id("a"), with_route("a.example.com"));
+        assert!(index.publish(Arc::new(table)).is_none());
+        assert_eq!(index.tunnel(&id("a")).map(|t| t.routes.len()), Some(1));
+        assert_eq!(index.tunnel(&id("z")), None);
+        let mut table = RouteTable::default();
+        table.tunnels.insert(id("z"), TunnelRoutes::default());
+        index.publish(Arc::new(table));
+        assert_eq!(index.tunnel(&id("z")), Some(TunnelRoutes::default()));
+    }
+}

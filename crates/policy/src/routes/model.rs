@@ -1,0 +1,404 @@
+//! The computation: sources in age order, each route checked, claimed and resolved.
+use std::collections::{BTreeMap, HashMap};
+
+use super::backend::{BackendFields, backend};
+use super::source::{Declared, ServiceIndex, Source, from_binding, from_service};
+use super::table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus};
+use super::world::{RouteWorld, SourceRef};
+use crate::admission::route::{Field, RouteInput, check_fields, check_fqdn, deny_not_admitted};
+use crate::admission::view::admits_namespace;
+use crate::admission::{TunnelFacts, Verdict};
+use crate::render::{OriginRequest, Route};
+use cftunnel_types::TunnelIdentity;
+
+/// cloudflared's own default `proxyAddress`: not worth a per-rule override.
+const DEFAULT_PROXY_ADDRESS: &str = "127.0.0.1";
+
+/// The routes of every tunnel and the status of every source in `world`. Pure and
+/// deterministic: the same world gives the same table whatever the order of its lists.
+pub fn compute_routes(world: &RouteWorld) -> RouteTable {
+    let services: ServiceIndex<'_> = world
+        .services
+        .iter()
+        .filter_map(|s| {
+            let meta = &s.metadata;
+            Some((
+                (meta.namespace.as_deref()?, meta.name.as_deref()?),
+                s.as_ref(),
+            ))
+        })
+        .collect();
+    let mut sources: Vec<Source<'_>> = world
+        .bindings
+        .iter()
+        .map(|b| from_binding(b, &services))
+        .chain(world.services.iter().filter_map(|s| from_service(s)))
+        .collect();
+    sources.sort_by(|a, b| a.age.cmp(&b.age));
+
+    let mut table = RouteTable::default();
+    for tunnel in &world.tunnels {
+        table.tunnels.entry(tunnel.identity.clone()).or_default();
+    }
+    let mut authority = Authority::default();
+    let mut dns: BTreeMap<TunnelIdentity, BTreeMap<String, bool>> = BTreeMap::new();
+    for source in &sources {
+        let facts = source.tunnel.as_ref().and_then(|id| find(world, id));
+        let routed = route_source(source, facts, world, &mut authority);
+        if let (Some(id), Some(tunnel)) = (&source.tunnel, facts) {
+            let routes = table.tunnels.entry(id.clone()).or_default();
+            let names = dns.entry(id.clone()).or_default();
+            for (declared, entry) in routed.declared_entries(source) {
+                if entry.reason.is_served() {
+                    routes.routes.push(Route {
+                        hostname: entry.hostname.clone(),
+                        path: entry.path.clone(),
+                        service: entry.service.clone(),
+                        origin_request: origin_request(&declared.input, tunnel),
+                    });
+                    let disabled = names.entry(entry.hostname.clone()).or_insert(true);
+                    *disabled &= source.disable_dns;
+                }
+                routes.entries.push(entry.clone());
+            }
+        }
+        table
+            .sources
+            .insert(source.reference.clone(), routed.status);
+    }
+    for (id, routes) in &mut table.tunnels {
+        routes
+            .routes
+            .sort_by(|a, b| (&a.hostname, &a.path).cmp(&(&b.hostname, &b.path)));
+        routes.entries.sort_by(|a, b| {
+            (&a.hostname, &a.path, &a.source).cmp(&(&b.hostname, &b.path, &b.source))
+        });
+        routes.dns = dns
+            .remove(id)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(fqdn, dns_updates_disabled)| DnsName {
+                fqdn,
+                dns_updates_disabled,
+            })
+            .collect();
+    }
+    #[cfg(test)]
+    crate::render::record::record_route_table(world, &table);
+    table
+}
+
+fn find<'w>(world: &'w RouteWorld, id: &TunnelIdentity) -> Option<&'w TunnelFacts> {
+    world.tunnels.iter().find(|t| &t.identity == id)
+}
+
+/// A source's status plus, per entry, the index of the route that declared it.
+struct Routed {
+    status: SourceStatus,
+    declared_of: Vec<usize>,
+}
+
+impl Routed {
+    fn declared_entries<'s, 'w>(
+        &'s self,
+        source: &'s Source<'w>,
+    ) -> impl Iterator<Item = (&'s Declared<'w>, &'s RouteEntry)> + 's {
+        self.declared_of
+            .iter()
+            .zip(&self.status.routes)
+            .filter_map(|(i, entry)| Some((source.routes.get(*i)?, entry)))
+    }
+}
+
+/// Problems and warnings of one source, gathered in order, each once.
+#[derive(Default)]
+struct Report {
+    reason: Option<RouteReason>,
+    messages: Vec<String>,
+    warnings: Vec<String>,
+}
+
+impl Report {
+    fn add(&mut self, reason: RouteReason, message: &str) {
+        self.reason = self.reason.max(Some(reason));
+        if !message.is_empty() && !self.messages.iter().any(|m| m == message) {
+            self.messages.push(message.to_string());
+        }
+    }
+
+    fn add_violations(&mut self, verdict: &Verdict) {
+        for violation in &verdict.violations {
+            self.add(RouteReason::InvalidRoute, violation.message());
+        }
+    }
+}
+
+fn route_source(
+    source: &Source<'_>,
+    facts: Option<&TunnelFacts>,
+    world: &RouteWorld,
+    authority: &mut Authority,
+) -> Routed {
+    let mut report = Report::default();
+    report.add_violations(&source.problems);
+    let namespace = source.reference.namespace.as_str();
+    // A source its tunnel does not take: nothing it declares is served or claims a hostname.
+    let gate = match (&source.tunnel, facts) {
+        (None, _) => Some((RouteReason::InvalidRoute, String::new())),
+        (Some(id), None) => Some((
+            RouteReason::TunnelNotFound,
+            format!(
+                "{}: {id} does not exist; create it, or name an existing Tunnel or ClusterTunnel",
+                source.tunnel_field
+            ),
+        )),
+        (Some(_), Some(t))
+            if !admits_namespace(
+                &world.namespace_labels,
+                &t.allowed,
+                &t.identity.namespace,
+                namespace,
+            ) =>
+        {
+            let mut v = Verdict::default();
+            deny_not_admitted(&source.tunnel_field, t, namespace, &mut v);
+            let message = v.denial_message().unwrap_or_default();
+            Some((RouteReason::NamespaceNotAllowed, message))
+        }
+        _ => None,
+    };
+    if let Some((reason, message)) = &gate {
+        report.add(*reason, message);
+    }
+    let mut routes = Vec::new();
+    let mut declared_of = Vec::new();
+    for (index, declared) in source.routes.iter().enumerate() {
+        let mut verdict = declared.problems.clone();
+        check_fields(&declared.input, facts, false, &mut verdict);
+        let fqdns = hostnames(declared, facts, &mut verdict);
+        if facts.is_some() {
+            report.warnings.extend(verdict.warnings.iter().cloned());
+        }
+        report.add_violations(&verdict);
+        let invalid = verdict.denial_message();
+        if gate.is_none() && invalid.is_none() {
+            for note in &declared.legacy {
+                report.add(RouteReason::LegacyRoute, note);
+            }
+        }
+        let target = backend(
+            &declared.input,
+            declared.service,
+            &BackendFields {
+                service: declared.service_field.clone(),
+                port: declared.port_field.clone(),
+            },
+        );
+        let path = Some(declared.input.path_value())
+            .filter(|p| !p.is_empty())
+            .map(str::to_string);
+        for (fqdn, field) in fqdns {
+            let (reason, message) = match (&gate, &invalid, source.tunnel.as_ref()) {
+                (Some((reason, message)), _, _) => (*reason, message.clone()),
+                (None, Some(message), _) => (RouteReason::InvalidRoute, message.clone()),
+                (None, None, Some(tunnel)) => {
+                    let claim = Claim {
+                        fqdn: &fqdn,
+                        path: path.as_deref(),
+                        tunnel,
+                        source: &source.reference,
+                        owner: &declared.owner,
+                    };
+                    match authority.claim(&claim, &field) {
+                        Ok(())
+                            if target.reason == RouteReason::Routed
+                                && !declared.legacy.is_empty() =>
+                        {
+                            (RouteReason::LegacyRoute, declared.legacy.join("; "))
+                        }
+                        Ok(()) => (target.reason, target.message.clone()),
+                        Err(message) => (RouteReason::HostnameConflict, message),
+                    }
+                }
+                (None, None, None) => (RouteReason::InvalidRoute, String::new()),
+            };
+            // A legacy route's notes are in the report already, one by one.
+            let reported = if reason == RouteReason::LegacyRoute {
+                ""
+            } else {
+                &message
+            };
+            report.add(reason, reported);
+            declared_of.push(index);
+            routes.push(RouteEntry {
+                hostname: fqdn,
+                path: path.clone(),
+                service: target.service.clone(),
+                source: source.reference.clone(),
+                reason,
+                message,
+            });
+        }
+    }
+    let status = finish(report, source, routes);
+    Routed {
+        status,
+        declared_of,
+    }
+}
+
+fn finish(report: Report, source: &Source<'_>, routes: Vec<RouteEntry>) -> SourceStatus {
+    let reason = report.reason.unwrap_or(RouteReason::Routed);
+    let mut parts = report.messages;
+    // Every route served as declared, or the Go operator's way: say where they go first.
+    if parts.is_empty() || reason == RouteReason::LegacyRoute {
+        let mut served: Vec<&str> = Vec::new();
+        for entry in &routes {
+            if !served.contains(&entry.hostname.as_str()) {
+                served.push(&entry.hostname);
+            }
+        }
+        if let Some(tunnel) = &source.tunnel {
+            parts.insert(0, format!("routes {} through {tunnel}", served.join(", ")));
+        }
+    }
+    for warning in report.warnings {
+        if !parts.contains(&warning) {
+            parts.push(warning);
+        }
+    }
+    SourceStatus {
+        tunnel: source.tunnel.clone(),
+        routes,
+        reason,
+        message: parts.join("; "),
+    }
+}
+
+/// The lowercase hostnames a route claims, each once, with the field a message names.
+/// A default hostname is checked like a written one: a tunnel domain may predate validation.
+fn hostnames(
+    declared: &Declared<'_>,
+    facts: Option<&TunnelFacts>,
+    verdict: &mut Verdict,
+) -> Vec<(String, String)> {
+    let input = &declared.input;
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (field, fqdn) in input.effective_fqdns(facts) {
+        let fqdn = fqdn.to_ascii_lowercase();
+        let field = match field {
+            Field::DefaultHostname => {
+                check_fqdn(
+                    &declared.fqdn_field,
+                    &fqdn,
+                    facts,
+                    input.dns_updates_disabled,
+                    false,
+                    verdict,
+                );
+                default_field(declared)
+            }
+            named => named.to_string(),
+        };
+        if !out.iter().any(|(f, _)| *f == fqdn) {
+            out.push((fqdn, field));
+        }
+    }
+    out
+}
+
+/// Where a conflict on a default hostname is reported: the subject, or the hostname
+/// annotation the fix would add.
+fn default_field(declared: &Declared<'_>) -> String {
+    match declared.fqdn_field.strip_suffix(".spec.fqdn") {
+        Some(subject) => subject.to_string(),
+        None => declared.fqdn_field.clone(),
+    }
+}
+
+/// Route-level `originRequest`: only what the source set (docs/design.md §3.4 item 1). A `caPool` on a
+/// tunnel without `originCaPool` is dropped (admission warned about it).
+fn origin_request(route: &RouteInput<'_>, tunnel: &TunnelFacts) -> OriginRequest {
+    let text = |value: Option<(Field, &str)>| value.map(|(_, v)| v.to_string());
+    let duration = |name: &str| {
+        route
+            .durations
+            .iter()
+            .find(|(field, _)| matches!(field, Field::Subject(_, n) if *n == name))
+            .map(|(_, d)| d.to_string())
+    };
+    OriginRequest {
+        no_tls_verify: route.no_tls_verify.then_some(true),
+        ca_pool: text(route.ca_pool).filter(|_| tunnel.has_origin_ca_pool),
+        http2_origin: route.http2_origin.then_some(true),
+        http_host_header: text(route.http_host_header),
+        origin_server_name: text(route.origin_server_name),
+        connect_timeout: duration("connectTimeout"),
+        tls_timeout: duration("tlsTimeout"),
+        keep_alive_timeout: duration("keepAliveTimeout"),
+        proxy_address: text(route.proxy_address).filter(|a| a != DEFAULT_PROXY_ADDRESS),
+        proxy_port: route
+            .proxy_port
+            .and_then(|(_, p)| u16::try_from(p).ok())
+            .filter(|p| *p != 0),
+        proxy_type: text(route.proxy_type).filter(|t| !t.is_empty()),
+    }
+}
+
+/// One hostname (+path) claim, in age order.
+struct Claim<'a> {
+    fqdn: &'a str,
+    path: Option<&'a str>,
+    tunnel: &'a TunnelIdentity,
+    source: &'a SourceRef,
+    owner: &'a str,
+}
+
+/// Hostname ownership: one tunnel per fqdn, one owner per fqdn+path; the first claim (the
+/// oldest source) wins.
+#[derive(Default)]
+struct Authority {
+    tunnel_of: HashMap<String, (TunnelIdentity, String)>,
+    owner_of: HashMap<(String, Option<String>), (SourceRef, String)>,
+}
+
+impl Authority {
+    fn claim(&mut self, claim: &Claim<'_>, field: &str) -> Result<(), String> {
+        let fqdn = claim.fqdn;
+        match self.tunnel_of.get(fqdn) {
+            Some((tunnel, owner)) if tunnel != claim.tunnel => {
+                return Err(format!(
+                    "{field}: {fqdn} is already routed through {tunnel} by {owner}, which is older; one hostname can use one tunnel, remove it from one of them"
+                ));
+            }
+            Some(_) => {}
+            None => {
+                self.tunnel_of.insert(
+                    fqdn.to_string(),
+                    (claim.tunnel.clone(), claim.owner.to_string()),
+                );
+            }
+        }
+        let key = (fqdn.to_string(), claim.path.map(str::to_string));
+        match self.owner_of.get(&key) {
+            Some((source, _)) if source == claim.source => Err(format!(
+                "{field}: {fqdn} (path {:?}) is listed twice in this binding; keep one subject per hostname and path",
+                claim.path.unwrap_or("")
+            )),
+            Some((_, owner)) => {
+                let path = claim
+                    .path
+                    .map(|p| format!(" (path {p:?})"))
+                    .unwrap_or_default();
+                Err(format!(
+                    "{field}: {fqdn}{path} is already exposed by {owner}, which is older; remove it from one of them"
+                ))
+            }
+            None => {
+                self.owner_of
+                    .insert(key, (claim.source.clone(), claim.owner.to_string()));
+                Ok(())
+            }
+        }
+    }
+}

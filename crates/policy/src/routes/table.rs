@@ -1,0 +1,150 @@
+//! What the route model computes: per tunnel, its ingress routes and DNS names; per source
+//! object, what became of each route it declares and its `Ready` condition.
+use std::collections::BTreeMap;
+
+use super::world::SourceRef;
+use crate::render::Route;
+use cftunnel_types::TunnelIdentity;
+
+/// Why a route is (not) served. The string form is the condition reason.
+/// Variants are ordered by severity: a source's `Ready` reason is its most severe one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RouteReason {
+    /// Served as declared.
+    Routed,
+    /// Served the way the Go operator served it, although admission refuses the object today
+    /// (an unknown or differently-cased `protocol`, a subject `kind` in another case): the
+    /// message names each such field with today's refusal and how the route is served.
+    LegacyRoute,
+    /// Served, but the Service port is UDP, which a public hostname cannot carry.
+    UdpPort,
+    /// Served as `http_status:404`: the Service has no such port.
+    PortNotFound,
+    /// Served as `http_status:404`: the Service does not exist (yet).
+    ServiceNotFound,
+    /// Not served: an older object owns the hostname (and path).
+    HostnameConflict,
+    /// Not served: a field is invalid (the admission rules' own messages).
+    InvalidRoute,
+    /// Not served: the tunnel's `allowedRoutes` does not admit the source's namespace.
+    NamespaceNotAllowed,
+    /// Not served: the referenced Tunnel or ClusterTunnel does not exist.
+    TunnelNotFound,
+}
+
+impl RouteReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteReason::Routed => "Routed",
+            RouteReason::LegacyRoute => "LegacyRoute",
+            RouteReason::UdpPort => "UdpPort",
+            RouteReason::PortNotFound => "PortNotFound",
+            RouteReason::ServiceNotFound => "ServiceNotFound",
+            RouteReason::HostnameConflict => "HostnameConflict",
+            RouteReason::InvalidRoute => "InvalidRoute",
+            RouteReason::NamespaceNotAllowed => "NamespaceNotAllowed",
+            RouteReason::TunnelNotFound => "TunnelNotFound",
+        }
+    }
+
+    /// The `Ready` condition status this reason gives: `True` while the route works as declared
+    /// (a legacy route or a UDP port is a warning), `False` otherwise.
+    pub fn ready_status(self) -> &'static str {
+        if self <= RouteReason::UdpPort {
+            "True"
+        } else {
+            "False"
+        }
+    }
+
+    /// Does a route with this reason get an ingress rule (and DNS)?
+    pub fn is_served(self) -> bool {
+        self <= RouteReason::ServiceNotFound
+    }
+}
+
+/// One declared route (hostname + path) and what became of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouteEntry {
+    /// Lowercase hostname, exact or wildcard.
+    pub hostname: String,
+    pub path: Option<String>,
+    /// The cloudflared service it goes (or would go) to, e.g. `http://web.shop.svc:80`;
+    /// `http_status:404` while its Service or port is missing.
+    pub service: String,
+    pub source: SourceRef,
+    pub reason: RouteReason,
+    /// `<field>: <what is wrong>; <how to fix it>`; empty when `reason` is `Routed`.
+    pub message: String,
+}
+
+/// A hostname one tunnel serves, as DNS needs it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DnsName {
+    /// Lowercase fqdn (a wildcard stays `*.example.com`).
+    pub fqdn: String,
+    /// True when every object routing this fqdn disables DNS updates
+    /// (`tunnelRef.disableDNSUpdates`, `cfargotunnel.com/disable-dns: "true"`).
+    pub dns_updates_disabled: bool,
+}
+
+/// The routes of one tunnel identity.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TunnelRoutes {
+    /// The ingress rules, sorted by hostname then path (the renderer orders by specificity).
+    pub routes: Vec<Route>,
+    /// One entry per served fqdn, sorted.
+    pub dns: Vec<DnsName>,
+    /// Every route declared against this tunnel, served or refused, sorted by hostname, path
+    /// and source: the tunnel's `status.routes[]`.
+    pub entries: Vec<RouteEntry>,
+}
+
+/// What one TunnelBinding or labelled Service gets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceStatus {
+    /// The tunnel it refers to, existing or not; `None` when the reference itself is invalid.
+    pub tunnel: Option<TunnelIdentity>,
+    /// Its routes in declaration order (subjects, then hostnames of each).
+    pub routes: Vec<RouteEntry>,
+    /// Reason of the `Ready` condition: the most severe of its routes and of the source itself.
+    pub reason: RouteReason,
+    /// Message of the `Ready` condition: every problem and warning, joined by `; `.
+    pub message: String,
+}
+
+impl SourceStatus {
+    /// Status of the `Ready` condition, `True` or `False`.
+    pub fn ready_status(&self) -> &'static str {
+        self.reason.ready_status()
+    }
+
+    /// Hostnames served for this source, in declaration order, without repeats
+    /// (a binding's `status.hostnames`, comma-joined).
+    pub fn hostnames(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for entry in self.routes.iter().filter(|e| e.reason.is_served()) {
+            if !out.contains(&entry.hostname.as_str()) {
+                out.push(&entry.hostname);
+            }
+        }
+        out
+    }
+}
+
+/// The whole result: every known tunnel (with or without routes) and every source.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RouteTable {
+    pub tunnels: BTreeMap<TunnelIdentity, TunnelRoutes>,
+    pub sources: BTreeMap<SourceRef, SourceStatus>,
+}
+
+impl RouteTable {
+    /// The ingress rules of `tunnel` (none when it has no routes or is unknown).
+    pub fn routes_of(&self, tunnel: &TunnelIdentity) -> Vec<Route> {
+        self.tunnels
+            .get(tunnel)
+            .map(|t| t.routes.clone())
+            .unwrap_or_default()
+    }
+}

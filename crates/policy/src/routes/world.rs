@@ -1,0 +1,96 @@
+//! The snapshot the route model reads: owned, cheap to fill from watch caches (`Arc`s straight
+//! out of a reflector store) or from the files `cftunnel render` reads.
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+use crate::admission::TunnelFacts;
+use cftunnel_types::TunnelBinding;
+
+/// Everything routes are computed from. Object identities (kind, namespace, name) are unique,
+/// as in a cluster; the order of each list does not matter.
+#[derive(Clone, Debug, Default)]
+pub struct RouteWorld {
+    /// The Tunnels and ClusterTunnels that exist (`admission::facts::tunnel_facts` builds one
+    /// from a spec): identity, domain, `allowedRoutes`, whether `originCaPool` is set.
+    pub tunnels: Vec<TunnelFacts>,
+    /// Labels of namespaces, for `allowedRoutes.namespaces.from: Selector`.
+    pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// Every TunnelBinding; `metadata.namespace` must be set.
+    pub bindings: Vec<Arc<TunnelBinding>>,
+    /// Services: those carrying an expose label are route sources, and any of them may be the
+    /// Service a binding subject names. A Service a subject names but missing here is a valid
+    /// state (the route answers 404).
+    pub services: Vec<Arc<Service>>,
+}
+
+/// The kind of object that declares routes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SourceKind {
+    TunnelBinding,
+    /// A Service labelled `cfargotunnel.com/expose-tunnel` or `…/expose-cluster-tunnel`.
+    Service,
+}
+
+impl SourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::TunnelBinding => "TunnelBinding",
+            SourceKind::Service => "Service",
+        }
+    }
+}
+
+/// The object a route comes from.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SourceRef {
+    pub kind: SourceKind,
+    pub namespace: String,
+    pub name: String,
+    /// `metadata.uid`; empty when the input carries none (`cftunnel render`).
+    pub uid: String,
+}
+
+impl SourceRef {
+    /// The source `metadata` describes (the key of [`super::RouteTable::sources`]).
+    pub fn of(kind: SourceKind, metadata: &ObjectMeta) -> SourceRef {
+        SourceRef {
+            kind,
+            namespace: metadata.namespace.clone().unwrap_or_default(),
+            name: metadata.name.clone().unwrap_or_default(),
+            uid: metadata.uid.clone().unwrap_or_default(),
+        }
+    }
+}
+
+impl fmt::Display for SourceRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}/{}", self.kind.as_str(), self.namespace, self.name)
+    }
+}
+
+/// Who owns a contested hostname: the oldest claim, as Gateway API decides (docs/design.md §3.2).
+/// Field order is the comparison order; a missing timestamp sorts first.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Age {
+    created: Option<Time>,
+    namespace: String,
+    name: String,
+    uid: String,
+    kind: SourceKind,
+}
+
+impl Age {
+    pub(super) fn of(source: &SourceRef, metadata: &ObjectMeta) -> Age {
+        Age {
+            created: metadata.creation_timestamp.clone(),
+            namespace: source.namespace.clone(),
+            name: source.name.clone(),
+            uid: source.uid.clone(),
+            kind: source.kind,
+        }
+    }
+}

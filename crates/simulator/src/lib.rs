@@ -1,0 +1,253 @@
+//! In-memory Cloudflare API simulator: a real HTTP server speaking the v4 envelope.
+//!
+//! [`Simulator::router`] serves the operations at paths relative to the API base
+//! (`/accounts/…`, `/zones/…`, `/user/tokens/verify`); [`Simulator::serve`] mounts that router
+//! under `/client/v4` on a loopback port, so the API base is `http://127.0.0.1:PORT/client/v4`.
+//!
+//! Answers follow Cloudflare where it is known and are fixed here where it is not:
+//! - credentials: malformed `Authorization` → 400/6003 (chain 6111); none → 401/10000;
+//!   unknown token or key → 403/10000; the verify endpoints answer an unknown token with 401/1000;
+//! - an account id other than the simulated one → 403/10000; unknown zone → 404/7003;
+//!   unknown tunnel → 404/1003 "Tunnel not found"; deleting (or fetching the token of,
+//!   cleaning up, configuring) a deleted tunnel → 404/1003 "Tunnel has been deleted", while
+//!   GET still answers it with `deleted_at`; unknown record → 404/81044; no route → 404/7003;
+//! - body not JSON (or not an object) → 400/9207; tunnel or configuration field missing or
+//!   invalid → 400/1001; DNS record field missing or invalid → 400/1004 with the detail in
+//!   `error_chain` (bad TTL → 9021, proxied on a type that cannot be → 9004);
+//! - DNS records omit `comment` when it is unset, since the schema types it as a string.
+//! - DNS batch (`POST …/dns_records/batch`): deletes, patches, puts, posts in that order, each
+//!   checked with the single calls' rules against the zone as the earlier actions left it; the
+//!   first failing action answers with its own status and code (message prefixed with
+//!   `posts[3]: ` and the like) and nothing is applied. More records than the zone's plan allows
+//!   (Free 200, other plans 3,500) → 400/1004 before anything runs; a body with no list → 400/1004.
+//! - Supported record types are those that need no `data` object: A, AAAA, CNAME, TXT, NS, PTR, MX.
+pub mod cli;
+mod envelope;
+mod faults;
+mod operation;
+mod query;
+mod routes;
+mod server;
+mod state;
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rand::SeedableRng;
+
+pub use faults::Fault;
+pub use operation::Operation;
+pub use server::RunningSim;
+pub use state::{LoggedRequest, SimDnsRecord, SimTunnel};
+
+/// Installs ring as the process-wide rustls crypto provider; idempotent.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+use state::State;
+
+/// What the simulated Cloudflare account looks like at start.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SimConfig {
+    pub account_name: String,
+    /// 32 lowercase hex; generated when `None`.
+    pub account_id: Option<String>,
+    pub zones: Vec<String>,
+    /// Accepted Bearer tokens.
+    pub tokens: Vec<String>,
+    /// Accepted `(X-Auth-Email, X-Auth-Key)` pairs.
+    pub api_keys: Vec<(String, String)>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            account_name: "cftunnel-sim".to_string(),
+            account_id: None,
+            zones: vec!["example.com".to_string()],
+            tokens: Vec::new(),
+            api_keys: Vec::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for SimConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimConfig")
+            .field("account_name", &self.account_name)
+            .field("account_id", &self.account_id)
+            .field("zones", &self.zones)
+            .field("tokens", &format_args!("<{} redacted>", self.tokens.len()))
+            .field(
+                "api_keys",
+                &format_args!("<{} redacted>", self.api_keys.len()),
+            )
+            .finish()
+    }
+}
+
+/// A handle on one simulated Cloudflare; clones share the same state.
+#[derive(Clone)]
+pub struct Simulator {
+    inner: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for Simulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulator")
+            .field("account_id", &self.account_id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Simulator {
+    pub fn new(config: SimConfig) -> Self {
+        let account_id = config
+            .account_id
+            .map(|id| id.to_ascii_lowercase())
+            .unwrap_or_else(state::hex_id);
+        let state = State::new(
+            account_id,
+            config.account_name,
+            &config.zones,
+            config.tokens,
+            config.api_keys,
+        );
+        Simulator {
+            inner: Arc::new(Mutex::new(state)),
+        }
+    }
+
+    /// The operations at paths relative to the API base (no `/client/v4` prefix).
+    pub fn router(&self) -> axum::Router {
+        routes::build(self)
+    }
+
+    /// Serves under `/client/v4` on a loopback address; anything else is refused.
+    pub async fn serve(&self, addr: std::net::SocketAddr) -> std::io::Result<RunningSim> {
+        server::serve(self, addr).await
+    }
+
+    /// A poisoned lock only means a panicking test thread; the state itself stays usable.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn account_id(&self) -> String {
+        self.lock().account_id.clone()
+    }
+
+    pub fn account_name(&self) -> String {
+        self.lock().account_name.clone()
+    }
+
+    pub fn zone_id(&self, zone_name: &str) -> Option<String> {
+        self.lock().zone_by_name(zone_name).map(|z| z.id.clone())
+    }
+
+    /// Zone names and ids, in configuration order.
+    pub fn zones(&self) -> Vec<(String, String)> {
+        self.lock()
+            .zones
+            .iter()
+            .map(|z| (z.name.clone(), z.id.clone()))
+            .collect()
+    }
+
+    /// Sets a zone's plan (`free`, `pro`, `business`, `enterprise`; anything else is refused),
+    /// which decides its DNS batch limit (200 on Free, 3,500 otherwise).
+    pub fn set_zone_plan(&self, zone_name: &str, plan: &str) -> bool {
+        let plan = plan.to_ascii_lowercase();
+        if !["free", "pro", "business", "enterprise"].contains(&plan.as_str()) {
+            return false;
+        }
+        let mut state = self.lock();
+        let Some(zone) = state
+            .zones
+            .iter_mut()
+            .find(|z| z.name.eq_ignore_ascii_case(zone_name))
+        else {
+            return false;
+        };
+        zone.plan = plan;
+        true
+    }
+
+    pub fn inject(&self, op: Operation, fault: Fault) {
+        self.lock().faults.entry(op).or_default().add(fault);
+    }
+
+    pub fn clear_faults(&self) {
+        self.lock().faults.clear();
+    }
+
+    /// Reseeds the RNG behind `Fault::error_rate` (it starts seeded with 0, so runs repeat).
+    pub fn seed_faults(&self, seed: u64) {
+        self.lock().rng = rand::rngs::StdRng::seed_from_u64(seed);
+    }
+
+    /// Requests routed to `op`, including those a fault or an auth check answered.
+    pub fn calls(&self, op: Operation) -> u64 {
+        self.lock().calls.get(&op).copied().unwrap_or(0)
+    }
+
+    /// Every request received, unmatched routes included.
+    pub fn total_calls(&self) -> u64 {
+        self.lock().total_calls
+    }
+
+    /// Zeroes the counters and empties the request log.
+    pub fn reset_counters(&self) {
+        let mut state = self.lock();
+        state.calls.clear();
+        state.total_calls = 0;
+        state.log.clear();
+    }
+
+    /// The most recent requests (up to 10,000), oldest first.
+    pub fn request_log(&self) -> Vec<LoggedRequest> {
+        self.lock().log.iter().cloned().collect()
+    }
+
+    /// Every tunnel ever created, deleted ones with `deleted_at`.
+    pub fn tunnels(&self) -> Vec<SimTunnel> {
+        self.lock().tunnels.clone()
+    }
+
+    /// The zone's records in creation order; empty for an unknown zone.
+    pub fn dns_records(&self, zone_name: &str) -> Vec<SimDnsRecord> {
+        let state = self.lock();
+        state
+            .zone_by_name(zone_name)
+            .and_then(|z| state.records.get(&z.id))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Attaches a fake cloudflared connector, so a delete without cascade answers 1022.
+    pub fn connect_tunnel(&self, tunnel_id: &str) -> bool {
+        self.lock().connect(tunnel_id)
+    }
+
+    /// Soft-deletes a tunnel as the dashboard would, bypassing the API (for drift tests).
+    pub fn delete_tunnel_out_of_band(&self, tunnel_id: &str) -> bool {
+        self.lock().soft_delete(tunnel_id)
+    }
+
+    /// Seeds a record nobody created through this API; `None` if it fails validation.
+    pub fn insert_dns_record(&self, zone_name: &str, record: serde_json::Value) -> Option<String> {
+        routes::insert_record(&mut self.lock(), zone_name, &record)
+    }
+
+    /// The connector token the API would hand out for this tunnel.
+    pub fn tunnel_token(&self, tunnel_id: &str) -> Option<String> {
+        let state = self.lock();
+        state
+            .tunnel(tunnel_id)
+            .map(|t| routes::token_for(&state.account_id, t))
+    }
+}

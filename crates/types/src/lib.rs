@@ -1,0 +1,20 @@
+//! The `networking.cfargotunnel.com` API: CRD types per kind and version, conversion, names and
+//! tunnel identity. No I/O.
+pub mod access;
+pub mod binding;
+pub mod cel;
+pub mod conversion;
+pub mod crds;
+pub mod defaults;
+mod identity;
+pub mod names;
+pub mod tunnel;
+mod tunnel_common;
+
+pub use binding::{TunnelBinding, TunnelBindingStatus};
+pub use identity::{TunnelIdentity, TunnelKind};
+pub use tunnel::v1alpha2::{ClusterTunnel, ClusterTunnelSpec, Tunnel, TunnelSpec};
+pub use tunnel_common::{
+    AllowedRoutes, CloudflareDetails, ExistingTunnel, NewTunnel, RouteNamespaces, RouteStatus,
+    TunnelStatus, ZoneRef,
+};

@@ -1,0 +1,302 @@
+//! Batched writes: a zone's changes go out in as few batch requests as the plan's limit allows.
+//!
+//! - A hostname's changes (its CNAME and its `_managed` TXT) always travel in one batch, which
+//!   Cloudflare applies in one transaction: a CNAME of ours never exists without its TXT.
+//! - A TXT whose `DnsId` is the id of a CNAME created in the same batch is posted with an empty
+//!   `DnsId`; once the batches are done the zone is planned again from the answers and those TXTs
+//!   are patched, in batches too (the TXT is ours by its comment meanwhile).
+//! - A batch refused as a whole (4xx) is split in halves and each half sent again, down to one
+//!   hostname, whose refusal is reported on its route; "record exists" / "not found" for one
+//!   hostname re-reads its names and plans it once more, as single writes do.
+//! - 403, 405, or a 404 that is not "record does not exist": the batch call is unavailable
+//!   (older API, or a token that may not use it). In `auto` mode the sync falls back to
+//!   single-record writes, remembers that for the zone and logs it once; in `always` mode that
+//!   is an error like any other.
+use std::collections::BTreeSet;
+
+use cftunnel_cloudflare::{
+    BatchDelete, BatchUpdate, CloudflareError, DnsBatch, DnsBatchResult, FREE_PLAN_BATCH_LIMIT,
+    ZonePlanLimit,
+};
+
+use super::sync::{Run, record_name};
+use cftunnel_policy::dns::plan_zone;
+use cftunnel_policy::dns::{BatchMode, ZoneBatching};
+use cftunnel_policy::dns::{DnsAction, DnsChange};
+
+/// Where a change's answer is in the batch result.
+#[derive(Clone, Copy)]
+enum Slot {
+    Delete,
+    Patch(usize),
+    Put(usize),
+    Post(usize),
+}
+
+impl Run<'_> {
+    /// Records per batch for this sync's zone, or `None` for single-record writes. The plan is
+    /// read once per zone (a zone read) and remembered in the options' memory.
+    pub(super) async fn batch_limit(&mut self) -> Option<usize> {
+        let zone_id = self.reader.zone_id;
+        let memory = &self.options.batch_memory;
+        match (self.options.batch, memory.get(zone_id)) {
+            (BatchMode::Never, _) | (BatchMode::Auto, Some(ZoneBatching::Unavailable)) => {
+                return None;
+            }
+            (_, Some(ZoneBatching::Limit(limit))) => return Some(limit),
+            _ => {}
+        }
+        let limit = match self.reader.client.get_zone(zone_id).await {
+            Ok(zone) => ZonePlanLimit::of(&zone),
+            Err(error) => {
+                tracing::debug!(zone_id, %error, "zone plan unreadable; batches use the Free plan's limit");
+                FREE_PLAN_BATCH_LIMIT
+            }
+        };
+        memory.set(zone_id, ZoneBatching::Limit(limit));
+        Some(limit)
+    }
+
+    /// Every hostname's changes in batches of at most `limit` records, then the `DnsId` patches.
+    pub(super) async fn apply_batched(&mut self, groups: Vec<Vec<DnsChange>>, limit: usize) {
+        for chunk in chunks(groups, limit) {
+            self.send(chunk, true).await;
+        }
+        if self.pending_dns_ids.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending_dns_ids);
+        let plan = plan_zone(self.zone, &self.mirror, self.options);
+        let fixes: Vec<DnsChange> = plan
+            .changes
+            .into_iter()
+            .filter(|c| pending.contains(&c.hostname))
+            .collect();
+        for chunk in chunks(super::sync::group_by_hostname(fixes), limit) {
+            self.send(chunk, false).await;
+        }
+        self.pending_dns_ids.clear();
+    }
+
+    /// Sends one batch of whole hostnames; narrows a refusal down to the hostname refused.
+    async fn send(&mut self, groups: Vec<Vec<DnsChange>>, may_replan: bool) {
+        if self.batch_off {
+            for group in groups {
+                self.apply_group(group, may_replan).await;
+            }
+            return;
+        }
+        let (batch, slots) = build(&groups);
+        if batch.is_empty() {
+            return;
+        }
+        self.writes += 1;
+        let error = match self
+            .reader
+            .client
+            .batch_dns_records(self.reader.zone_id, &batch)
+            .await
+        {
+            Ok(result) => return self.absorb(&groups, &slots, &result),
+            Err(error) => error,
+        };
+        if is_unavailable(&error) && self.options.batch == BatchMode::Auto {
+            tracing::warn!(
+                zone_id = self.reader.zone_id,
+                %error,
+                "the DNS batch call is unavailable for this zone; writing one record per request from now on"
+            );
+            self.options
+                .batch_memory
+                .set(self.reader.zone_id, ZoneBatching::Unavailable);
+            self.batch_off = true;
+            return Box::pin(self.send(groups, may_replan)).await;
+        }
+        if groups.len() > 1 && is_refusal(&error) {
+            let mut first = groups;
+            let second = first.split_off(first.len() / 2);
+            Box::pin(self.send(first, may_replan)).await;
+            return Box::pin(self.send(second, may_replan)).await;
+        }
+        if groups.len() == 1 && may_replan && (error.is_record_exists() || error.is_not_found()) {
+            return self.replan_batched(&groups[0]).await;
+        }
+        let copies: Vec<CloudflareError> = (1..groups.len()).map(|_| duplicate(&error)).collect();
+        for (group, error) in groups.iter().zip(std::iter::once(error).chain(copies)) {
+            self.report_failed(group, error);
+        }
+    }
+
+    /// Re-reads every name of a refused hostname, plans it again, and sends its new changes once.
+    async fn replan_batched(&mut self, group: &[DnsChange]) {
+        let names: BTreeSet<String> = group.iter().map(|c| record_name(&c.action)).collect();
+        for name in names {
+            match self.reader.at_name(&name).await {
+                Ok(fresh) => self.mirror_replace(&name, fresh),
+                Err(read_error) => return self.report_failed(group, read_error),
+            }
+        }
+        let Some(hostname) = group.first().map(|c| c.hostname.clone()) else {
+            return;
+        };
+        let changes = self.replanned(&hostname);
+        if !changes.is_empty() {
+            Box::pin(self.send(vec![changes], false)).await;
+        }
+    }
+
+    /// Takes a batch's answer into the mirror and the reports.
+    fn absorb(&mut self, groups: &[Vec<DnsChange>], slots: &[Vec<Slot>], result: &DnsBatchResult) {
+        for (group, slots) in groups.iter().zip(slots) {
+            for (change, slot) in group.iter().zip(slots) {
+                let answered = match *slot {
+                    Slot::Delete => None,
+                    Slot::Patch(i) => result.patches.get(i),
+                    Slot::Put(i) => result.puts.get(i),
+                    Slot::Post(i) => result.posts.get(i),
+                };
+                match (&change.action, answered) {
+                    (DnsAction::Delete { current, .. }, _) => {
+                        let id = current.id.as_deref().unwrap_or_default();
+                        self.mirror.retain(|r| r.id != id);
+                    }
+                    (_, Some(record)) => {
+                        self.mirror.retain(|r| r.id != record.id);
+                        self.mirror.push(record.clone());
+                    }
+                    (_, None) => {}
+                }
+                self.report_written(change, answered);
+                if let DnsAction::Create(desired) | DnsAction::Update { desired, .. } =
+                    &change.action
+                    && desired.waits_for_cname_id()
+                {
+                    self.pending_dns_ids.insert(change.hostname.clone());
+                }
+            }
+        }
+    }
+}
+
+/// Whole hostnames packed into batches of at most `limit` records, in plan order.
+fn chunks(groups: Vec<Vec<DnsChange>>, limit: usize) -> Vec<Vec<Vec<DnsChange>>> {
+    let limit = limit.max(1);
+    let mut out: Vec<Vec<Vec<DnsChange>>> = Vec::new();
+    let mut current: Vec<Vec<DnsChange>> = Vec::new();
+    let mut size = 0;
+    for group in groups {
+        if size + group.len() > limit && !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+            size = 0;
+        }
+        size += group.len();
+        current.push(group);
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// The batch body for these hostnames' changes, and where each change's answer will be.
+fn build(groups: &[Vec<DnsChange>]) -> (DnsBatch, Vec<Vec<Slot>>) {
+    let mut batch = DnsBatch::default();
+    let slots: Vec<Vec<Slot>> = groups
+        .iter()
+        .map(|group| {
+            group
+                .iter()
+                .map(|change| match &change.action {
+                    DnsAction::Delete { current, .. } => {
+                        batch.deletes.push(BatchDelete {
+                            id: current.id.clone().unwrap_or_default(),
+                        });
+                        Slot::Delete
+                    }
+                    DnsAction::Update {
+                        current,
+                        desired,
+                        take_over,
+                    } => {
+                        let update = BatchUpdate {
+                            id: current.id.clone().unwrap_or_default(),
+                            record: desired.body_in_batch(),
+                        };
+                        if *take_over {
+                            batch.puts.push(update);
+                            Slot::Put(batch.puts.len() - 1)
+                        } else {
+                            batch.patches.push(update);
+                            Slot::Patch(batch.patches.len() - 1)
+                        }
+                    }
+                    DnsAction::Create(desired) => {
+                        batch.posts.push(desired.body_in_batch());
+                        Slot::Post(batch.posts.len() - 1)
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    (batch, slots)
+}
+
+/// The batch call does not exist here, or this token may not use it.
+fn is_unavailable(error: &CloudflareError) -> bool {
+    match error.status() {
+        Some(403 | 405) => true,
+        Some(404) => !error.is_record_exists() && !error.has_code(CODE_RECORD_NOT_FOUND),
+        _ => false,
+    }
+}
+
+/// Cloudflare refused the batch as a whole for something in it (not rate limiting).
+fn is_refusal(error: &CloudflareError) -> bool {
+    matches!(
+        error,
+        CloudflareError::Api {
+            status: 400..=499,
+            ..
+        }
+    ) && error.status() != Some(429)
+}
+
+/// "Record does not exist."
+const CODE_RECORD_NOT_FOUND: u32 = 81044;
+
+/// The same failure, for another hostname of a batch that failed as a whole.
+fn duplicate(error: &CloudflareError) -> CloudflareError {
+    match error {
+        CloudflareError::Api {
+            operation,
+            status,
+            errors,
+        } => CloudflareError::Api {
+            operation,
+            status: *status,
+            errors: errors.clone(),
+        },
+        CloudflareError::RateLimited {
+            operation,
+            retry_after,
+        } => CloudflareError::RateLimited {
+            operation,
+            retry_after: *retry_after,
+        },
+        CloudflareError::Timeout { operation, after } => CloudflareError::Timeout {
+            operation,
+            after: *after,
+        },
+        CloudflareError::Decode {
+            operation,
+            status,
+            detail,
+        } => CloudflareError::Decode {
+            operation,
+            status: *status,
+            detail: detail.clone(),
+        },
+        // Transport failures carry a source that cannot be cloned: the text is kept.
+        other => CloudflareError::InvalidInput(other.to_string()),
+    }
+}

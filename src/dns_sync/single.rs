@@ -1,0 +1,98 @@
+//! Single-record writes: one request per record, one hostname at a time (`--dns-batch=never`,
+//! and the fallback where the batch call is unavailable).
+use cftunnel_cloudflare::DnsRecord;
+
+use super::sync::{Failure, Run, body_of, record_name};
+use cftunnel_policy::dns::{DesiredRecord, DnsAction, DnsChange};
+
+impl Run<'_> {
+    /// Applies one hostname's changes in order; on a changed name, re-plans it once.
+    pub(super) async fn apply_group(&mut self, group: Vec<DnsChange>, may_replan: bool) {
+        let mut created_cname: Option<String> = None;
+        for (done, change) in group.iter().enumerate() {
+            let error = match self.apply(&change.action, created_cname.as_deref()).await {
+                Ok(record) => {
+                    if let (DnsAction::Create(DesiredRecord::Cname { .. }), Some(r)) =
+                        (&change.action, &record)
+                    {
+                        created_cname = Some(r.id.clone());
+                    }
+                    self.report_written(change, record.as_ref());
+                    continue;
+                }
+                Err(Failure::NameChanged(_)) if may_replan => {
+                    let name = record_name(&change.action);
+                    match self.reader.at_name(&name).await {
+                        Ok(fresh) => {
+                            self.mirror_replace(&name, fresh);
+                            let group = self.replanned(&change.hostname);
+                            return Box::pin(self.apply_group(group, false)).await;
+                        }
+                        Err(read_error) => read_error,
+                    }
+                }
+                Err(Failure::NameChanged(error) | Failure::Failed(error)) => error,
+            };
+            self.report_failed(&group[done..], error);
+            return;
+        }
+    }
+
+    /// One API call; the answer updates the mirror. `Ok(None)` for a delete.
+    pub(super) async fn apply(
+        &mut self,
+        action: &DnsAction,
+        created_cname: Option<&str>,
+    ) -> Result<Option<DnsRecord>, Failure> {
+        let client = self.reader.client;
+        let zone_id = self.reader.zone_id;
+        match action {
+            DnsAction::Create(desired) => {
+                let body = body_of(desired, created_cname)?;
+                self.writes += 1;
+                match client.create_dns_record(zone_id, &body).await {
+                    Ok(record) => {
+                        self.mirror.push(record.clone());
+                        Ok(Some(record))
+                    }
+                    Err(e) if e.is_record_exists() => Err(Failure::NameChanged(e)),
+                    Err(e) => Err(Failure::Failed(e)),
+                }
+            }
+            DnsAction::Update {
+                current,
+                desired,
+                take_over,
+            } => {
+                let body = body_of(desired, created_cname)?;
+                let id = current.id.as_deref().unwrap_or_default();
+                self.writes += 1;
+                let answer = if *take_over {
+                    client.update_dns_record(zone_id, id, &body).await
+                } else {
+                    client.patch_dns_record(zone_id, id, &body).await
+                };
+                match answer {
+                    Ok(record) => {
+                        self.mirror.retain(|r| r.id != record.id);
+                        self.mirror.push(record.clone());
+                        Ok(Some(record))
+                    }
+                    Err(e) if e.is_not_found() => Err(Failure::NameChanged(e)),
+                    Err(e) => Err(Failure::Failed(e)),
+                }
+            }
+            DnsAction::Delete { current, .. } => {
+                let id = current.id.as_deref().unwrap_or_default();
+                self.writes += 1;
+                match client.delete_dns_record(zone_id, id).await {
+                    Ok(()) => {}
+                    Err(e) if e.is_not_found() => {}
+                    Err(e) => return Err(Failure::Failed(e)),
+                }
+                self.mirror.retain(|r| r.id != id);
+                Ok(None)
+            }
+        }
+    }
+}
