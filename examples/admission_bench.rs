@@ -7,9 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cftunnel::webhook::{self, Policy, Readiness, WebhookConfig};
-use cftunnel_policy::admission::{
-    AdmissionView, HostnameClaim, RouteNamespacePolicy, TunnelFacts, review,
-};
+use cftunnel_policy::admission::review;
+use cftunnel_policy::rules::{AdmissionView, HostnameClaim, RouteNamespacePolicy, TunnelFacts};
 use cftunnel_types::{TunnelIdentity, TunnelKind};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};

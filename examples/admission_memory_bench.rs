@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cftunnel::webhook::{self, CertificateAuthority, Policy, Readiness, WebhookConfig};
-use cftunnel_policy::admission::{AdmissionView, review};
+use cftunnel_policy::admission::review;
+use cftunnel_policy::rules::AdmissionView;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kube::core::conversion::{ConversionRequest, ConversionResponse};

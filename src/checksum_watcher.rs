@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::caches::{Shared, TermCaches};
-use cftunnel_policy::admission::mutate::{
+use cftunnel_policy::hardening::mutate::{
     ConfigMapContent, config_checksum, mounted_config_maps, restamp,
 };
 

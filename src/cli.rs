@@ -54,7 +54,7 @@ pub struct RenderArgs {
 }
 
 pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    cftunnel_policy::admission::duration::parse_go_duration(text)
+    cftunnel_policy::rules::duration::parse_go_duration(text)
         .and_then(|nanos| u64::try_from(nanos).ok())
         .map(std::time::Duration::from_nanos)
         .ok_or_else(|| format!("{text:?} is not a duration; use e.g. 10m, 90s or 0"))

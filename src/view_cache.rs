@@ -8,8 +8,8 @@ use kube::{Api, Client, Resource};
 
 use crate::caches::ProcessCaches;
 use crate::controller::TunnelKindAdapter;
-use cftunnel_policy::admission::AdmissionView;
-use cftunnel_policy::admission::facts::{binding_claims, service_claims, tunnel_facts};
+use cftunnel_policy::rules::AdmissionView;
+use cftunnel_policy::rules::facts::{binding_claims, service_claims, tunnel_facts};
 use cftunnel_types::TunnelKind;
 
 /// Which objects this instance watches (several instances may share one API server in tests).
@@ -69,7 +69,7 @@ impl ViewCache {
                 &t.tunnel_spec(),
             ));
         }
-        cftunnel_policy::admission::facts::link_account_zones(&mut tunnels);
+        cftunnel_policy::rules::facts::link_account_zones(&mut tunnels);
         let mut claims = Vec::new();
         for b in s.bindings.store().state() {
             claims.extend(binding_claims(

@@ -12,9 +12,9 @@ use std::io::{Read, Write};
 use serde_json::Value;
 
 use super::render_input::{TunnelFacts, render_options, tunnel_input};
-use cftunnel_policy::admission::facts::referenced;
 use cftunnel_policy::render::{self, OwnerIdentity, TunnelCredentials};
 use cftunnel_policy::routes::compute_routes;
+use cftunnel_policy::rules::facts::referenced;
 use cftunnel_policy::validate::decode::{Decoded, Outcome, TunnelObject, decode, plain_service};
 use cftunnel_policy::validate::{DEFAULT_NAMESPACE, EXIT_UNREADABLE, read_or_report};
 use cftunnel_types::TunnelKind;

@@ -1,8 +1,7 @@
 //! The renderer's input, built by one function for the reconciler and `cftunnel render` alike,
 //! so the offline output is exactly what the reconciler applies for the same facts.
-use cftunnel_policy::render::{
-    OwnerIdentity, RenderOptions, Route, TunnelCredentials, TunnelInput,
-};
+use cftunnel_policy::render::{OwnerIdentity, RenderOptions, TunnelCredentials, TunnelInput};
+use cftunnel_policy::routes::Route;
 use cftunnel_types::TunnelSpec;
 
 /// What is known about the tunnel itself: resolved on Cloudflare, or read from the input offline.

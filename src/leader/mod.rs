@@ -93,7 +93,7 @@ impl LeaderElectionConfig {
 
     /// Checks the names and that retry < renew deadline < lease duration (whole seconds).
     pub fn validate(&self) -> Result<(), LeaderConfigError> {
-        use cftunnel_policy::admission::syntax::{is_dns_label, is_dns_subdomain};
+        use cftunnel_policy::rules::syntax::{is_dns_label, is_dns_subdomain};
         if !is_dns_label(&self.namespace) {
             return Err(LeaderConfigError::Namespace(self.namespace.clone()));
         }

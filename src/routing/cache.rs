@@ -9,8 +9,8 @@ use tokio::sync::watch;
 
 use crate::caches::ProcessCaches;
 use crate::controller::TunnelKindAdapter;
-use cftunnel_policy::admission::facts::tunnel_facts;
 use cftunnel_policy::routes::RouteWorld;
+use cftunnel_policy::rules::facts::tunnel_facts;
 use cftunnel_types::{CloudflareDetails, TunnelBinding, TunnelStatus};
 use cftunnel_types::{TunnelIdentity, TunnelKind};
 
@@ -91,7 +91,7 @@ impl RouteCache {
                 &t.tunnel_spec(),
             ));
         }
-        cftunnel_policy::admission::facts::link_account_zones(&mut tunnels);
+        cftunnel_policy::rules::facts::link_account_zones(&mut tunnels);
         let namespace_labels: BTreeMap<String, BTreeMap<String, String>> = self
             .caches
             .namespaces

@@ -28,9 +28,9 @@ use crate::controller::Context;
 use crate::controller::ReadyReason;
 use crate::controller::conditions::find_ready;
 use crate::controller::zones::{ZONE_LIST_MAX_AGE, ZONE_LIST_MIN_REFRESH, list_account_zones};
-use cftunnel_policy::admission::route::in_domain;
 use cftunnel_policy::dns::{AccountZone, TunnelDns, ZoneDns, no_zone_message, place};
 use cftunnel_policy::routes::RouteTable;
+use cftunnel_policy::rules::route::in_domain;
 use cftunnel_types::TunnelIdentity;
 
 /// The condition reason of a hostname that no zone of the account holds.

@@ -1,8 +1,12 @@
-//! cftunnel's rules as pure functions over the API types: admission (validation and
-//! hardening), the route model, what is rendered, the offline `validate`, and the DNS planner.
+//! cftunnel's rules as pure functions over the API types, from the bottom up: the field and
+//! route rules with their messages (`rules`), the hardening of cloudflared workloads
+//! (`hardening`), the route model (`routes`), what is rendered (`render`), the admission
+//! decision per request (`admission`), the offline `validate`, and the DNS planner (`dns`).
 //! Nothing here does I/O; the webhook, the reconcilers and the CLI all call these functions.
 pub mod admission;
 pub mod dns;
+pub mod hardening;
 pub mod render;
 pub mod routes;
+pub mod rules;
 pub mod validate;

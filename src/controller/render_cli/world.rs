@@ -10,8 +10,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use cftunnel_policy::admission::facts::tunnel_facts;
 use cftunnel_policy::routes::{RouteReason, RouteTable, RouteWorld};
+use cftunnel_policy::rules::facts::tunnel_facts;
 use cftunnel_policy::validate::decode::Decoded;
 
 /// Collects the route world document by document.
@@ -91,7 +91,7 @@ impl WorldBuilder {
             .tunnels
             .retain(|t| seen.insert(t.identity.clone()));
         self.world.tunnels.reverse();
-        cftunnel_policy::admission::facts::link_account_zones(&mut self.world.tunnels);
+        cftunnel_policy::rules::facts::link_account_zones(&mut self.world.tunnels);
         self.world
     }
 }

@@ -1,6 +1,6 @@
 //! Validation of AccessTunnel: the target hostname, protocol, Service and token Secret.
-use super::syntax::{hostname_problem, is_dns_subdomain, is_service_name};
-use super::verdict::Verdict;
+use crate::rules::Verdict;
+use crate::rules::syntax::{hostname_problem, is_dns_subdomain, is_service_name};
 use cftunnel_types::access::{ACCESS_PROTOCOLS, AccessTunnelFields};
 
 /// All rules of an AccessTunnel.

@@ -8,10 +8,12 @@ use kube::core::response::Status;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::tunnel;
 use super::tunnel::TunnelView;
-use super::verdict::Verdict;
-use super::view::AdmissionView;
-use super::{binding, hardening, service, tunnel};
+use crate::hardening;
+use crate::rules::Verdict;
+use crate::rules::view::AdmissionView;
+use crate::rules::{binding, service};
 use cftunnel_types::TunnelKind;
 use cftunnel_types::access::AccessTunnelFields;
 use cftunnel_types::binding::TunnelBindingFields;
@@ -234,7 +236,9 @@ pub fn mutate(req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     };
     let patch = match subject(req) {
         Some(Subject::TunnelBinding) => binding_defaults(object),
-        Some(Subject::Workload | Subject::Pod) => super::mutate::mutate_object(object).ok(),
+        Some(Subject::Workload | Subject::Pod) => {
+            crate::hardening::mutate::mutate_object(object).ok()
+        }
         _ => None,
     };
     match patch.filter(|p| !p.0.is_empty()) {

@@ -1,10 +1,10 @@
 //! Validation of Tunnel and ClusterTunnel (docs/design.md §2.1). One function per rule, message beside it.
 use serde_json::Value;
 
-use super::hardening;
-use super::service_url::service_problem;
-use super::syntax::{is_dns_subdomain, is_domain_name, is_hex32, is_uuid};
-use super::verdict::{Verdict, Violation};
+use crate::hardening;
+use crate::rules::service_url::service_problem;
+use crate::rules::syntax::{is_dns_subdomain, is_domain_name, is_hex32, is_uuid};
+use crate::rules::{Verdict, Violation};
 use cftunnel_types::cel;
 use cftunnel_types::{TunnelSpec, TunnelStatus};
 

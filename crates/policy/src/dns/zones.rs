@@ -3,7 +3,7 @@
 //! account, `a.dev.example.com` lands in `dev.example.com` (the delegated child zone answers
 //! for it; a record in the parent would never be served). `*.x` is placed like `x`'s children;
 //! a zone's apex is placed in that zone. Pure: the caller lists the account's zones.
-use crate::admission::route::in_domain;
+use crate::rules::route::in_domain;
 
 /// One zone of the account, as the zone list names it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::RenderError;
-use crate::admission::hardening::CLOUDFLARED_CONTAINER;
-use crate::admission::mutate::harden_pod_spec;
+use crate::hardening::CLOUDFLARED_CONTAINER;
+use crate::hardening::mutate::harden_pod_spec;
 use cftunnel_types::access::AccessTunnel;
 use cftunnel_types::conversion::GO_OPERATOR_DEFAULT_IMAGES;
 use cftunnel_types::names::{ANNOTATION_CHECKSUM, APP_CLOUDFLARED, LABEL_APP};

@@ -18,8 +18,9 @@ use std::process::Command;
 
 use serde::Deserialize;
 
-use super::record::RECORD_ENV;
-use crate::render::{OriginRequest, Route};
+use super::record::render_recorded_table;
+use crate::routes::record::{RECORD_ENV, RecordedTable};
+use crate::routes::{OriginRequest, Route};
 use crate::routes::{Serving, serving_route_for_url};
 
 const CLOUDFLARED_ENV: &str = "CFTUNNEL_CLOUDFLARED";
@@ -93,11 +94,13 @@ fn record_the_suite(dir: &Path) -> Vec<Case> {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .collect();
-    names.sort();
+    for table in recorded_files(dir, "table-") {
+        let text = std::fs::read_to_string(&table).unwrap_or_default();
+        let recorded: RecordedTable =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", table.display()));
+        render_recorded_table(dir, &recorded);
+    }
+    let names = recorded_files(dir, "");
     let errors: Vec<String> = names
         .iter()
         .filter(|p| {
@@ -111,11 +114,8 @@ fn record_the_suite(dir: &Path) -> Vec<Case> {
         "route tables the renderer refuses: {errors:?}"
     );
     let mut cases = Vec::new();
-    for path in names
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-    {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
+    for path in recorded_files(dir, "config-") {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
         let recorded: Recorded =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let config: ConfigFile = serde_yaml_ng::from_str(&recorded.config)
@@ -143,6 +143,21 @@ fn record_the_suite(dir: &Path) -> Vec<Case> {
         });
     }
     cases
+}
+
+/// The `.json` files in `dir` whose names start with `prefix`, sorted.
+fn recorded_files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
+        .collect();
+    names.sort();
+    names
 }
 
 /// A path the pattern matches when it is a plain prefix: its text after `^` up to the first

@@ -3,8 +3,9 @@ use serde::Serialize;
 
 use super::RenderError;
 use super::ingress::ordered_routes;
-use super::input::{OriginRequest, TunnelInput};
-use crate::admission::service_url::service_problem;
+use super::input::TunnelInput;
+use crate::routes::OriginRequest;
+use crate::rules::service_url::service_problem;
 
 pub const CONFIG_KEY: &str = "config.yaml";
 pub const CREDENTIALS_KEY: &str = "credentials.json";

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::strategic_merge::{PatchError, strategic_merge};
 use super::strategic_merge_keys::DEPLOYMENT;
-use crate::admission::hardening::CLOUDFLARED_CONTAINER;
+use crate::hardening::CLOUDFLARED_CONTAINER;
 use cftunnel_types::names::ANNOTATION_CHECKSUM;
 
 /// A `deployPatch` that cannot be applied: `spec.deployPatch: <path>: <what>; <fix>`.

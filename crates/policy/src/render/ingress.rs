@@ -3,8 +3,8 @@
 use std::cmp::Reverse;
 
 use super::RenderError;
-use super::input::Route;
-use crate::admission::service_url::service_problem;
+use crate::routes::Route;
+use crate::rules::service_url::service_problem;
 
 /// Why a hostname cannot be a (non-catch-all) ingress rule, if it cannot.
 pub fn hostname_problem(hostname: &str) -> Option<&'static str> {
@@ -82,7 +82,7 @@ pub fn ordered_routes(routes: &[Route]) -> Result<Vec<&Route>, RenderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::input::OriginRequest;
+    use crate::routes::OriginRequest;
 
     fn route(hostname: &str, path: Option<&str>) -> Route {
         Route {

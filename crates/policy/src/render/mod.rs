@@ -16,6 +16,8 @@ mod cloudflared_check;
 #[cfg(test)]
 pub(crate) mod record;
 #[cfg(test)]
+mod route_proptests;
+#[cfg(test)]
 mod strategic_merge_tests;
 #[cfg(test)]
 mod tests;
@@ -28,9 +30,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use deploy_patch::DeployPatchError;
-pub use input::{
-    OriginRequest, OwnerIdentity, RenderOptions, Route, TunnelCredentials, TunnelInput,
-};
+pub use input::{OwnerIdentity, RenderOptions, TunnelCredentials, TunnelInput};
 pub use objects::ObjectNames;
 
 /// Why a tunnel cannot be rendered. Messages never carry credentials.
@@ -142,7 +142,7 @@ pub fn is_pinned(image: &str) -> bool {
 
 /// Hardening of the cloudflared pod (docs/design.md §2.3): the very function the mutating webhook applies,
 /// run on the rendered pod and again after `deployPatch`, so a patch cannot weaken it.
-use crate::admission::mutate::harden_pod_spec as harden;
+use crate::hardening::mutate::harden_pod_spec as harden;
 
 /// Renders every object the reconciler applies for `input`.
 pub fn render_all(input: &TunnelInput, options: &RenderOptions) -> Result<Rendered, RenderError> {

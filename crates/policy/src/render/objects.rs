@@ -13,7 +13,7 @@ use super::config::{
     CERTS_DIR, CONFIG_DIR, CONFIG_KEY, CREDENTIALS_KEY, CREDS_DIR, METRICS_ADDRESS, METRICS_PORT,
 };
 use super::input::OwnerIdentity;
-use crate::admission::hardening::CLOUDFLARED_CONTAINER;
+use crate::hardening::CLOUDFLARED_CONTAINER;
 use cftunnel_types::TunnelKind;
 use cftunnel_types::names::ANNOTATION_CHECKSUM;
 

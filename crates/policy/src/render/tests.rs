@@ -2,8 +2,8 @@
 use serde_json::{Value, json};
 
 use super::*;
-use cftunnel_types::TunnelKind;
-use cftunnel_types::TunnelSpec;
+use crate::routes::{OriginRequest, Route};
+use cftunnel_types::{TunnelKind, TunnelSpec};
 
 const ID: &str = "6ff42ae2-765d-4adf-8112-31c55c1551ef";
 const SECRET: &str = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I=";

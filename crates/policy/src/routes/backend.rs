@@ -2,7 +2,7 @@
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 
 use super::table::RouteReason;
-use crate::admission::route::{PortRef, RouteInput};
+use crate::rules::route::{PortRef, RouteInput};
 
 /// The route's destination, and why it is not the Service when it is not.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,16 +5,16 @@ use k8s_openapi::api::core::v1::Service;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::admission::{RouteNamespacePolicy, TunnelFacts};
-use crate::render::{OriginRequest, Route};
+use crate::routes::{OriginRequest, Route};
+use crate::rules::{RouteNamespacePolicy, TunnelFacts};
 use cftunnel_types::TunnelBinding;
 use cftunnel_types::{TunnelIdentity, TunnelKind};
 
 pub(super) fn identity(kind: TunnelKind, namespace: &str, name: &str) -> TunnelIdentity {
-    crate::admission::facts::referenced(kind, namespace, name)
+    crate::rules::facts::referenced(kind, namespace, name)
 }
 
-pub(super) fn tunnel(kind: TunnelKind, namespace: &str, name: &str, domain: &str) -> TunnelFacts {
+pub(crate) fn tunnel(kind: TunnelKind, namespace: &str, name: &str, domain: &str) -> TunnelFacts {
     TunnelFacts {
         identity: identity(kind, namespace, name),
         domain: domain.into(),
@@ -35,7 +35,7 @@ pub(super) fn timestamp(second: i64) -> String {
 }
 
 /// A binding created `created` seconds after a fixed instant.
-pub(super) fn binding(
+pub(crate) fn binding(
     namespace: &str,
     name: &str,
     created: i64,
@@ -52,7 +52,7 @@ pub(super) fn binding(
 }
 
 /// A Service with the given labels, annotations and ports.
-pub(super) fn service(
+pub(crate) fn service(
     namespace: &str,
     name: &str,
     created: i64,

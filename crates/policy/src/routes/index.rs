@@ -61,7 +61,7 @@ pub fn changed_tunnels(old: Option<&RouteTable>, new: &RouteTable) -> Vec<Tunnel
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::{OriginRequest, Route};
+    use crate::routes::{OriginRequest, Route};
     use cftunnel_types::TunnelKind;
 
     fn id(name: &str) -> TunnelIdentity {

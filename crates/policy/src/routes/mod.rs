@@ -40,6 +40,9 @@
 mod backend;
 mod index;
 mod model;
+#[cfg(test)]
+pub(crate) mod record;
+mod route;
 mod serve;
 mod source;
 mod table;
@@ -48,11 +51,9 @@ mod world;
 #[cfg(test)]
 mod authority_tests;
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 #[cfg(test)]
 mod legacy_tests;
-#[cfg(test)]
-mod proptests;
 #[cfg(test)]
 mod source_tests;
 #[cfg(test)]
@@ -60,6 +61,7 @@ mod target_tests;
 
 pub use index::{RouteIndex, changed_tunnels};
 pub use model::compute_routes;
+pub use route::{OriginRequest, Route};
 pub use serve::{Serving, serving_route, serving_route_for_url};
 pub use table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus, TunnelRoutes};
 pub use world::{RouteWorld, SourceKind, SourceRef};

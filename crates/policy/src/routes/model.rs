@@ -5,10 +5,10 @@ use super::backend::{BackendFields, backend};
 use super::source::{Declared, ServiceIndex, Source, from_binding, from_service};
 use super::table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus};
 use super::world::{RouteWorld, SourceRef};
-use crate::admission::route::{Field, RouteInput, check_fields, check_fqdn, deny_not_admitted};
-use crate::admission::view::admits_namespace;
-use crate::admission::{TunnelFacts, Verdict};
-use crate::render::{OriginRequest, Route};
+use crate::routes::{OriginRequest, Route};
+use crate::rules::route::{Field, RouteInput, check_fields, check_fqdn, deny_not_admitted};
+use crate::rules::view::admits_namespace;
+use crate::rules::{TunnelFacts, Verdict};
 use cftunnel_types::TunnelIdentity;
 
 /// cloudflared's own default `proxyAddress`: not worth a per-rule override.
@@ -84,7 +84,7 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
             .collect();
     }
     #[cfg(test)]
-    crate::render::record::record_route_table(world, &table);
+    super::record::record_route_table(world, &table);
     table
 }
 

@@ -18,7 +18,7 @@
 //! route matches, the tunnel's catch-all (`fallbackTarget`) serves.
 use regex::Regex;
 
-use crate::render::Route;
+use crate::routes::Route;
 
 /// The answer of [`serving_route`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,7 +129,7 @@ fn rank(route: &Route) -> Rank<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::OriginRequest;
+    use crate::routes::OriginRequest;
 
     fn route(hostname: &str, path: Option<&str>, service: &str) -> Route {
         Route {

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Service;
 
 use super::world::{Age, SourceKind, SourceRef};
-use crate::admission::facts::referenced;
-use crate::admission::route::{self, Field, RouteInput};
-use crate::admission::{Verdict, Violation, binding, service};
+use crate::rules::facts::referenced;
+use crate::rules::route::{self, Field, RouteInput};
+use crate::rules::{Verdict, Violation, binding, service};
 use cftunnel_types::TunnelBinding;
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::TunnelKind;

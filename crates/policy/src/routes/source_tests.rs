@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::fixtures::{binding, identity, service, tunnel};
 use super::*;
-use crate::admission::RouteNamespacePolicy;
-use crate::render::OriginRequest;
+use crate::routes::OriginRequest;
+use crate::rules::RouteNamespacePolicy;
 use cftunnel_types::TunnelKind;
 
 fn edge_org() -> cftunnel_types::TunnelIdentity {

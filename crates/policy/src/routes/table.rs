@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::world::SourceRef;
-use crate::render::Route;
+use crate::routes::Route;
 use cftunnel_types::TunnelIdentity;
 
 /// Why a route is (not) served. The string form is the condition reason.

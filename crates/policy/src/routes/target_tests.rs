@@ -3,7 +3,7 @@ use serde_json::{Value, json};
 
 use super::fixtures::*;
 use super::*;
-use crate::render::{OriginRequest, Route};
+use crate::routes::{OriginRequest, Route};
 use cftunnel_types::TunnelKind;
 
 #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use crate::admission::TunnelFacts;
+use crate::rules::TunnelFacts;
 use cftunnel_types::TunnelBinding;
 
 /// Everything routes are computed from. Object identities (kind, namespace, name) are unique,

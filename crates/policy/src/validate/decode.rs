@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::input::Document;
 use super::report::ObjectRef;
-use crate::admission::Violation;
+use crate::rules::Violation;
 use cftunnel_types::TunnelKind;
 use cftunnel_types::access::AccessTunnelFields;
 use cftunnel_types::binding::{TunnelBindingFields, TunnelBindingSubject, TunnelRef};

@@ -13,8 +13,9 @@ pub mod view;
 
 use std::io::{Read, Write};
 
+use crate::admission;
 use crate::admission::tunnel::TunnelView;
-use crate::admission::{self, Verdict};
+use crate::rules::Verdict;
 use decode::{Decoded, Outcome};
 pub use input::{Document, InputError, read_or_report, read_sources};
 pub use report::{Finding, ObjectRef, Report};
@@ -70,7 +71,7 @@ pub fn validate_documents(documents: &[Document], default_namespace: &str) -> Re
 }
 
 /// The CREATE verdict on one object; a binding or Service then adds its claims to the view.
-fn judge(decoded: &Decoded, view: &mut admission::AdmissionView) -> Option<Verdict> {
+fn judge(decoded: &Decoded, view: &mut crate::rules::AdmissionView) -> Option<Verdict> {
     match decoded {
         Decoded::Tunnel(t) => Some(admission::tunnel::validate(TunnelView {
             name: &t.name,
@@ -78,13 +79,13 @@ fn judge(decoded: &Decoded, view: &mut admission::AdmissionView) -> Option<Verdi
             status: t.status.as_ref(),
         })),
         Decoded::Binding { namespace, binding } => {
-            let verdict = admission::binding::validate(binding, namespace, view);
+            let verdict = crate::rules::binding::validate(binding, namespace, view);
             let claims = view::binding_claims(binding, namespace, view);
             view.add_claims(claims);
             Some(verdict)
         }
         Decoded::Service { namespace, service } => {
-            let verdict = admission::service::validate(service, namespace, view);
+            let verdict = crate::rules::service::validate(service, namespace, view);
             let claims = view::service_claims(service, namespace, view);
             view.add_claims(claims);
             Some(verdict)

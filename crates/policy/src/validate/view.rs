@@ -1,10 +1,10 @@
 //! The admission view built from the given objects, as the webhook builds it from its caches
-//! (with the same functions, `crate::admission::facts`).
+//! (with the same functions, `crate::rules::facts`).
 use k8s_openapi::api::core::v1::Service;
 
 use super::decode::{Decoded, TunnelObject};
-use crate::admission::facts;
-use crate::admission::{AdmissionView, HostnameClaim, TunnelFacts};
+use crate::rules::facts;
+use crate::rules::{AdmissionView, HostnameClaim, TunnelFacts};
 use cftunnel_types::TunnelBinding;
 
 /// Tunnels and namespace labels of the input; claims are added as objects are walked.

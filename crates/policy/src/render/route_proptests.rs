@@ -1,5 +1,6 @@
 //! Properties of the route model over random worlds: input order never matters, one owner per
-//! hostname and path (the oldest eligible claim), no rule for a loser, every result renders.
+//! hostname and path (the oldest eligible claim), no rule for a loser, every result renders
+//! (here, above both the model and the renderer).
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -7,9 +8,9 @@ use k8s_openapi::api::core::v1::Service;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::fixtures::{binding, service, tunnel};
-use super::*;
-use crate::render::{OwnerIdentity, RenderOptions, TunnelCredentials, TunnelInput, render_all};
+use super::{OwnerIdentity, RenderOptions, TunnelCredentials, TunnelInput, render_all};
+use crate::routes::fixtures::{binding, service, tunnel};
+use crate::routes::*;
 use cftunnel_types::TunnelBinding;
 use cftunnel_types::{TunnelIdentity, TunnelKind};
 
@@ -189,7 +190,7 @@ fn ages(world: &RouteWorld) -> BTreeMap<SourceRef, AgeKey> {
         .collect()
 }
 
-fn input_for(id: &TunnelIdentity, routes: Vec<crate::render::Route>) -> TunnelInput {
+fn input_for(id: &TunnelIdentity, routes: Vec<crate::routes::Route>) -> TunnelInput {
     let mut spec = json!({"newTunnel": {"name": "t"}, "cloudflare": {"domain": "example.com", "secret": "cf", "accountId": "0123456789abcdef0123456789abcdef"}});
     if id.kind == TunnelKind::ClusterTunnel {
         spec["originCaPool"] = json!("pool");

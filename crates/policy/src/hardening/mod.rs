@@ -1,9 +1,11 @@
 //! Refusal of explicit weakening of a cloudflared pod (docs/design.md §2.3): the checks shared by
 //! workload admission and by a Tunnel's `deployPatch`. Only the pod level and the container
 //! named `cloudflared` are judged; other containers have needs of their own.
+pub mod mutate;
+
 use serde_json::Value;
 
-use super::verdict::Violation;
+use crate::rules::Violation;
 
 pub const CLOUDFLARED_CONTAINER: &str = "cloudflared";
 

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 use super::affinity::require_linux_nodes;
 use super::fill::{fill_object, fill_value, str_field};
 use super::probes::{fill_probes, metrics_port};
-use crate::admission::hardening::CLOUDFLARED_CONTAINER;
+use crate::hardening::CLOUDFLARED_CONTAINER;
 
 /// Fills in what is unset on a PodSpec's JSON; never overrides or removes a value the user
 /// wrote. A value of an unexpected type is left as it is (validation reports it, not us).
