@@ -6,6 +6,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cftunnel::metrics::Metrics;
+use cftunnel::scope::Scope;
 use cftunnel::webhook::{self, Policy, Readiness, WebhookConfig};
 use cftunnel_policy::admission::review;
 use cftunnel_policy::rules::{AdmissionView, HostnameClaim, RouteNamespacePolicy, TunnelFacts};
@@ -217,7 +219,7 @@ async fn main() {
     let concurrency = arg("--concurrency", 64) as usize;
     let seconds = arg("--seconds", 10);
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let certs = webhook::generate_dev_certs(
+    let certs = cftunnel::certs::generate_dev_certs(
         dir.path(),
         &["localhost".to_string(), "127.0.0.1".to_string()],
     )
@@ -247,9 +249,16 @@ async fn main() {
                 certs.tls_key.clone(),
             );
             let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-            let handle = webhook::serve(config, policy.clone(), readiness, async move {
-                let _ = stopped.await;
-            })
+            let handle = webhook::serve(
+                &Scope::root("webhook"),
+                config,
+                policy.clone(),
+                readiness,
+                Metrics::process(),
+                async move {
+                    let _ = stopped.await;
+                },
+            )
             .await
             .unwrap_or_else(|e| panic!("serve: {e}"));
             let url = format!(

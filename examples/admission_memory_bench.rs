@@ -14,7 +14,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cftunnel::webhook::{self, CertificateAuthority, Policy, Readiness, WebhookConfig};
+use cftunnel::certs::CertificateAuthority;
+use cftunnel::metrics::Metrics;
+use cftunnel::scope::Scope;
+use cftunnel::webhook::{self, Policy, Readiness, WebhookConfig};
 use cftunnel_policy::admission::review;
 use cftunnel_policy::rules::AdmissionView;
 use kube::core::DynamicObject;
@@ -154,9 +157,16 @@ fn serve(dir: &str) {
         let stdin_closed = async {
             let _ = tokio::task::spawn_blocking(|| std::io::stdin().lines().count()).await;
         };
-        let handle = webhook::serve(config, policy, readiness, stdin_closed)
-            .await
-            .unwrap_or_else(|e| panic!("serve: {e}"));
+        let handle = webhook::serve(
+            &Scope::root("webhook"),
+            config,
+            policy,
+            readiness,
+            Metrics::process(),
+            stdin_closed,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("serve: {e}"));
         println!("{}", handle.https_addr().port());
         let _ = handle.join().await;
     });
@@ -308,7 +318,8 @@ fn main() {
     cftunnel_cloudflare::install_crypto_provider();
     let hour = Duration::from_secs(3600);
     let ca = CertificateAuthority::generate(hour).unwrap_or_else(|e| panic!("CA: {e}"));
-    let pair = webhook::issue_serving_cert(&ca, &[], hour).unwrap_or_else(|e| panic!("cert: {e}"));
+    let pair =
+        cftunnel::certs::issue_serving_cert(&ca, &[], hour).unwrap_or_else(|e| panic!("cert: {e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let dir_path = dir.path().to_string_lossy().into_owned();
     std::fs::write(dir.path().join("tls.crt"), &pair.cert_pem).unwrap_or_else(|e| panic!("{e}"));

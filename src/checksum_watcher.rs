@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::caches::{Shared, TermCaches};
+use crate::metrics::Metrics;
 use cftunnel_policy::hardening::mutate::{
     ConfigMapContent, config_checksum, mounted_config_maps, restamp,
 };
@@ -54,7 +55,7 @@ struct Context {
 
 /// Runs the watchers for Deployments and DaemonSets until the term ends, from the term's
 /// shared watches of the watched namespace (the first of each list).
-pub async fn run(client: Client, caches: TermCaches) {
+pub async fn run(client: Client, caches: TermCaches, metrics: Arc<Metrics>) {
     let (Some(deployments), Some(daemon_sets), Some(config_maps)) = (
         caches.deployments.first(),
         caches.daemon_sets.first(),
@@ -62,8 +63,8 @@ pub async fn run(client: Client, caches: TermCaches) {
     ) else {
         return;
     };
-    let deployments = watch(client.clone(), deployments.clone(), config_maps);
-    let daemon_sets = watch(client, daemon_sets.clone(), config_maps);
+    let deployments = watch(client.clone(), deployments.clone(), config_maps, &metrics);
+    let daemon_sets = watch(client, daemon_sets.clone(), config_maps, &metrics);
     futures::join!(deployments, daemon_sets);
 }
 
@@ -71,6 +72,7 @@ async fn watch<K>(
     client: Client,
     workloads: Shared<K>,
     config_maps: &Shared<PartialObjectMeta<ConfigMap>>,
+    metrics: &Metrics,
 ) where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
@@ -106,7 +108,7 @@ async fn watch<K>(
             Arc::new(Context { client }),
         )
         .for_each(|result| async move {
-            crate::metrics::controller_event(std::any::type_name::<K>(), &result);
+            metrics.controller_event(std::any::type_name::<K>(), &result);
             if let Err(e) = result {
                 tracing::debug!(error = %e, "checksum watcher event");
             }

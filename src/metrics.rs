@@ -1,21 +1,21 @@
-//! Process-wide metrics of the operator: reconciles, Cloudflare calls, rate-limiter waits, DNS
-//! writes, tunnels and routes by state, watch restarts. `/metrics` appends them after the
-//! admission series of [`crate::webhook::WebhookMetrics`].
+//! The operator's metrics: reconciles, Cloudflare calls, rate-limiter waits, DNS writes,
+//! tunnels and routes by state, watch restarts. `/metrics` appends them after the admission
+//! series of the webhook.
 //!
-//! One registry per process (a static): the code paths that record are deep in the reconcilers
-//! and the Cloudflare client, and each records with a one-line call. Names follow Prometheus
-//! conventions: counters end in `_total`, durations are histograms in `_seconds`.
+//! A leaf: [`Metrics`] is a handle that the wiring passes to the caches, the term context (so
+//! every reconcile reaches it), the Cloudflare clients (as their [`CallObserver`]) and the health
+//! server. It knows no controller type; callers hand it label values. There is one registry per
+//! process ([`Metrics::process`]), as Prometheus clients keep a default registry, so operators
+//! run side by side in one test process share it. Names follow Prometheus conventions: counters
+//! end in `_total`, durations are histograms in `_seconds`.
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
-use kube::runtime::reflector::Store;
-
-use crate::controller::TunnelKindAdapter;
-use crate::dns_sync::{TunnelDnsReport, WriteKind};
-use cftunnel_policy::routes::RouteTable;
+use cftunnel_cloudflare::{AttemptStatus, CallObserver};
+use cftunnel_types::TunnelKind;
 
 /// Upper bounds (seconds) of reconcile durations.
 const RECONCILE_BUCKETS: [f64; 10] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
@@ -58,8 +58,8 @@ impl Histogram {
     }
 }
 
-/// Counts tunnels of one kind by state, read from a controller's store at scrape time.
-type StateSource = Box<dyn Fn() -> Vec<&'static str> + Send + Sync>;
+/// The states of the tunnels of one kind, read from a controller's store at scrape time.
+pub type StateSource = Box<dyn Fn() -> Vec<&'static str> + Send + Sync>;
 
 #[derive(Default)]
 struct State {
@@ -73,98 +73,132 @@ struct State {
     tunnel_sources: BTreeMap<u64, (&'static str, StateSource)>,
 }
 
-static REGISTRY: LazyLock<Mutex<State>> = LazyLock::new(|| Mutex::new(State::default()));
-static NEXT_SOURCE: AtomicU64 = AtomicU64::new(0);
-
-fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    f(&mut REGISTRY.lock().unwrap_or_else(PoisonError::into_inner))
-}
-
 /// Label value of a tunnel kind.
-fn kind_label(kind: cftunnel_types::TunnelKind) -> &'static str {
+fn kind_label(kind: TunnelKind) -> &'static str {
     match kind {
-        cftunnel_types::TunnelKind::Tunnel => "tunnel",
-        cftunnel_types::TunnelKind::ClusterTunnel => "clustertunnel",
+        TunnelKind::Tunnel => "tunnel",
+        TunnelKind::ClusterTunnel => "clustertunnel",
     }
 }
 
-/// One finished reconcile of a Tunnel or ClusterTunnel: `success` when it converged or waits
-/// for something expected, `error` when it failed (and was reported in `Ready`).
-pub fn reconciled(kind: cftunnel_types::TunnelKind, succeeded: bool, elapsed: Duration) {
-    let kind = kind_label(kind);
-    let outcome = if succeeded { "success" } else { "error" };
-    with(|s| {
-        *s.reconciles.entry((kind, outcome)).or_default() += 1;
-        s.reconcile_seconds
-            .entry(kind)
-            .or_default()
-            .observe(&RECONCILE_BUCKETS, elapsed.as_secs_f64());
-    });
+/// The metrics handle. Cheap to share (`Arc`); every method takes `&self`.
+#[derive(Default)]
+pub struct Metrics {
+    state: Mutex<State>,
+    next_source: AtomicU64,
 }
 
-/// Tells the metrics of every Cloudflare call attempt and rate-limiter wait (the client's
-/// observer).
-#[derive(Debug, Default)]
-pub struct CloudflareCalls;
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
 
-impl cftunnel_cloudflare::CallObserver for CloudflareCalls {
-    fn attempt(&self, operation: &'static str, status: cftunnel_cloudflare::AttemptStatus) {
+static PROCESS: LazyLock<Arc<Metrics>> = LazyLock::new(Arc::default);
+
+impl Metrics {
+    /// The registry of this process: what `/metrics` serves.
+    pub fn process() -> Arc<Metrics> {
+        PROCESS.clone()
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        f(&mut self.state.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// One finished reconcile of a Tunnel or ClusterTunnel: `success` when it converged or waits
+    /// for something expected, `error` when it failed (and was reported in `Ready`).
+    pub fn reconciled(&self, kind: TunnelKind, succeeded: bool, elapsed: Duration) {
+        let kind = kind_label(kind);
+        let outcome = if succeeded { "success" } else { "error" };
+        self.with(|s| {
+            *s.reconciles.entry((kind, outcome)).or_default() += 1;
+            s.reconcile_seconds
+                .entry(kind)
+                .or_default()
+                .observe(&RECONCILE_BUCKETS, elapsed.as_secs_f64());
+        });
+    }
+
+    /// One DNS record write; `action` is create, update, take_over or delete.
+    pub fn dns_written(&self, action: &'static str, succeeded: bool) {
+        let result = if succeeded { "success" } else { "error" };
+        self.with(|s| *s.dns_writes.entry((action, result)).or_default() += 1);
+    }
+
+    /// A watch stream failed and restarts with backoff. `what` is a type name; its last path
+    /// segment is the label.
+    pub fn watch_restarted(&self, what: &str) {
+        let kind = short_type_name(what);
+        self.with(|s| *s.watch_restarts.entry(kind).or_default() += 1);
+    }
+
+    /// Counts a controller event that is a failed watch of its queue (the controller restarts
+    /// it).
+    pub fn controller_event<T, E1, E2>(
+        &self,
+        kind: &str,
+        result: &Result<T, kube::runtime::controller::Error<E1, E2>>,
+    ) where
+        E1: std::error::Error + 'static,
+        E2: std::error::Error + 'static,
+    {
+        if let Err(kube::runtime::controller::Error::QueueError(_)) = result {
+            self.watch_restarted(kind);
+        }
+    }
+
+    /// A share of the route gauge for one route loop, dropped with the loop (at the end of its
+    /// term), so a deposed leader's routes and those of finished loops are never counted.
+    pub fn track_routes(self: &Arc<Self>) -> TrackedRoutes {
+        let id = self.next_source.fetch_add(1, Ordering::Relaxed);
+        self.with(|s| s.route_sources.insert(id, BTreeMap::new()));
+        TrackedRoutes {
+            metrics: self.clone(),
+            id,
+        }
+    }
+
+    /// Counts the tunnels of one kind by the states `source` reads, while the returned guard
+    /// lives (the controller that owns the store holds it).
+    pub fn track_tunnels(
+        self: &Arc<Self>,
+        kind: TunnelKind,
+        source: StateSource,
+    ) -> TrackedTunnels {
+        let id = self.next_source.fetch_add(1, Ordering::Relaxed);
+        self.with(|s| s.tunnel_sources.insert(id, (kind_label(kind), source)));
+        TrackedTunnels {
+            metrics: self.clone(),
+            id,
+        }
+    }
+
+    /// Appends every series in Prometheus text exposition format (0.0.4).
+    pub fn encode(&self, out: &mut String) {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        encode_state(&state, out);
+    }
+
+    /// The whole text, as `/metrics` serves it after the admission series.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        self.encode(&mut out);
+        out
+    }
+}
+
+impl CallObserver for Metrics {
+    fn attempt(&self, operation: &'static str, status: AttemptStatus) {
         let status = status.to_string();
-        with(|s| *s.cloudflare.entry((operation, status)).or_default() += 1);
+        self.with(|s| *s.cloudflare.entry((operation, status)).or_default() += 1);
     }
 
     fn rate_limit_waited(&self, waited: Duration) {
-        with(|s| {
+        self.with(|s| {
             s.ratelimit_wait
                 .observe(&WAIT_BUCKETS, waited.as_secs_f64());
         });
-    }
-}
-
-/// The writes of one zone sync (its per-tunnel reports), by action and result.
-pub fn dns_synced_zone(reports: &[TunnelDnsReport]) {
-    with(|s| {
-        for tunnel in reports {
-            for written in &tunnel.written {
-                *s.dns_writes
-                    .entry((write_label(written.kind), "success"))
-                    .or_default() += 1;
-            }
-            for failed in &tunnel.errors {
-                *s.dns_writes
-                    .entry((failed.kind.as_str(), "error"))
-                    .or_default() += 1;
-            }
-        }
-    });
-}
-
-fn write_label(kind: WriteKind) -> &'static str {
-    match kind {
-        WriteKind::Create => "create",
-        WriteKind::Update => "update",
-        WriteKind::TakeOver => "take_over",
-        WriteKind::Delete => "delete",
-    }
-}
-
-/// A watch stream failed and restarts with backoff. `what` is a type name; its last path
-/// segment is the label.
-pub fn watch_restarted(what: &str) {
-    let kind = short_type_name(what);
-    with(|s| *s.watch_restarts.entry(kind).or_default() += 1);
-}
-
-/// Counts a controller event that is a failed watch of its queue (the controller restarts it).
-pub fn controller_event<T, E1, E2>(
-    kind: &str,
-    result: &Result<T, kube::runtime::controller::Error<E1, E2>>,
-) where
-    E1: std::error::Error + 'static,
-    E2: std::error::Error + 'static,
-{
-    if let Err(kube::runtime::controller::Error::QueueError(_)) = result {
-        watch_restarted(kind);
     }
 }
 
@@ -174,123 +208,50 @@ fn short_type_name(what: &str) -> String {
     last.trim_start_matches('<').to_string()
 }
 
-/// The routes of one route loop in the route gauge; dropped with the loop (at the end of its
-/// term), so a deposed leader's routes and those of finished loops are never counted.
+/// One route loop's share of the route gauge; see [`Metrics::track_routes`].
 #[derive(Debug)]
 pub struct TrackedRoutes {
+    metrics: Arc<Metrics>,
     id: u64,
 }
 
 impl TrackedRoutes {
-    pub fn new() -> Self {
-        let id = NEXT_SOURCE.fetch_add(1, Ordering::Relaxed);
-        with(|s| s.route_sources.insert(id, BTreeMap::new()));
-        Self { id }
-    }
-
-    /// Replaces this loop's share of the gauge with the routes of `table`, by reason.
-    pub fn computed(&self, table: &RouteTable) {
-        let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
-        for source in table.sources.values() {
-            for route in &source.routes {
-                *counts.entry(route.reason.as_str()).or_default() += 1;
-            }
-        }
-        with(|s| s.route_sources.insert(self.id, counts));
-    }
-}
-
-impl Default for TrackedRoutes {
-    fn default() -> Self {
-        Self::new()
+    /// Replaces this loop's share of the gauge with these counts of routes by reason.
+    pub fn set(&self, counts: BTreeMap<&'static str, u64>) {
+        self.metrics
+            .with(|s| s.route_sources.insert(self.id, counts));
     }
 }
 
 impl Drop for TrackedRoutes {
     fn drop(&mut self) {
         let id = self.id;
-        with(|s| s.route_sources.remove(&id));
+        self.metrics.with(|s| s.route_sources.remove(&id));
     }
-}
-
-/// Counts the tunnels of `store` by state while the returned guard lives (the controller that
-/// owns the store holds it).
-pub fn track_tunnels<K: TunnelKindAdapter>(store: Store<K>) -> TrackedTunnels {
-    let id = NEXT_SOURCE.fetch_add(1, Ordering::Relaxed);
-    let source: StateSource = Box::new(move || {
-        store
-            .state()
-            .iter()
-            .map(|tunnel| tunnel_state(tunnel.as_ref()))
-            .collect()
-    });
-    with(|s| s.tunnel_sources.insert(id, (kind_label(K::KIND), source)));
-    TrackedTunnels { id }
 }
 
 /// Unregisters a store from the tunnel gauge when dropped.
 #[derive(Debug)]
 pub struct TrackedTunnels {
+    metrics: Arc<Metrics>,
     id: u64,
 }
 
 impl Drop for TrackedTunnels {
     fn drop(&mut self) {
         let id = self.id;
-        with(|s| s.tunnel_sources.remove(&id));
+        self.metrics.with(|s| s.tunnel_sources.remove(&id));
     }
 }
-
-/// `Deleting`, the reason of `Ready`, or `Pending` before the first status.
-fn tunnel_state<K: TunnelKindAdapter>(tunnel: &K) -> &'static str {
-    if tunnel.meta().deletion_timestamp.is_some() {
-        return "Deleting";
-    }
-    let reason = tunnel
-        .tunnel_status()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
-        .map(|c| c.reason.as_str());
-    match reason {
-        Some(reason) => STATES
-            .iter()
-            .find(|s| **s == reason)
-            .copied()
-            .unwrap_or("Unknown"),
-        None => "Pending",
-    }
-}
-
-/// Reasons of `Ready` a tunnel can carry (bounded label values).
-const STATES: [&str; 17] = [
-    "Ready",
-    "InvalidSpec",
-    "SecretNotFound",
-    "SecretKeyMissing",
-    "CloudflareAuthFailed",
-    "CloudflareError",
-    "AccountNotFound",
-    "ZoneNotFound",
-    "TunnelNotFound",
-    "TunnelDeleted",
-    "TunnelNameConflict",
-    "TunnelIdConflict",
-    "RemotelyManagedTunnel",
-    "CredentialsInvalid",
-    "NameConflict",
-    "RenderFailed",
-    "KubernetesError",
-];
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
-/// Appends every series in Prometheus text exposition format (0.0.4).
-pub fn encode(out: &mut String) {
-    let state = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
-    let tunnels = tunnel_counts(&state);
+/// Every series of `state`.
+fn encode_state(state: &State, out: &mut String) {
+    let tunnels = tunnel_counts(state);
     header(
         out,
         "cftunnel_reconciles_total",
@@ -403,13 +364,6 @@ fn tunnel_counts(state: &State) -> BTreeMap<(&'static str, &'static str), u64> {
         }
     }
     counts
-}
-
-/// The whole text, as `/metrics` serves it after the admission series.
-pub fn render() -> String {
-    let mut out = String::new();
-    encode(&mut out);
-    out
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ mod install_support;
 
 use std::collections::BTreeSet;
 
-use cftunnel::controller::DEFAULT_CLOUDFLARED_IMAGE;
+use cftunnel::term::DEFAULT_CLOUDFLARED_IMAGE;
 use cftunnel_cloudflare::ConfigSrc;
 use cftunnel_sim::Operation;
 use cftunnel_testenv::{ControlPlaneOptions, shared};

@@ -4,9 +4,10 @@
 //! the stored object as it was written.
 use std::time::Duration;
 
+use cftunnel::caches::WatchScope;
 use cftunnel::caches::{ProcessCaches, decode::undecodable_objects};
-use cftunnel::lifecycle::Scope;
-use cftunnel::view_cache::WatchScope;
+use cftunnel::metrics::Metrics;
+use cftunnel::scope::Scope;
 use cftunnel::webhook::WebhookConfig;
 use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
 use cftunnel_types::TunnelBinding;
@@ -122,7 +123,7 @@ async fn a_stored_object_that_does_not_decode_is_skipped_and_the_caches_stay_rea
     };
     let skipped_before = undecodable_objects();
     let process = Scope::root("process");
-    let caches = ProcessCaches::start(&process, &client, &scope);
+    let caches = ProcessCaches::start(&process, &client, &scope, &Metrics::process());
     tokio::time::timeout(WAIT, caches.synced())
         .await
         .expect("the caches sync despite the broken binding");
@@ -153,9 +154,14 @@ async fn a_stored_object_that_does_not_decode_is_skipped_and_the_caches_stay_rea
         dir.path().join("tls.crt"),
         dir.path().join("tls.key"),
     );
-    let handle = cftunnel::run::start_webhook(client, &scope, config, std::future::pending())
-        .await
-        .expect("webhook");
+    let handle = cftunnel::admission_view::serve::start_webhook(
+        client,
+        &scope,
+        config,
+        std::future::pending(),
+    )
+    .await
+    .expect("webhook");
     let health = handle.health_addr();
     poll_until("/readyz answers 200", WAIT, POLL, || async move {
         let response = reqwest::get(format!("http://{health}/readyz")).await.ok()?;

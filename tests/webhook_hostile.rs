@@ -8,10 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
+use cftunnel::certs::{CertificateAuthority, issue_serving_cert};
+use cftunnel::metrics::Metrics;
+use cftunnel::scope::Scope;
 use cftunnel::webhook::{
-    CertificateAuthority, Endpoint, LINES_PER_INTERVAL, LOG_INTERVAL, Policy, Readiness,
-    ServingHandle, WebhookConfig, WebhookMetrics, decode_cost, issue_serving_cert,
-    router_with_metrics, serve,
+    Endpoint, LINES_PER_INTERVAL, LOG_INTERVAL, Policy, Readiness, ServingHandle, WebhookConfig,
+    WebhookMetrics, decode_cost, router_with_metrics, serve,
 };
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
@@ -80,9 +82,11 @@ async fn start(adjust: impl FnOnce(&mut WebhookConfig)) -> Server {
     let readiness = Readiness::new();
     readiness.set_ready(true);
     let handle = serve(
+        &Scope::root("webhook"),
         config,
         Arc::new(AllowAll),
         readiness,
+        Metrics::process(),
         std::future::pending(),
     )
     .await

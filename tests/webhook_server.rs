@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cftunnel::webhook::{
-    CertificateAuthority, Policy, Readiness, ReloadOutcome, ServingCert, ServingHandle,
-    WebhookConfig, issue_serving_cert, serve,
-};
+use cftunnel::certs::{CertificateAuthority, ServingCert, issue_serving_cert};
+use cftunnel::metrics::Metrics;
+use cftunnel::scope::Scope;
+use cftunnel::webhook::{Policy, Readiness, ReloadOutcome, ServingHandle, WebhookConfig, serve};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kube::core::conversion::{ConversionRequest, ConversionResponse};
@@ -159,9 +159,11 @@ async fn start(
     let mut config = WebhookConfig::new(loopback(), loopback(), volume.cert(), volume.key());
     config.reload_interval = reload_interval;
     serve(
+        &Scope::root("webhook"),
         config,
         Arc::new(FakePolicy),
         readiness,
+        Metrics::process(),
         std::future::pending(),
     )
     .await
@@ -382,9 +384,17 @@ async fn the_shutdown_future_stops_both_servers() {
     cftunnel_cloudflare::install_crypto_provider();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let config = WebhookConfig::new(loopback(), loopback(), volume.cert(), volume.key());
-    let handle = serve(config, Arc::new(FakePolicy), Readiness::new(), async move {
-        let _ = rx.await;
-    })
+    let scope = Scope::root("webhook");
+    let handle = serve(
+        &scope,
+        config,
+        Arc::new(FakePolicy),
+        Readiness::new(),
+        Metrics::process(),
+        async move {
+            let _ = rx.await;
+        },
+    )
     .await
     .expect("server starts");
     let health_addr = handle.health_addr();
@@ -409,9 +419,11 @@ async fn serve_refuses_to_start_without_a_usable_pair() {
         volume.dir.path().join("mismatched.key"),
     );
     let err = serve(
+        &Scope::root("webhook"),
         config,
         Arc::new(FakePolicy),
         Readiness::new(),
+        Metrics::process(),
         std::future::pending(),
     )
     .await
@@ -491,9 +503,16 @@ async fn no_more_than_max_concurrency_decisions_run_at_once() {
     let mut config = WebhookConfig::new(loopback(), loopback(), volume.cert(), volume.key());
     config.max_concurrency = 2;
     let policy = Arc::new(CountingPolicy::default());
-    let handle = serve(config, policy.clone(), readiness, std::future::pending())
-        .await
-        .expect("server starts");
+    let handle = serve(
+        &Scope::root("webhook"),
+        config,
+        policy.clone(),
+        readiness,
+        Metrics::process(),
+        std::future::pending(),
+    )
+    .await
+    .expect("server starts");
     let client = https_client(&ca);
     let url = format!("https://localhost:{}/validate", handle.https_addr().port());
     let requests = (0..16).map(|i| {

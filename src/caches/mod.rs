@@ -3,7 +3,7 @@
 //! - [`ProcessCaches`] run in every replica, for the whole process: Tunnels, ClusterTunnels and
 //!   TunnelBindings (decoded object by object, see [`decode`]), Services (stripped to what
 //!   routes read) and namespace labels (metadata only). The admission view
-//!   ([`crate::view_cache`]) and, in the leader, the route table ([`crate::routing`]) and the
+//!   ([`crate::admission_view`]) and, in the leader, the route table ([`crate::route_reconciler`]) and the
 //!   tunnel controllers (their own kind's trigger) are built from them, so the leader watches
 //!   these kinds once, not three times.
 //! - [`TermCaches`] run only in a leadership term and stop with it: metadata of Secrets and
@@ -16,6 +16,7 @@
 //! user-managed cloudflared workloads mount, which carry no label of cftunnel's. It is
 //! metadata-only (names and resourceVersions), so its memory does not grow with ConfigMap data.
 pub mod decode;
+mod scope;
 mod shared;
 
 use std::sync::Arc;
@@ -26,10 +27,12 @@ use kube::core::PartialObjectMeta;
 use kube::{Api, Client};
 use tokio::sync::watch;
 
+pub use scope::WatchScope;
+pub(crate) use scope::{config, namespaced};
 pub use shared::{Shared, keep, typed};
 
-use crate::lifecycle::Scope;
-use crate::view_cache::{WatchScope, config, namespaced};
+use crate::metrics::Metrics;
+use crate::scope::Scope;
 use cftunnel_types::names::{APP_CLOUDFLARED, LABEL_APP};
 use cftunnel_types::{ClusterTunnel, Tunnel, TunnelBinding};
 
@@ -47,12 +50,18 @@ pub struct ProcessCaches {
 
 impl ProcessCaches {
     /// Starts the five watches as tasks of `scope`.
-    pub fn start(scope: &Scope, client: &Client, watch_scope: &WatchScope) -> ProcessCaches {
+    pub fn start(
+        scope: &Scope,
+        client: &Client,
+        watch_scope: &WatchScope,
+        metrics: &Arc<Metrics>,
+    ) -> ProcessCaches {
         let generation = Arc::new(watch::channel(0u64).0);
         let labels = watch_scope.label_selector.clone().unwrap_or_default();
         let ns = watch_scope.namespace.as_deref();
         let tunnels = Shared::start(
             scope,
+            metrics,
             "tunnels",
             |store| decode::tolerant::<Tunnel>(client, ns, config(&labels), store),
             keep,
@@ -60,6 +69,7 @@ impl ProcessCaches {
         );
         let cluster_tunnels = Shared::start(
             scope,
+            metrics,
             "clustertunnels",
             |store| decode::tolerant::<ClusterTunnel>(client, None, config(&labels), store),
             keep,
@@ -67,6 +77,7 @@ impl ProcessCaches {
         );
         let bindings = Shared::start(
             scope,
+            metrics,
             "tunnelbindings",
             |store| decode::tolerant::<TunnelBinding>(client, ns, config(&labels), store),
             keep,
@@ -74,6 +85,7 @@ impl ProcessCaches {
         );
         let services = Shared::start(
             scope,
+            metrics,
             "services",
             |_| typed(namespaced::<Service>(client, ns), config("")),
             strip_service,
@@ -81,6 +93,7 @@ impl ProcessCaches {
         );
         let namespaces = Shared::start(
             scope,
+            metrics,
             "namespaces",
             |_| {
                 typed(
@@ -139,7 +152,12 @@ pub struct TermCaches {
 impl TermCaches {
     /// Starts the watches as tasks of `term`, one per kind and namespace of
     /// [`child_namespaces`]. The first namespace is the watched one.
-    pub fn start(term: &Scope, client: &Client, namespaces: &[Option<String>]) -> TermCaches {
+    pub fn start(
+        term: &Scope,
+        client: &Client,
+        namespaces: &[Option<String>],
+        metrics: &Arc<Metrics>,
+    ) -> TermCaches {
         let generation = Arc::new(watch::channel(0u64).0);
         let cloudflared = format!("{LABEL_APP}={APP_CLOUDFLARED}");
         let mut caches = TermCaches {
@@ -151,6 +169,7 @@ impl TermCaches {
         for (index, ns) in namespaces.iter().map(Option::as_deref).enumerate() {
             caches.secrets.push(Shared::start(
                 term,
+                metrics,
                 "secrets",
                 |_| {
                     typed(
@@ -163,6 +182,7 @@ impl TermCaches {
             ));
             caches.config_maps.push(Shared::start(
                 term,
+                metrics,
                 "configmaps",
                 |_| {
                     typed(
@@ -175,6 +195,7 @@ impl TermCaches {
             ));
             caches.deployments.push(Shared::start(
                 term,
+                metrics,
                 "deployments",
                 |_| typed(namespaced::<Deployment>(client, ns), config(&cloudflared)),
                 strip_managed_fields,
@@ -184,6 +205,7 @@ impl TermCaches {
             if index == 0 {
                 caches.daemon_sets.push(Shared::start(
                     term,
+                    metrics,
                     "daemonsets",
                     |_| typed(namespaced::<DaemonSet>(client, ns), config(&cloudflared)),
                     strip_managed_fields,

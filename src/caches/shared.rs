@@ -19,7 +19,8 @@ use kube::runtime::watcher;
 use kube::runtime::{WatchStreamExt, watcher::Event};
 use tokio::sync::{broadcast, watch};
 
-use crate::lifecycle::Scope;
+use crate::metrics::Metrics;
+use crate::scope::Scope;
 
 /// Changes a subscriber may fall behind by before it is handed the whole store again.
 const FANOUT_BUFFER: usize = 1024;
@@ -60,6 +61,7 @@ where
     /// `generation` and is fanned out.
     pub fn start<S>(
         scope: &Scope,
+        metrics: &Arc<Metrics>,
         what: &'static str,
         events: impl FnOnce(Store<K>) -> S,
         modify: fn(&mut K),
@@ -90,12 +92,13 @@ where
                 generation.send_modify(|n| *n = n.wrapping_add(1));
             });
         let watching = scope.watch_guard();
+        let metrics = metrics.clone();
         scope.spawn(what, async move {
             let _watching = watching;
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
                 if let Err(e) = event {
-                    crate::metrics::watch_restarted(what);
+                    metrics.watch_restarted(what);
                     tracing::warn!(watch = what, error = %e, "watch error; retrying with backoff");
                 }
             }
@@ -213,7 +216,14 @@ mod tests {
             rx.recv().await.map(|event| (event, rx))
         });
         let generation = Arc::new(watch::channel(0u64).0);
-        let shared = Shared::start(&scope, "configmaps", |_| events, keep, generation);
+        let shared = Shared::start(
+            &scope,
+            &Metrics::process(),
+            "configmaps",
+            |_| events,
+            keep,
+            generation,
+        );
         let first_listed = tokio::spawn({
             let shared = shared.clone();
             async move { shared.listed().await }

@@ -4,7 +4,7 @@ use jiff::{SignedDuration, Timestamp};
 use proptest::prelude::*;
 
 use super::*;
-use crate::webhook::{CertificateAuthority, ServingCert, issue_serving_cert};
+use crate::certs::{CertificateAuthority, ServingCert, issue_serving_cert};
 
 const HOUR: Duration = Duration::from_secs(3600);
 const HOST: &str = "cftunnel-webhook.cftunnel-system.svc";

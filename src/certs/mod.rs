@@ -20,6 +20,7 @@
 //! before anything it signed is served. Passes repeat every check interval on every replica;
 //! private keys never appear in logs, events or errors.
 mod inject;
+mod issue;
 pub mod lifetime;
 mod store;
 
@@ -31,9 +32,12 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};
 
 pub use inject::inject_ca_bundle;
+pub(crate) use issue::write_file;
+pub use issue::{
+    CertGenError, CertificateAuthority, DevCerts, ServingCert, default_hosts, generate_dev_certs,
+    issue_serving_cert,
+};
 pub use store::{CaMaterial, ensure_ca, ensure_serving};
-
-use crate::webhook::{CertGenError, ServingCert};
 
 /// Field manager of the certificate Secrets and of `caBundle`.
 pub const FIELD_MANAGER: &str = "cftunnel-certs";
@@ -236,7 +240,7 @@ fn write_pair(files: &TlsFiles, pair: &ServingCert) -> Result<(), CertError> {
                 source,
             })?;
         }
-        crate::webhook::write_file(path, content, mode).map_err(|e| match e {
+        crate::certs::write_file(path, content, mode).map_err(|e| match e {
             CertGenError::Write { path, source } => CertError::WriteFile { path, source },
             other => CertError::Generate(other),
         })?;
@@ -247,7 +251,7 @@ fn write_pair(files: &TlsFiles, pair: &ServingCert) -> Result<(), CertError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::webhook::{CertificateAuthority, issue_serving_cert};
+    use crate::certs::{CertificateAuthority, issue_serving_cert};
 
     #[test]
     fn hosts_name_the_service_in_its_namespace() {

@@ -12,7 +12,7 @@ use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 
 use super::lifetime::{RenewReason, StoredPair, ca_renewal, serving_renewal, trust_bundle};
 use super::{CertError, CertSettings, FIELD_MANAGER, WRITE_ATTEMPTS};
-use crate::webhook::{CertificateAuthority, ServingCert, issue_serving_cert};
+use crate::certs::{CertificateAuthority, ServingCert, issue_serving_cert};
 
 const CERT_KEY: &str = "tls.crt";
 const KEY_KEY: &str = "tls.key";

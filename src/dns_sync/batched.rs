@@ -19,7 +19,7 @@ use cftunnel_cloudflare::{
     ZonePlanLimit,
 };
 
-use super::sync::{Run, record_name};
+use crate::dns_sync::zone::{Run, record_name};
 use cftunnel_policy::dns::plan_zone;
 use cftunnel_policy::dns::{BatchMode, ZoneBatching};
 use cftunnel_policy::dns::{DnsAction, DnsChange};
@@ -72,7 +72,7 @@ impl Run<'_> {
             .into_iter()
             .filter(|c| pending.contains(&c.hostname))
             .collect();
-        for chunk in chunks(super::sync::group_by_hostname(fixes), limit) {
+        for chunk in chunks(crate::dns_sync::zone::group_by_hostname(fixes), limit) {
             self.send(chunk, false).await;
         }
         self.pending_dns_ids.clear();

@@ -4,6 +4,8 @@ use std::fmt;
 use cftunnel_cloudflare::CloudflareError;
 use cftunnel_types::TunnelIdentity;
 
+use crate::metrics::Metrics;
+
 use cftunnel_policy::dns::{DnsConflict, InvalidHostname, RecordRef};
 
 /// The kind of a write.
@@ -23,6 +25,16 @@ impl WriteKind {
             Self::Create => "create",
             Self::Update => "update",
             Self::TakeOver => "take over",
+            Self::Delete => "delete",
+        }
+    }
+
+    /// The `action` label of `cftunnel_dns_writes_total`.
+    pub fn metric_label(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::TakeOver => "take_over",
             Self::Delete => "delete",
         }
     }
@@ -113,6 +125,20 @@ pub struct ZoneDnsReport {
     pub reads: u32,
     /// Create, update and delete calls made, failed ones included (retries as above).
     pub writes: u32,
+}
+
+impl ZoneDnsReport {
+    /// Counts this sync's writes in the metrics, by action and result.
+    pub fn count_writes(&self, metrics: &Metrics) {
+        for tunnel in &self.tunnels {
+            for written in &tunnel.written {
+                metrics.dns_written(written.kind.metric_label(), true);
+            }
+            for failed in &tunnel.errors {
+                metrics.dns_written(failed.kind.metric_label(), false);
+            }
+        }
+    }
 }
 
 impl ZoneDnsReport {

@@ -2,7 +2,7 @@
 //! and the fallback where the batch call is unavailable).
 use cftunnel_cloudflare::DnsRecord;
 
-use super::sync::{Failure, Run, body_of, record_name};
+use crate::dns_sync::zone::{Failure, Run, body_of, record_name};
 use cftunnel_policy::dns::{DesiredRecord, DnsAction, DnsChange};
 
 impl Run<'_> {

@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use kube::Client;
 use tokio::time::{Instant, sleep, sleep_until, timeout, timeout_at};
 
-use crate::lifecycle::Scope;
+use crate::scope::Scope;
 use cftunnel_cloudflare::WriteGate;
 
 use super::decision::{Decision, Observer, decide, next_record, released_record};

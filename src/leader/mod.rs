@@ -1,7 +1,7 @@
 //! Leader election for the reconcilers on a coordination.k8s.io/v1 Lease (docs/design.md §7.1, §7.3).
 //!
 //! Every replica serves the webhook; only the holder of the lease runs the reconcilers.
-//! [`run_while_leading`] loops: wait to acquire → start a term ([`crate::lifecycle::Scope`])
+//! [`run_while_leading`] loops: wait to acquire → start a term ([`crate::scope::Scope`])
 //! and run the reconcilers in it → on loss, cancel the term and wait for every task it started
 //! → wait again. On shutdown it ends the term, then releases the lease (empty holder) so a
 //! successor takes over without waiting for expiry.

@@ -49,7 +49,7 @@ pub struct StartupArgs {
     #[arg(long, default_value = "cftunnel")]
     pub webhook_configuration: String,
     /// How often the self-managed certificates and the injected caBundle are re-checked.
-    #[arg(long, default_value = "10m", value_parser = crate::cli::parse_duration)]
+    #[arg(long, default_value = "10m", value_parser = cftunnel_policy::rules::duration::parse_duration)]
     pub certificate_check_interval: Duration,
 }
 
@@ -77,7 +77,7 @@ impl StartupArgs {
 
 /// Runs the start-up checks; returns once the serving certificate files are in place.
 pub async fn prepare(
-    process: &crate::lifecycle::Scope,
+    process: &crate::scope::Scope,
     client: &Client,
     args: &StartupArgs,
     tls_cert_file: &Path,

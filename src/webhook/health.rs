@@ -9,20 +9,31 @@ use axum::routing::get;
 
 use super::Readiness;
 use super::metrics::WebhookMetrics;
+use crate::metrics::Metrics;
 
 #[derive(Clone)]
 struct HealthState {
     readiness: Readiness,
     metrics: Arc<WebhookMetrics>,
+    operator: Arc<Metrics>,
 }
 
-/// `/healthz` (always 200), `/readyz` (200 once ready) and `/metrics` (Prometheus text).
-pub fn health_router(readiness: Readiness, metrics: Arc<WebhookMetrics>) -> Router {
+/// `/healthz` (always 200), `/readyz` (200 once ready) and `/metrics` (Prometheus text: the
+/// admission series, then the operator's).
+pub fn health_router(
+    readiness: Readiness,
+    metrics: Arc<WebhookMetrics>,
+    operator: Arc<Metrics>,
+) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
-        .with_state(HealthState { readiness, metrics })
+        .with_state(HealthState {
+            readiness,
+            metrics,
+            operator,
+        })
 }
 
 async fn healthz() -> &'static str {
@@ -44,7 +55,7 @@ async fn readyz(State(state): State<HealthState>) -> Response {
 async fn metrics_text(State(state): State<HealthState>) -> Response {
     let mut text = String::new();
     state.metrics.encode(&mut text);
-    crate::metrics::encode(&mut text);
+    state.operator.encode(&mut text);
     (
         [(
             header::CONTENT_TYPE,
@@ -81,7 +92,11 @@ mod tests {
     #[tokio::test]
     async fn readyz_follows_readiness_and_healthz_is_always_ok() {
         let readiness = Readiness::new();
-        let app = health_router(readiness.clone(), Arc::new(WebhookMetrics::new()));
+        let app = health_router(
+            readiness.clone(),
+            Arc::new(WebhookMetrics::new()),
+            Metrics::process(),
+        );
         assert_eq!(
             get_text(&app, "/readyz").await,
             (
@@ -113,7 +128,7 @@ mod tests {
             Outcome::Denied,
             Duration::from_millis(1),
         );
-        let app = health_router(Readiness::new(), metrics);
+        let app = health_router(Readiness::new(), metrics, Metrics::process());
         let (status, text) = get_text(&app, "/metrics").await;
         assert_eq!(status, StatusCode::OK);
         assert!(

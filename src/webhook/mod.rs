@@ -1,15 +1,14 @@
 //! Admission and conversion webhook: HTTPS transport, certificate reload, health and metrics.
 //!
 //! Decisions live behind [`Policy`]; this module only moves reviews in and out.
+mod body;
 mod budget;
-mod certgen;
 mod decode_cost;
+mod handlers;
 mod health;
 mod idle;
 mod log_limit;
 mod metrics;
-mod review;
-mod routes;
 mod server;
 mod tls;
 
@@ -23,18 +22,13 @@ use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kube::core::conversion::{ConversionRequest, ConversionResponse};
 
+pub use body::{BadRequest, decode_admission, decode_conversion};
 pub use budget::{BodyBudget, Budgets, SMALL_BODY_BYTES};
-pub(crate) use certgen::write_file;
-pub use certgen::{
-    CertGenError, CertificateAuthority, DevCerts, ServingCert, default_hosts, generate_dev_certs,
-    issue_serving_cert,
-};
 pub use decode_cost::decode_cost;
+pub use handlers::{REQUEST_TIMEOUT, router, router_with_budget, router_with_metrics};
 pub use health::health_router;
 pub use log_limit::{LINES_PER_INTERVAL, LOG_INTERVAL};
 pub use metrics::{Endpoint, Outcome, WebhookMetrics};
-pub use review::{BadRequest, decode_admission, decode_conversion};
-pub use routes::{REQUEST_TIMEOUT, router, router_with_budget, router_with_metrics};
 pub use server::{ServingHandle, serve};
 pub use tls::{ReloadOutcome, ReloadingResolver, TlsError, server_config};
 

@@ -9,7 +9,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt as _;
@@ -23,6 +23,8 @@ use super::{
     DEFAULT_SMALL_BODY_RESERVE, DEFAULT_SMALL_DECODE_RESERVE, Policy, Readiness, WebhookConfig,
     WebhookError, health_router, router_with_budget,
 };
+use crate::metrics::Metrics;
+use crate::scope::Scope;
 
 /// A client that has not finished its TLS handshake by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,7 +51,8 @@ pub struct ServingHandle {
     resolver: Arc<ReloadingResolver>,
     metrics: Arc<WebhookMetrics>,
     stop: watch::Sender<bool>,
-    task: JoinHandle<Result<(), WebhookError>>,
+    task: JoinHandle<()>,
+    result: oneshot::Receiver<Result<(), WebhookError>>,
 }
 
 impl ServingHandle {
@@ -83,9 +86,10 @@ impl ServingHandle {
         self.stop.send_replace(true);
     }
 
-    /// Waits until both servers have stopped.
+    /// Waits until both servers have stopped (or their scope was cancelled under them).
     pub async fn join(self) -> Result<(), WebhookError> {
-        self.task.await.map_err(WebhookError::Task)?
+        self.task.await.map_err(WebhookError::Task)?;
+        self.result.await.unwrap_or(Ok(()))
     }
 
     /// Shuts down and waits.
@@ -95,11 +99,16 @@ impl ServingHandle {
     }
 }
 
-/// Binds both ports and serves until `shutdown` completes or [`ServingHandle::shutdown`] is called.
+/// Binds both ports and serves until `shutdown` completes or [`ServingHandle::shutdown`] is
+/// called; then open requests are drained. Everything runs as one task of `scope`, so the
+/// webhook ends with its owner at the latest. `/metrics` serves the admission series and then
+/// `operator`'s.
 pub async fn serve(
+    scope: &Scope,
     config: WebhookConfig,
     policy: Arc<dyn Policy>,
     readiness: Readiness,
+    operator: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ServingHandle, WebhookError> {
     let resolver = ReloadingResolver::load(&config.cert_file, &config.key_file)?;
@@ -134,42 +143,33 @@ pub async fn serve(
     ));
     let (stop, stopped) = watch::channel(false);
 
-    let poller = tokio::spawn(
-        resolver
-            .clone()
-            .poll(config.reload_interval, stopped.clone()),
-    );
-    let https_task = tokio::spawn(accept_loop(
-        https,
-        acceptor,
-        app,
-        config.idle_timeout,
-        stopped.clone(),
-    ));
-    let health_task = tokio::spawn({
+    let poller = resolver
+        .clone()
+        .poll(config.reload_interval, stopped.clone());
+    let https_loop = accept_loop(https, acceptor, app, config.idle_timeout, stopped.clone());
+    let health_server = {
         let mut stopped = stopped.clone();
-        let app = health_router(readiness, metrics.clone());
+        let app = health_router(readiness, metrics.clone(), operator);
         async move {
             axum::serve(health, app)
                 .with_graceful_shutdown(async move { until_stopped(&mut stopped).await })
                 .await
         }
-    });
+    };
     let trigger = stop.clone();
-    let task = tokio::spawn(async move {
+    let until_shutdown = async move {
         let mut stopped = stopped;
         tokio::select! {
             () = shutdown => { trigger.send_replace(true); }
             () = until_stopped(&mut stopped) => {}
         }
         tracing::info!("webhook shutting down");
-        let health_result = health_task.await;
-        let https_result = https_task.await;
-        let _ = poller.await;
-        https_result.map_err(WebhookError::Task)?;
-        health_result
-            .map_err(WebhookError::Task)?
-            .map_err(WebhookError::Health)
+    };
+    let (result_tx, result) = oneshot::channel();
+    let task = scope.spawn("webhook", async move {
+        let ((), health_result, (), ()) =
+            tokio::join!(https_loop, health_server, poller, until_shutdown);
+        let _ = result_tx.send(health_result.map_err(WebhookError::Health));
     });
     tracing::info!(%https_addr, %health_addr, "webhook listening");
     Ok(ServingHandle {
@@ -179,6 +179,7 @@ pub async fn serve(
         metrics,
         stop,
         task,
+        result,
     })
 }
 

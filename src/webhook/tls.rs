@@ -258,7 +258,7 @@ fn parse_pair(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::webhook::certgen::{CertificateAuthority, ServingCert, issue_serving_cert};
+    use crate::certs::{CertificateAuthority, ServingCert, issue_serving_cert};
 
     const HOUR: Duration = Duration::from_secs(3600);
 

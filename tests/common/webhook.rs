@@ -5,11 +5,12 @@ use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use cftunnel::admission_view::serve::start_webhook;
+use cftunnel::caches::WatchScope;
 use cftunnel::caches::{TermCaches, child_namespaces};
 use cftunnel::checksum_watcher;
-use cftunnel::lifecycle::Scope;
-use cftunnel::run::start_webhook;
-use cftunnel::view_cache::WatchScope;
+use cftunnel::metrics::Metrics;
+use cftunnel::scope::Scope;
 use cftunnel::webhook::WebhookConfig;
 use cftunnel_testenv::ControlPlane;
 
@@ -54,8 +55,11 @@ pub fn start_webhook_thread(plane: &'static ControlPlane) -> SocketAddr {
             // leader's term; these tests have no election and run it beside the webhook.
             let term = Scope::root("checksum-watcher");
             let namespaces = child_namespaces(&WatchScope::default(), "cftunnel-tunnels");
-            let children = TermCaches::start(&term, &client, &namespaces);
-            term.spawn("checksum-watcher", checksum_watcher::run(client, children));
+            let children = TermCaches::start(&term, &client, &namespaces, &Metrics::process());
+            term.spawn(
+                "checksum-watcher",
+                checksum_watcher::run(client, children, Metrics::process()),
+            );
             tx.send(handle.https_addr()).expect("report address");
             let _ = handle.join().await;
         });

@@ -125,7 +125,7 @@ impl Candidate {
             client,
             Some(config),
             status.clone(),
-            cftunnel::lifecycle::Scope::root("candidate"),
+            cftunnel::scope::Scope::root("candidate"),
             async move {
                 let _ = stopped.await;
             },

@@ -3,10 +3,11 @@
 use std::time::Duration;
 
 use cftunnel::caches::ProcessCaches;
-use cftunnel::controller::ControllerOptions;
+use cftunnel::caches::WatchScope;
 use cftunnel::leader::{LeaderState, LeaderStatus, run_while_leading};
-use cftunnel::lifecycle::Scope;
-use cftunnel::view_cache::WatchScope;
+use cftunnel::metrics::Metrics;
+use cftunnel::scope::Scope;
+use cftunnel::term::ControllerOptions;
 use cftunnel_testenv::poll_until;
 use kube::api::DeleteParams;
 use tokio::sync::oneshot;
@@ -58,7 +59,7 @@ async fn ten_re_elections_leave_the_same_watches_and_tasks() {
         ..ControllerOptions::default()
     };
     let process = Scope::root("process");
-    let caches = ProcessCaches::start(&process, &operator, &watch);
+    let caches = ProcessCaches::start(&process, &operator, &watch, &Metrics::process());
     tokio::time::timeout(WAIT, caches.synced())
         .await
         .expect("process caches synced");
@@ -75,12 +76,13 @@ async fn ten_re_elections_leave_the_same_watches_and_tasks() {
         {
             let (operator, watch, caches) = (operator.clone(), watch.clone(), caches.clone());
             move |term| {
-                cftunnel::process::run_term(
+                cftunnel::wiring::run_term(
                     term,
                     operator.clone(),
                     options.clone(),
                     watch.clone(),
                     caches.clone(),
+                    Metrics::process(),
                 )
             }
         },

@@ -3,7 +3,7 @@
 //! only the Secret watch can explain a prompt recovery.
 use std::time::Duration;
 
-use cftunnel::controller::ControllerOptions;
+use cftunnel::term::ControllerOptions;
 use cftunnel_testenv::poll_until;
 use cftunnel_types::names::{FIELD_MANAGER_SECRET_GUARD, FINALIZER_SECRET_IN_USE};
 use k8s_openapi::ByteString;

@@ -3,7 +3,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use cftunnel::controller::PENDING_SECRET_KEY;
+use cftunnel::tunnel_reconciler::PENDING_SECRET_KEY;
 use cftunnel_policy::render::config::CREDENTIALS_KEY;
 use cftunnel_sim::{Fault, Operation};
 use cftunnel_testenv::poll_until;

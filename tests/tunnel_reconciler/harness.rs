@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use cftunnel::controller::ControllerOptions;
-use cftunnel::view_cache::WatchScope;
+use cftunnel::caches::WatchScope;
+use cftunnel::term::ControllerOptions;
 use cftunnel_cloudflare::{CloudflareClient, ConfigSrc, Credentials};
 use cftunnel_sim::{RunningSim, SimConfig, Simulator};
 use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, poll_until, shared};
@@ -157,7 +157,7 @@ impl Harness {
             namespace: Some(self.ns.clone()),
             label_selector: Some(format!("{RUN_LABEL}={}", self.ns)),
         };
-        self.operator = Some(tokio::spawn(cftunnel::process::run_reconcilers(
+        self.operator = Some(tokio::spawn(cftunnel::wiring::run_reconcilers(
             client,
             self.options(),
             scope,

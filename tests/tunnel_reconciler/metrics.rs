@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use cftunnel::metrics::Metrics;
 use cftunnel::webhook::{Readiness, WebhookMetrics, health_router};
 use cftunnel_testenv::poll_until;
 use kube::Client;
@@ -23,7 +24,11 @@ async fn serve_metrics() -> String {
         .await
         .expect("bind metrics");
     let addr = listener.local_addr().expect("metrics address");
-    let app = health_router(Readiness::new(), Arc::new(WebhookMetrics::new()));
+    let app = health_router(
+        Readiness::new(),
+        Arc::new(WebhookMetrics::new()),
+        Metrics::process(),
+    );
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });

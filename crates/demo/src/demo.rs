@@ -8,8 +8,8 @@ use anyhow::Context as _;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, Client};
 
-use cftunnel::controller::ControllerOptions;
-use cftunnel::view_cache::WatchScope;
+use cftunnel::caches::WatchScope;
+use cftunnel::term::ControllerOptions;
 use cftunnel::webhook::{ServingHandle, WebhookConfig};
 use cftunnel_sim::{SimConfig, SimDnsRecord, Simulator};
 use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, poll_until};
@@ -64,7 +64,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         cloudflare_api_url: cloudflare.url.clone(),
         ..Default::default()
     };
-    let reconcilers = tokio::spawn(cftunnel::process::run_reconcilers(
+    let reconcilers = tokio::spawn(cftunnel::wiring::run_reconcilers(
         client.clone(),
         options,
         WatchScope::default(),
@@ -311,7 +311,7 @@ async fn start_webhook(
         dir.join("tls.crt"),
         dir.join("tls.key"),
     );
-    let handle = cftunnel::run::start_webhook(
+    let handle = cftunnel::admission_view::serve::start_webhook(
         client,
         &WatchScope::default(),
         config,

@@ -34,6 +34,14 @@ pub fn parse_go_duration(s: &str) -> Option<u128> {
     (total.is_finite() && total < 1e20).then_some(total as u128)
 }
 
+/// A command-line duration (`10m`, `90s`, `0`), in Go's syntax as the other durations.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    parse_go_duration(text)
+        .and_then(|nanos| u64::try_from(nanos).ok())
+        .map(std::time::Duration::from_nanos)
+        .ok_or_else(|| format!("{text:?} is not a duration; use e.g. 10m, 90s or 0"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_go_duration;

@@ -1,0 +1,99 @@
+//! The admission view over the process-wide watch caches ([`crate::caches`]): Tunnels,
+//! ClusterTunnels, TunnelBindings, Services (stripped; only labelled ones claim hostnames) and
+//! namespace labels. A snapshot is rebuilt only after a watch event. [`serve`] answers admission
+//! from it.
+pub mod serve;
+
+use std::sync::{Arc, Mutex};
+
+use kube::Resource;
+
+use crate::caches::ProcessCaches;
+use crate::term::TunnelKindAdapter;
+use cftunnel_policy::rules::AdmissionView;
+use cftunnel_policy::rules::facts::{binding_claims, service_claims, tunnel_facts};
+use cftunnel_types::TunnelKind;
+
+/// The admission view, built from the process-wide caches.
+pub struct ViewCache {
+    caches: ProcessCaches,
+    built: Mutex<(u64, Arc<AdmissionView>)>,
+}
+
+impl ViewCache {
+    /// A view over `caches`; admission waits for [`ProcessCaches::synced`] before it answers.
+    pub fn new(caches: ProcessCaches) -> Arc<ViewCache> {
+        Arc::new(ViewCache {
+            caches,
+            built: Mutex::new((u64::MAX, Arc::new(AdmissionView::default()))),
+        })
+    }
+
+    /// The current view; rebuilt from the stores only when a watch event arrived since.
+    pub fn snapshot(&self) -> Arc<AdmissionView> {
+        let generation = self.caches.generation();
+        let mut built = self
+            .built
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if built.0 != generation {
+            *built = (generation, Arc::new(self.build()));
+        }
+        built.1.clone()
+    }
+
+    fn build(&self) -> AdmissionView {
+        let s = &self.caches;
+        let mut tunnels = Vec::new();
+        for t in s.tunnels.store().state() {
+            let ns = t.meta().namespace.as_deref().unwrap_or("");
+            tunnels.push(tunnel_facts(
+                TunnelKind::Tunnel,
+                ns,
+                &name_of(t.as_ref()),
+                &t.spec,
+            ));
+        }
+        for t in s.cluster_tunnels.store().state() {
+            tunnels.push(tunnel_facts(
+                TunnelKind::ClusterTunnel,
+                "",
+                &name_of(t.as_ref()),
+                &t.tunnel_spec(),
+            ));
+        }
+        cftunnel_policy::rules::facts::link_account_zones(&mut tunnels);
+        let mut claims = Vec::new();
+        for b in s.bindings.store().state() {
+            claims.extend(binding_claims(
+                &b,
+                b.meta().namespace.as_deref().unwrap_or(""),
+                &tunnels,
+            ));
+        }
+        for svc in s.services.store().state() {
+            claims.extend(service_claims(
+                &svc,
+                svc.meta().namespace.as_deref().unwrap_or(""),
+                &tunnels,
+            ));
+        }
+        let namespace_labels = s
+            .namespaces
+            .store()
+            .state()
+            .iter()
+            .map(|n| {
+                (
+                    name_of(n.as_ref()),
+                    n.metadata.labels.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        AdmissionView::new(tunnels, namespace_labels, claims)
+    }
+}
+
+fn name_of<K: Resource>(object: &K) -> String {
+    object.meta().name.clone().unwrap_or_default()
+}

@@ -1,0 +1,79 @@
+//! The admission webhook of `cftunnel run`, served from the process-wide watch caches, with
+//! health and metrics. The process itself is wired in [`crate::wiring`].
+use std::future::Future;
+use std::sync::Arc;
+
+use kube::Client;
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse};
+use kube::core::conversion::{ConversionRequest, ConversionResponse};
+
+use crate::admission_view::ViewCache;
+use crate::caches::ProcessCaches;
+use crate::caches::WatchScope;
+use crate::metrics::Metrics;
+use crate::scope::Scope;
+use crate::webhook::{self, Policy, Readiness, ServingHandle, WebhookConfig, WebhookError};
+use cftunnel_policy::admission::review;
+
+/// The admission policy: pure rules over the cached view.
+pub struct CachedPolicy {
+    cache: Arc<ViewCache>,
+}
+
+impl Policy for CachedPolicy {
+    fn validate(&self, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+        review::validate(request, &self.cache.snapshot())
+    }
+
+    fn mutate(&self, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+        review::mutate(request)
+    }
+
+    fn convert(&self, request: &ConversionRequest) -> ConversionResponse {
+        review::convert(request)
+    }
+}
+
+/// Starts the process-wide caches in a scope of their own, then the webhook (see
+/// [`serve_webhook`]). For tests and the demo; `cftunnel run` shares its caches with the
+/// leader's reconcilers.
+pub async fn start_webhook(
+    client: Client,
+    scope: &WatchScope,
+    config: WebhookConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<ServingHandle, WebhookError> {
+    let process = Scope::root("webhook");
+    let metrics = Metrics::process();
+    let caches = ProcessCaches::start(&process, &client, scope, &metrics);
+    serve_webhook(&process, caches, config, metrics, shutdown).await
+}
+
+/// Serves the webhook from `caches`; admission answers (and `/readyz`) wait until they have
+/// listed.
+pub async fn serve_webhook(
+    process: &Scope,
+    caches: ProcessCaches,
+    config: WebhookConfig,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<ServingHandle, WebhookError> {
+    let cache = ViewCache::new(caches.clone());
+    let readiness = Readiness::new();
+    let ready = readiness.clone();
+    process.spawn("readiness", async move {
+        caches.synced().await;
+        ready.set_ready(true);
+        tracing::info!("caches synced; admission is ready");
+    });
+    webhook::serve(
+        process,
+        config,
+        Arc::new(CachedPolicy { cache }),
+        readiness,
+        metrics,
+        shutdown,
+    )
+    .await
+}

@@ -1,0 +1,473 @@
+//! When and with what the DNS records are synced (docs/design.md §3.3): one sync per group of tunnels
+//! sharing a zone and an API credential (`dns_credentials`), run when the group's routed hostnames, tunnel ids or
+//! previous ids change, retried with backoff while it has problems, and repeated on the slow
+//! drift interval. A group whose input did not change makes no Cloudflare call.
+//!
+//! Choice: after a restart, a group is synced once if it routes any hostname or holds a zone a
+//! tunnel left (`status.previousZones`, see `previous_zones`) (its paged candidate reads cost
+//! O(pages), never one call per hostname); any other group with no hostname at all
+//! waits for the drift interval, so restarting cftunnel with route-less tunnels costs nothing.
+//! Records left by a labelled Service deleted while cftunnel was down are removed then.
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::dns_sync::TunnelRecord;
+use crate::dns_sync::credentials::Resolved;
+use crate::dns_sync::groups::{
+    Directory, Elsewhere, GroupKey, Listed, Wanted, directory, refresh, wanted,
+};
+use crate::dns_sync::sync_zone;
+use crate::term::Context;
+use cftunnel_policy::dns::{AccountZone, DnsOptions, ZoneDns};
+use cftunnel_policy::routes::RouteTable;
+use cftunnel_types::TunnelIdentity;
+
+/// One problem of a tunnel's DNS: the hostname it concerns (`None`: all of them) and what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsProblem {
+    pub hostname: Option<String>,
+    /// The condition reason: `DNSConflict` (a record that is not ours is in the way) or
+    /// `DNSError` (Cloudflare refused or failed, or the hostname cannot have a record).
+    pub reason: &'static str,
+    pub message: String,
+}
+
+pub const REASON_DNS_CONFLICT: &str = "DNSConflict";
+pub const REASON_DNS_ERROR: &str = "DNSError";
+
+struct GroupState {
+    input: ZoneDns,
+    clean: bool,
+    /// Problems of its last sync, per tunnel.
+    problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
+    failures: u32,
+    /// Next retry (after problems) or drift sync.
+    due: Option<Instant>,
+}
+
+/// A snapshot of the syncs for status writers: problems per tunnel, and which groups synced
+/// cleanly with which input.
+#[derive(Clone, Debug, Default)]
+pub struct DnsView {
+    txt_records: bool,
+    directory: Arc<Directory>,
+    elsewhere: Arc<Elsewhere>,
+    resolved: Arc<Resolved>,
+    groups: HashMap<GroupKey, (ZoneDns, bool)>,
+    /// Every group's problems and the unplaced hostnames, per tunnel.
+    problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
+}
+
+impl DnsView {
+    /// Every problem of `tunnel`'s DNS, in every zone it is in (its own, one its hostnames are
+    /// placed in, one it left), and its hostnames placed in none.
+    pub fn problems(&self, tunnel: &TunnelIdentity) -> &[DnsProblem] {
+        self.problems
+            .get(tunnel)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// Is `tunnel`'s DNS in step with `table` (each of its groups synced cleanly with the
+    /// current input, or it has no DNS at all)?
+    pub fn settled(
+        &self,
+        tunnel: &TunnelIdentity,
+        table: &RouteTable,
+        records: &[TunnelRecord],
+    ) -> bool {
+        self.groups_of(tunnel, table, records)
+            .iter()
+            .all(|(key, zone)| {
+                self.groups
+                    .get(key)
+                    .is_some_and(|(input, clean)| *clean && input == zone)
+            })
+    }
+
+    /// The groups `tunnel` belongs to now, with their current input (none: it has no DNS).
+    fn groups_of(
+        &self,
+        tunnel: &TunnelIdentity,
+        table: &RouteTable,
+        records: &[TunnelRecord],
+    ) -> Vec<(GroupKey, ZoneDns)> {
+        wanted(
+            table,
+            records,
+            self.txt_records,
+            &self.directory,
+            &self.elsewhere,
+            &self.resolved,
+        )
+        .groups
+        .into_iter()
+        .filter(|(_, z)| z.tunnels.iter().any(|t| &t.identity == tunnel))
+        .collect()
+    }
+
+    /// May a deleting source that routed `hostnames` let go? Each group of its tunnel has
+    /// synced the current input (which no longer wants them) and no problem of those syncs
+    /// concerns one of them: a conflict on another hostname does not hold it.
+    pub fn released(
+        &self,
+        tunnel: &TunnelIdentity,
+        hostnames: &[String],
+        table: &RouteTable,
+        records: &[TunnelRecord],
+    ) -> bool {
+        let synced = self
+            .groups_of(tunnel, table, records)
+            .iter()
+            .all(|(key, zone)| self.groups.get(key).is_some_and(|(input, _)| input == zone));
+        let blocked = self.problems(tunnel).iter().any(|p| {
+            p.hostname
+                .as_deref()
+                .is_none_or(|h| hostnames.iter().any(|mine| mine.eq_ignore_ascii_case(h)))
+        });
+        synced && !blocked
+    }
+}
+
+/// Memory of the syncs, owned by the DNS task of the route reconciler.
+pub struct DnsSync {
+    options: DnsOptions,
+    txt_records: bool,
+    drift: Option<Duration>,
+    retry_base: Duration,
+    retry_max: Duration,
+    groups: HashMap<GroupKey, GroupState>,
+    /// The account zone lists hostnames are placed with.
+    listed: Listed,
+    /// Zones other than their own where tunnels may still have records.
+    elsewhere: Elsewhere,
+    /// The credentials of the last round.
+    resolved: Arc<Resolved>,
+    /// Hostnames of the current input placed in no zone, per tunnel.
+    unplaced: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
+}
+
+impl DnsSync {
+    pub fn new(ctx: &Context) -> DnsSync {
+        let o = &ctx.options;
+        DnsSync {
+            options: DnsOptions {
+                overwrite_unmanaged: o.overwrite_unmanaged_dns,
+                batch: o.dns_batch,
+                ..DnsOptions::default()
+            },
+            txt_records: o.dns_txt_records,
+            drift: (!o.drift_interval.is_zero()).then_some(o.drift_interval),
+            retry_base: o.retry_base,
+            retry_max: o.retry_max,
+            groups: HashMap::new(),
+            listed: Listed::new(),
+            elsewhere: Elsewhere::new(),
+            resolved: Arc::new(Resolved::default()),
+            unplaced: BTreeMap::new(),
+        }
+    }
+
+    /// When the next retry or drift sync is due.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.groups.values().filter_map(|g| g.due).min()
+    }
+
+    /// What statuses read of the syncs so far.
+    pub fn view(&self) -> DnsView {
+        let mut problems = self.unplaced.clone();
+        let mut keys: Vec<&GroupKey> = self.groups.keys().collect();
+        keys.sort();
+        for key in keys {
+            for (tunnel, list) in &self.groups[key].problems {
+                problems
+                    .entry(tunnel.clone())
+                    .or_default()
+                    .extend(list.iter().cloned());
+            }
+        }
+        DnsView {
+            txt_records: self.txt_records,
+            directory: Arc::new(directory(&self.listed)),
+            elsewhere: Arc::new(self.elsewhere.clone()),
+            resolved: self.resolved.clone(),
+            groups: self
+                .groups
+                .iter()
+                .map(|(k, g)| (k.clone(), (g.input.clone(), g.clean)))
+                .collect(),
+            problems,
+        }
+    }
+
+    /// Syncs every group whose input changed or whose retry or drift time has come.
+    /// `force`: tunnels whose group must be synced now even after a restart (a binding of
+    /// theirs is being deleted).
+    pub async fn run(
+        &mut self,
+        ctx: &Context,
+        table: &RouteTable,
+        records: &[TunnelRecord],
+        force: &BTreeSet<TunnelIdentity>,
+        publish: &watch::Sender<Arc<DnsView>>,
+    ) {
+        self.resolved = Arc::new(Resolved::read(ctx, records).await);
+        refresh(ctx, table, records, &self.resolved, &mut self.listed).await;
+        let live: BTreeSet<&TunnelIdentity> = records
+            .iter()
+            .filter(|r| !r.deleting)
+            .map(|r| &r.identity)
+            .collect();
+        self.elsewhere.retain(|id, _| live.contains(id));
+        let Wanted { groups, unplaced } = wanted(
+            table,
+            records,
+            self.txt_records,
+            &directory(&self.listed),
+            &self.elsewhere,
+            &self.resolved,
+        );
+        let unplaced_changed = self.unplaced != unplaced;
+        self.unplaced = unplaced;
+        self.groups.retain(|key, _| groups.contains_key(key));
+        let owners = own_zones(records);
+        for (key, zone) in &groups {
+            for t in zone.tunnels.iter().filter(|t| !t.hostnames.is_empty()) {
+                if owners.get(&t.identity) != Some(&key.zone_id) {
+                    let placed = AccountZone {
+                        id: key.zone_id.clone(),
+                        name: zone.zone_name.clone(),
+                    };
+                    ctx.dns_zones.add(&t.tunnel_id, &placed);
+                    self.elsewhere
+                        .entry(t.identity.clone())
+                        .or_default()
+                        .insert(placed);
+                }
+            }
+        }
+        let now = Instant::now();
+        for (key, zone) in groups.clone() {
+            let due = match self.groups.get(&key) {
+                // First sight (a start): only groups with something to write or remove.
+                None => zone.tunnels.iter().any(|t| {
+                    !t.hostnames.is_empty()
+                        || force.contains(&t.identity)
+                        || owners.get(&t.identity) != Some(&key.zone_id)
+                }),
+                Some(state) => state.input != zone || state.due.is_some_and(|d| d <= now),
+            };
+            if due {
+                self.sync_group(ctx, key, zone, &owners).await;
+                publish.send_replace(Arc::new(self.view()));
+            }
+        }
+        if unplaced_changed {
+            publish.send_replace(Arc::new(self.view()));
+        }
+        self.release_previous_zones(ctx, &groups, records).await;
+    }
+
+    /// Drops from `status.previousZones` every zone whose group synced cleanly, with its
+    /// current input, while the tunnel in it wanted nothing there: that zone holds no record of
+    /// it any more. A previous zone that some routed hostname of the tunnel is placed in stays
+    /// listed (its records there are still the tunnel's).
+    async fn release_previous_zones(
+        &self,
+        ctx: &Context,
+        groups: &BTreeMap<GroupKey, ZoneDns>,
+        records: &[TunnelRecord],
+    ) {
+        for record in records.iter().filter(|r| !r.deleting) {
+            let Some(previous) = record.status.previous_zones.as_ref() else {
+                continue;
+            };
+            let cleared: Vec<&str> = previous
+                .iter()
+                .filter(|z| {
+                    groups.iter().any(|(key, zone)| {
+                        key.zone_id == z.zone_id
+                            && wants_nothing(zone, &record.identity)
+                            && self
+                                .groups
+                                .get(key)
+                                .is_some_and(|g| g.clean && g.input == *zone)
+                    })
+                })
+                .map(|z| z.zone_id.as_str())
+                .collect();
+            if cleared.is_empty() {
+                continue;
+            }
+            if let Err(error) = super::previous_zones::release(ctx, record, &cleared).await {
+                tracing::warn!(tunnel = %record.identity, %error, "previous zone not released from status yet");
+            }
+        }
+    }
+}
+
+/// Is `tunnel` in `zone`'s group with no hostname there (its records there are removed)?
+fn wants_nothing(zone: &ZoneDns, tunnel: &TunnelIdentity) -> bool {
+    zone.tunnels
+        .iter()
+        .any(|t| &t.identity == tunnel && t.hostnames.is_empty())
+}
+
+/// Each live tunnel's own zone id.
+fn own_zones(records: &[TunnelRecord]) -> BTreeMap<TunnelIdentity, String> {
+    records
+        .iter()
+        .filter(|r| !r.deleting)
+        .filter_map(|r| Some((r.identity.clone(), r.status.zone_id.clone()?)))
+        .collect()
+}
+
+impl DnsSync {
+    async fn sync_group(
+        &mut self,
+        ctx: &Context,
+        key: GroupKey,
+        zone: ZoneDns,
+        owners: &BTreeMap<TunnelIdentity, String>,
+    ) {
+        let outcome = sync_once(ctx, &key, &zone, &self.options, &self.resolved, owners).await;
+        let clean = outcome.values().all(Vec::is_empty);
+        if clean {
+            // A zone other than its own that holds nothing of a tunnel any more is let go.
+            for t in zone.tunnels.iter().filter(|t| t.hostnames.is_empty()) {
+                if owners.get(&t.identity) == Some(&key.zone_id) {
+                    continue;
+                }
+                ctx.dns_zones.remove(&t.tunnel_id, &key.zone_id);
+                if let Some(set) = self.elsewhere.get_mut(&t.identity) {
+                    set.retain(|z| z.id != key.zone_id);
+                    if set.is_empty() {
+                        self.elsewhere.remove(&t.identity);
+                    }
+                }
+            }
+        }
+        let failures = match self.groups.get(&key) {
+            Some(state) if !clean => state.failures.saturating_add(1),
+            None if !clean => 1,
+            _ => 0,
+        };
+        let due = if clean {
+            self.drift
+                .map(|_| Instant::now() + ctx.jittered_drift_interval())
+        } else {
+            let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
+            Some(Instant::now() + self.retry_base.saturating_mul(factor).min(self.retry_max))
+        };
+        self.groups.insert(
+            key,
+            GroupState {
+                input: zone,
+                clean,
+                problems: outcome,
+                failures,
+                due,
+            },
+        );
+    }
+}
+
+/// One sync of one group; the problems per tunnel (empty: clean).
+async fn sync_once(
+    ctx: &Context,
+    key: &GroupKey,
+    zone: &ZoneDns,
+    options: &DnsOptions,
+    resolved: &Resolved,
+    owners: &BTreeMap<TunnelIdentity, String>,
+) -> BTreeMap<TunnelIdentity, Vec<DnsProblem>> {
+    let everyone = |message: String| -> BTreeMap<TunnelIdentity, Vec<DnsProblem>> {
+        zone.tunnels
+            .iter()
+            .map(|t| {
+                let problem = DnsProblem {
+                    hostname: None,
+                    reason: REASON_DNS_ERROR,
+                    message: message.clone(),
+                };
+                (t.identity.clone(), vec![problem])
+            })
+            .collect()
+    };
+    if zone.tunnels.is_empty() {
+        return BTreeMap::new();
+    }
+    let credentials = match resolved.for_group(&key.credential) {
+        Ok(credentials) => credentials.clone(),
+        Err(error) => return everyone(format!("DNS records not synced: {error}")),
+    };
+    let client = match ctx.cloudflare(credentials) {
+        Ok(client) => client,
+        Err(error) => return everyone(format!("DNS records not synced: {error}")),
+    };
+    // Tunnels being deleted are left out once their deletion has the zone (see `DnsGuard`).
+    let _zone_lock = ctx.dns_guard.lock(&key.zone_id).await;
+    let zone = &ZoneDns {
+        zone_name: zone.zone_name.clone(),
+        tunnels: zone
+            .tunnels
+            .iter()
+            .filter(|t| !ctx.dns_guard.is_retired(&t.tunnel_id))
+            .cloned()
+            .collect(),
+    };
+    match sync_zone(&client, &key.zone_id, zone, options).await {
+        Ok(report) => {
+            report.count_writes(&ctx.metrics);
+            tracing::debug!(zone = %zone.zone_name, reads = report.reads, writes = report.writes, "DNS synced");
+            report
+                .tunnels
+                .iter()
+                .map(|t| {
+                    let conflicts = t.conflicts.iter().map(|c| DnsProblem {
+                        hostname: Some(c.hostname.clone()),
+                        reason: REASON_DNS_CONFLICT,
+                        message: c.to_string(),
+                    });
+                    let invalid = t.invalid.iter().map(|i| DnsProblem {
+                        hostname: Some(i.hostname.clone()),
+                        reason: REASON_DNS_ERROR,
+                        message: i.to_string(),
+                    });
+                    let errors = t.errors.iter().map(|e| DnsProblem {
+                        hostname: Some(e.hostname.clone()),
+                        reason: REASON_DNS_ERROR,
+                        message: e.to_string(),
+                    });
+                    // A zone other than its own where it wants nothing (one it left, by a domain
+                    // change or a route change) must end up holding none of its records.
+                    let leaving = owners.get(&t.identity) != Some(&key.zone_id)
+                        && wants_nothing(zone, &t.identity);
+                    let left = (leaving && t.records_left > 0).then(|| DnsProblem {
+                        hostname: None,
+                        reason: REASON_DNS_ERROR,
+                        message: format!(
+                            "{} DNS record(s) of this tunnel in zone {}, where it routes no hostname now, not removed yet",
+                            t.records_left, zone.zone_name
+                        ),
+                    });
+                    (
+                        t.identity.clone(),
+                        conflicts.chain(invalid).chain(errors).chain(left).collect(),
+                    )
+                })
+                .collect()
+        }
+        Err(error) => {
+            tracing::warn!(zone = %zone.zone_name, %error, "DNS sync failed");
+            everyone(format!("DNS records not synced: {error}"))
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "schedule_tests.rs"]
+mod tests;

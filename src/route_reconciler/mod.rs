@@ -1,0 +1,95 @@
+//! The route reconciler (docs/design.md §3.2, §3.3): watches tunnels, TunnelBindings, Services and
+//! namespace labels; computes every tunnel's routes ([`cftunnel_policy::routes`]); hands them to the tunnel
+//! reconciler (the single writer of config.yaml) through a shared [`RouteIndex`], triggering only
+//! the tunnels whose routes changed; syncs DNS per zone ([`cftunnel_policy::dns`]); writes TunnelBinding
+//! status and finalizers, and Events on labelled Services.
+//!
+//! A burst of edits is debounced into one computation (and so one render, one rollout per
+//! tunnel). A tunnel's own DNS records are removed by its deletion, before the tunnel itself.
+mod status;
+mod world;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::watch;
+
+pub use world::RouteCache;
+
+use crate::caches::ProcessCaches;
+use crate::dns_sync::DnsView;
+use crate::dns_sync::task::{DnsInput, run_dns};
+use crate::term::Context;
+use cftunnel_policy::routes::{RouteTable, changed_tunnels, compute_routes};
+use cftunnel_types::TunnelIdentity;
+
+/// Quiet time after a change before routes are recomputed: a burst becomes one render.
+pub const DEBOUNCE: Duration = Duration::from_millis(500);
+
+/// Runs until its term ends (the DNS task is spawned in `ctx.term`). `triggers` receives the
+/// tunnels whose routes changed.
+///
+/// DNS runs in its own task: a first sync of many hostnames is paced by the Cloudflare rate
+/// limit (minutes for a thousand), and route changes must reach config.yaml meanwhile.
+pub async fn run(
+    ctx: Arc<Context>,
+    caches: ProcessCaches,
+    triggers: UnboundedSender<TunnelIdentity>,
+) {
+    let mut cache = RouteCache::new(&caches, &ctx.options.cluster_resource_namespace);
+    caches.synced().await;
+    tracing::info!("route caches synced");
+    let (input_tx, input_rx) = watch::channel::<Option<Arc<DnsInput>>>(None);
+    let (view_tx, mut view_rx) = watch::channel(Arc::new(DnsView::default()));
+    ctx.term
+        .spawn("dns", run_dns(ctx.clone(), input_rx, view_tx));
+    let mut statuses = status::StatusWriter::default();
+    let route_gauge = ctx.metrics.track_routes();
+    loop {
+        cache.mark_seen();
+        view_rx.borrow_and_update();
+        let table = Arc::new(compute_routes(&cache.world()));
+        route_gauge.set(routes_by_reason(&table));
+        let previous = ctx.routes.publish(table.clone());
+        for tunnel in changed_tunnels(previous.as_deref(), &table) {
+            let _ = triggers.send(tunnel);
+        }
+        let records = cache.tunnel_records();
+        let bindings = cache.bindings();
+        let force: BTreeSet<TunnelIdentity> = bindings
+            .iter()
+            .filter(|b| b.metadata.deletion_timestamp.is_some())
+            .filter_map(|b| status::binding_tunnel(b))
+            .collect();
+        input_tx.send_replace(Some(Arc::new(DnsInput {
+            table: table.clone(),
+            records: records.clone(),
+            force,
+        })));
+        let view = view_rx.borrow().clone();
+        statuses
+            .write(&ctx, &table, &view, &records, &bindings)
+            .await;
+        tokio::select! {
+            _ = cache.changed() => tokio::time::sleep(DEBOUNCE).await,
+            changed = view_rx.changed() => {
+                if changed.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
+    }
+}
+
+/// The routes of `table` by reason, for the route gauge.
+fn routes_by_reason(table: &RouteTable) -> BTreeMap<&'static str, u64> {
+    let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for source in table.sources.values() {
+        for route in &source.routes {
+            *counts.entry(route.reason.as_str()).or_default() += 1;
+        }
+    }
+    counts
+}

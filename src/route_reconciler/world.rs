@@ -1,0 +1,148 @@
+//! The route reconciler's view of the process-wide watch caches ([`crate::caches`]): tunnels,
+//! bindings, Services (stripped to ports, route labels and annotations) and namespace labels,
+//! with a change signal.
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kube::{Resource, ResourceExt};
+use tokio::sync::watch;
+
+use crate::caches::ProcessCaches;
+use crate::dns_sync::TunnelRecord;
+use crate::term::TunnelKindAdapter;
+use cftunnel_policy::routes::RouteWorld;
+use cftunnel_policy::rules::facts::tunnel_facts;
+use cftunnel_types::TunnelBinding;
+use cftunnel_types::{TunnelIdentity, TunnelKind};
+
+/// The route reconciler's reading of the process-wide caches, with a change signal.
+pub struct RouteCache {
+    caches: ProcessCaches,
+    changes: watch::Receiver<u64>,
+    cluster_resource_namespace: String,
+}
+
+impl RouteCache {
+    /// Reads `caches`; [`ProcessCaches::synced`] says when they have listed.
+    pub fn new(caches: &ProcessCaches, cluster_resource_namespace: &str) -> RouteCache {
+        RouteCache {
+            caches: caches.clone(),
+            changes: caches.subscribe(),
+            cluster_resource_namespace: cluster_resource_namespace.to_string(),
+        }
+    }
+
+    /// Waits for the next watch event (returns at once if one arrived since the last call).
+    pub async fn changed(&mut self) {
+        if self.changes.changed().await.is_err() {
+            // Every watch task ended (the runtime is shutting down): never wake again.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Marks everything seen so far as handled.
+    pub fn mark_seen(&mut self) {
+        self.changes.borrow_and_update();
+    }
+
+    /// The snapshot routes are computed from. Objects being deleted are left out: a deleted
+    /// binding's routes and a deleted tunnel's routes go away at once.
+    pub fn world(&self) -> RouteWorld {
+        let mut tunnels = Vec::new();
+        for t in self
+            .caches
+            .tunnels
+            .store()
+            .state()
+            .iter()
+            .filter(|t| !is_deleting(&***t))
+        {
+            let ns = t.namespace().unwrap_or_default();
+            tunnels.push(tunnel_facts(
+                TunnelKind::Tunnel,
+                &ns,
+                &t.name_any(),
+                &t.tunnel_spec(),
+            ));
+        }
+        for t in self
+            .caches
+            .cluster_tunnels
+            .store()
+            .state()
+            .iter()
+            .filter(|t| !is_deleting(&***t))
+        {
+            tunnels.push(tunnel_facts(
+                TunnelKind::ClusterTunnel,
+                "",
+                &t.name_any(),
+                &t.tunnel_spec(),
+            ));
+        }
+        cftunnel_policy::rules::facts::link_account_zones(&mut tunnels);
+        let namespace_labels: BTreeMap<String, BTreeMap<String, String>> = self
+            .caches
+            .namespaces
+            .store()
+            .state()
+            .iter()
+            .map(|n| (n.name_any(), n.labels().clone()))
+            .collect();
+        RouteWorld {
+            tunnels,
+            namespace_labels,
+            bindings: self
+                .caches
+                .bindings
+                .store()
+                .state()
+                .into_iter()
+                .filter(|b| !is_deleting(&**b))
+                .collect(),
+            services: self.caches.services.store().state(),
+        }
+    }
+
+    /// Every tunnel object, with what DNS needs.
+    pub fn tunnel_records(&self) -> Vec<TunnelRecord> {
+        let mut out = Vec::new();
+        for t in self.caches.tunnels.store().state() {
+            let namespace = t.namespace().unwrap_or_default();
+            out.push(TunnelRecord {
+                identity: TunnelIdentity {
+                    kind: TunnelKind::Tunnel,
+                    namespace: namespace.clone(),
+                    name: t.name_any(),
+                },
+                secret_namespace: namespace,
+                cloudflare: t.spec.cloudflare.clone(),
+                status: t.status.clone().unwrap_or_default(),
+                deleting: is_deleting(&*t),
+            });
+        }
+        for t in self.caches.cluster_tunnels.store().state() {
+            out.push(TunnelRecord {
+                identity: TunnelIdentity {
+                    kind: TunnelKind::ClusterTunnel,
+                    namespace: String::new(),
+                    name: t.name_any(),
+                },
+                secret_namespace: self.cluster_resource_namespace.clone(),
+                cloudflare: t.spec.cloudflare.clone(),
+                status: t.status.clone().unwrap_or_default(),
+                deleting: is_deleting(&*t),
+            });
+        }
+        out
+    }
+
+    /// Every TunnelBinding, those being deleted included.
+    pub fn bindings(&self) -> Vec<Arc<TunnelBinding>> {
+        self.caches.bindings.store().state()
+    }
+}
+
+fn is_deleting<K: Resource>(object: &K) -> bool {
+    object.meta().deletion_timestamp.is_some()
+}

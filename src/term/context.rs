@@ -1,0 +1,237 @@
+//! What every reconcile shares: the Kubernetes client, the event recorder, the Cloudflare rate
+//! limiters (one per process, so every credential has exactly one bucket) and the options.
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kube::Client;
+use kube::runtime::events::{Recorder, Reporter};
+
+use super::memory::{DriftSchedule, Failures};
+use crate::caches::WatchScope;
+use crate::metrics::Metrics;
+use crate::scope::Scope;
+use cftunnel_cloudflare::{CloudflareClient, CloudflareError, Credentials, RateLimiters};
+
+/// Default namespace of ClusterTunnels' objects, apart from the operator's own namespace.
+pub const DEFAULT_CLUSTER_RESOURCE_NAMESPACE: &str = "cftunnel-tunnels";
+/// Default of `--deletion-pod-wait`: how long a deletion waits for cloudflared pods that
+/// still run.
+pub const DEFAULT_DELETION_POD_WAIT: Duration = Duration::from_secs(120);
+/// Default pinned cloudflared image.
+pub const DEFAULT_CLOUDFLARED_IMAGE: &str = "cloudflare/cloudflared:2026.11.0";
+
+/// Operator-wide settings of the tunnel reconciler.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControllerOptions {
+    /// Cloudflare API base, e.g. `https://api.cloudflare.com/client/v4` or a simulator's URL.
+    pub cloudflare_api_url: String,
+    /// Where ClusterTunnels' Secrets, ConfigMaps and Deployments live.
+    pub cluster_resource_namespace: String,
+    pub cloudflared_image: String,
+    /// Slow drift check of the tunnel on Cloudflare; zero disables it.
+    pub drift_interval: Duration,
+    /// First retry delay after a failure; doubles per consecutive failure.
+    pub retry_base: Duration,
+    /// Longest retry delay after failures.
+    pub retry_max: Duration,
+    /// Attempts per Cloudflare call (`None`: the client's default budget).
+    pub cloudflare_max_attempts: Option<u32>,
+    /// `--overwrite-unmanaged-dns`: replace DNS records cftunnel does not own.
+    pub overwrite_unmanaged_dns: bool,
+    /// Write the `_managed.<fqdn>` TXT records the Go operator reads (public: they name the
+    /// tunnel).
+    pub dns_txt_records: bool,
+    /// `--dns-batch`: batched or single-record DNS writes.
+    pub dns_batch: cftunnel_policy::dns::BatchMode,
+    /// `--deletion-pod-wait`: how long a deletion waits for cloudflared pods that still run
+    /// (see `deletion_pods`).
+    pub deletion_pod_wait: Duration,
+}
+
+impl Default for ControllerOptions {
+    fn default() -> Self {
+        ControllerOptions {
+            cloudflare_api_url: cftunnel_cloudflare::DEFAULT_BASE_URL.to_string(),
+            cluster_resource_namespace: DEFAULT_CLUSTER_RESOURCE_NAMESPACE.to_string(),
+            cloudflared_image: DEFAULT_CLOUDFLARED_IMAGE.to_string(),
+            drift_interval: Duration::from_secs(600),
+            retry_base: Duration::from_secs(2),
+            retry_max: Duration::from_secs(300),
+            cloudflare_max_attempts: None,
+            overwrite_unmanaged_dns: false,
+            dns_txt_records: true,
+            dns_batch: cftunnel_policy::dns::BatchMode::Auto,
+            deletion_pod_wait: DEFAULT_DELETION_POD_WAIT,
+        }
+    }
+}
+
+/// Shared state of both controllers.
+pub struct Context {
+    pub client: Client,
+    pub recorder: Recorder,
+    pub limiters: RateLimiters,
+    pub options: ControllerOptions,
+    pub scope: WatchScope,
+    /// The leadership term (or standalone run) this context belongs to: everything the
+    /// reconcilers spawn runs in it, and every Cloudflare write checks its permit.
+    pub term: Scope,
+    /// The process's metrics; reconciles, DNS writes and Cloudflare calls record here.
+    pub metrics: Arc<Metrics>,
+    /// Every tunnel's routes, published by the route reconciler.
+    pub routes: std::sync::Arc<cftunnel_policy::routes::RouteIndex>,
+    /// Zone ids looked up by name, shared by every reconcile.
+    pub zone_ids: super::zones::ZoneIds,
+    /// Every zone of an account per credential, for the DNS placement of hostnames.
+    pub zone_lists: super::zones::ZoneLists,
+    /// Zones other than its own that a tunnel's records were placed in (by tunnel id), so its
+    /// deletion removes them there too.
+    pub dns_zones: super::dns_guard::TunnelZones,
+    /// One DNS sync per zone at a time (route reconciler and deletions).
+    pub dns_guard: super::dns_guard::DnsGuard,
+    /// Every tunnel object, for the one-object-per-tunnel-id rule (set when the controllers
+    /// start; unset, nothing is checked).
+    pub claims: std::sync::OnceLock<super::claims::Claims>,
+    /// Consecutive failures per object, for exponential backoff (no hot loop).
+    failures: Mutex<Failures>,
+    /// When each object's next drift check is due, by uid (in memory: a restart only delays it).
+    drift_due: Mutex<DriftSchedule>,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        options: ControllerOptions,
+        scope: WatchScope,
+        term: Scope,
+        metrics: Arc<Metrics>,
+    ) -> Context {
+        let reporter = Reporter {
+            controller: "cftunnel".to_string(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Context {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            limiters: RateLimiters::new(),
+            options,
+            scope,
+            term,
+            metrics,
+            routes: Default::default(),
+            zone_ids: Default::default(),
+            zone_lists: Default::default(),
+            dns_zones: Default::default(),
+            dns_guard: Default::default(),
+            claims: Default::default(),
+            failures: Mutex::new(Failures::default()),
+            drift_due: Mutex::new(DriftSchedule::default()),
+        }
+    }
+
+    /// A Cloudflare client for `credentials`, sharing the process-wide rate limiters.
+    pub fn cloudflare(
+        &self,
+        credentials: Credentials,
+    ) -> Result<CloudflareClient, CloudflareError> {
+        let builder = CloudflareClient::builder(credentials)
+            .base_url(self.options.cloudflare_api_url.clone())
+            .limiters(self.limiters.clone())
+            .write_gate(self.term.write_gate())
+            .observer(self.metrics.clone());
+        match self.options.cloudflare_max_attempts {
+            Some(attempts) => builder.max_attempts(attempts).build(),
+            None => builder.build(),
+        }
+    }
+
+    /// Records one more failure of `key` and returns the delay before the next attempt.
+    pub fn next_backoff(&self, key: &str) -> Duration {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let count = failures.bump(key);
+        let factor = 2u32.saturating_pow(count.saturating_sub(1).min(16));
+        self.options
+            .retry_base
+            .saturating_mul(factor)
+            .min(self.options.retry_max)
+    }
+
+    /// Forgets the failures of `key` after a success.
+    pub fn reset_backoff(&self, key: &str) {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        failures.reset(key);
+    }
+
+    /// The drift schedule of `uid` (scheduled one jittered interval from now on first sight);
+    /// `true` when it was first seen now.
+    fn drift_at(&self, uid: &str) -> (Instant, bool) {
+        let next = Instant::now() + self.jittered_drift_interval();
+        let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
+        due.get_or_schedule(uid, next)
+    }
+
+    /// Is a drift check of `uid` due now? The first sight only schedules one.
+    pub fn drift_due(&self, uid: &str) -> bool {
+        if self.options.drift_interval.is_zero() {
+            return false;
+        }
+        let (at, first) = self.drift_at(uid);
+        !first && at <= Instant::now()
+    }
+
+    /// Schedules the next drift check of `uid` one jittered interval from now.
+    pub fn drift_checked(&self, uid: &str) {
+        let next = Instant::now() + self.jittered_drift_interval();
+        let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
+        due.set(uid, next);
+    }
+
+    /// Time until the next drift check of `uid` (`None`: drift checks are off).
+    pub fn drift_requeue(&self, uid: &str) -> Option<Duration> {
+        if self.options.drift_interval.is_zero() {
+            return None;
+        }
+        let (at, _) = self.drift_at(uid);
+        let wait = at.saturating_duration_since(Instant::now());
+        Some(wait.max(Duration::from_millis(100)))
+    }
+
+    /// Forgets `uid` once its object is gone.
+    pub fn forget_drift(&self, uid: &str) {
+        let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
+        due.forget(uid);
+    }
+
+    /// Keeps the failure counts and drift schedules of live objects only: `keys` are their
+    /// `Kind namespace/name`, `uids` their uids.
+    pub fn forget_all_but(&self, keys: &HashSet<String>, uids: &HashSet<String>) {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        failures.retain(|key| keys.contains(key));
+        drop(failures);
+        let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
+        due.retain(|uid| uids.contains(uid));
+    }
+
+    /// How many objects have a failure count and a drift schedule in memory.
+    pub fn remembered(&self) -> (usize, usize) {
+        let failures = self
+            .failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len();
+        let due = self
+            .drift_due
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len();
+        (failures, due)
+    }
+
+    /// The drift interval ±10 %, so many tunnels do not check in lockstep.
+    pub fn jittered_drift_interval(&self) -> Duration {
+        use rand::Rng;
+        let factor = rand::rng().random_range(0.9..=1.1);
+        self.options.drift_interval.mul_f64(factor)
+    }
+}

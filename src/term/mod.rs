@@ -1,0 +1,23 @@
+//! What one leadership term's reconcilers share (docs/design.md §3): the [`Context`] handed to
+//! every reconcile (clients, options, the term's scope, rate limiters, metrics), the zones of
+//! each account, the DNS guard, the one-object-per-tunnel-id claims, the `Ready` condition and
+//! its reasons, the finalizer, Events, API credentials and the per-object memory. The tunnel
+//! reconciler and the route reconciler both use it; neither reaches into the other.
+pub mod adapters;
+pub mod claims;
+pub mod conditions;
+pub mod context;
+pub mod credentials;
+pub mod dns_guard;
+mod error;
+pub mod events;
+pub mod finalizer;
+pub mod memory;
+pub mod zones;
+
+pub use adapters::TunnelKindAdapter;
+pub use conditions::ReadyReason;
+pub use context::{
+    Context, ControllerOptions, DEFAULT_CLOUDFLARED_IMAGE, DEFAULT_CLUSTER_RESOURCE_NAMESPACE,
+};
+pub use error::ReconcileError;

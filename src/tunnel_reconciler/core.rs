@@ -1,0 +1,172 @@
+//! The generic reconcile core shared by Tunnels and ClusterTunnels (docs/design.md §3.1).
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+
+use super::render_input::{TunnelFacts, render_options, tunnel_input};
+use super::{apply, deletion, drift, go_cluster_workload, secret_guard, setup, status};
+use crate::term::ReconcileError;
+use crate::term::adapters::TunnelKindAdapter;
+use crate::term::conditions::ReadyReason;
+use crate::term::context::Context;
+use crate::term::{credentials, events, finalizer};
+use cftunnel_policy::render;
+use cftunnel_types::names::{ANNOTATION_ABANDON_CLEANUP, FINALIZER};
+
+/// How long a reconcile waits for the first route table.
+const ROUTES_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Entry point of both controllers.
+pub async fn reconcile<K: TunnelKindAdapter>(
+    obj: Arc<K>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    let key = obj.display();
+    let started = std::time::Instant::now();
+    // Status written during the reconcile (drift) is carried here, so a failure report keeps it.
+    let mut current = (*obj).clone();
+    let outcome = if obj.meta().deletion_timestamp.is_some() {
+        delete(&*obj, &ctx).await
+    } else {
+        converge(&mut current, &ctx).await
+    };
+    ctx.metrics
+        .reconciled(K::KIND, outcome.is_ok(), started.elapsed());
+    match outcome {
+        Ok(action) => {
+            ctx.reset_backoff(&key);
+            Ok(action)
+        }
+        Err(error) => {
+            tracing::warn!(object = %key, reason = error.metric_label(), %error, "tunnel not reconciled");
+            status::report_failure(&current, &ctx, &error).await?;
+            Ok(Action::requeue(ctx.next_backoff(&key)))
+        }
+    }
+}
+
+/// Only reached when reporting a failure itself failed.
+pub fn error_policy<K: TunnelKindAdapter>(
+    obj: Arc<K>,
+    error: &ReconcileError,
+    ctx: Arc<Context>,
+) -> Action {
+    tracing::warn!(object = %obj.display(), %error, "reconcile failed");
+    Action::requeue(ctx.next_backoff(&obj.display()))
+}
+
+/// Deletion: cleanup on Cloudflare, then the finalizer goes, then the API Secret guard.
+async fn delete<K: TunnelKindAdapter>(
+    obj: &K,
+    ctx: &Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    if !obj.finalizers().iter().any(|f| f == FINALIZER) {
+        return Ok(Action::await_change());
+    }
+    match deletion::cleanup(obj, ctx).await {
+        Ok(Some(wait)) => return Ok(wait),
+        Ok(None) => {}
+        Err(error) if deletion::abandons_cleanup(obj) => {
+            let note = format!(
+                "{ANNOTATION_ABANDON_CLEANUP}=true: deleted without cleaning up on Cloudflare ({error}); the tunnel and its DNS records may be left there"
+            );
+            tracing::warn!(object = %obj.display(), %error, "clean-up abandoned by annotation");
+            events::warning(ctx, obj, "CleanupAbandoned", note).await;
+        }
+        Err(error) => return Err(error.while_deleting()),
+    }
+    finalizer::remove(obj, ctx).await?;
+    ctx.forget_drift(&obj.uid().unwrap_or_default());
+    let (namespace, secret) = (obj.managed_namespace(ctx), obj.api_secret_name());
+    if let Err(error) = secret_guard::release_if_unused(ctx, &namespace, secret).await {
+        // The object is gone now and cannot be requeued: the release is retried on its own.
+        tracing::warn!(object = %obj.display(), %error, "API Secret guard not released yet; retrying");
+        secret_guard::release_later(ctx.clone(), namespace, secret.to_string());
+    }
+    Ok(Action::await_change())
+}
+
+/// Has the spec changed since the object was last Ready (or was it never Ready)?
+fn spec_changed<K: TunnelKindAdapter>(obj: &K) -> bool {
+    let status = obj.tunnel_status();
+    let observed = status.and_then(|s| s.observed_generation);
+    let ready = crate::term::conditions::find_ready(status.and_then(|s| s.conditions.as_ref()))
+        .is_some_and(|c| c.reason == ReadyReason::Ready.as_str());
+    !ready || observed.is_none() || observed != obj.meta().generation
+}
+
+/// Steps 2–5 of docs/design.md §3.1 for a live object.
+async fn converge<K: TunnelKindAdapter>(
+    current: &mut K,
+    ctx: &Context,
+) -> Result<Action, ReconcileError> {
+    let obj = &*current;
+    let Some(routes) = ctx.routes.tunnel(&obj.route_identity()) else {
+        // The route caches are still listing: rendering now would drop every ingress rule.
+        return Ok(Action::requeue(ROUTES_WAIT));
+    };
+    let spec = obj.tunnel_spec();
+    let (is_new, is_existing) = spec.tunnel_sources();
+    if is_new == is_existing {
+        return Err(ReconcileError::blocked(
+            ReadyReason::InvalidSpec,
+            "exactly one of spec.newTunnel and spec.existingTunnel must be set".to_string(),
+        ));
+    }
+    let namespace = obj.managed_namespace(ctx);
+    // Both kinds hold the finalizer: a new tunnel is deleted on Cloudflare, and the DNS records
+    // cftunnel wrote for an existing one are removed (the tunnel itself stays).
+    finalizer::add(obj, ctx).await?;
+    let api_secret =
+        credentials::read_api_secret(&ctx.client, &namespace, &spec.cloudflare).await?;
+    secret_guard::ensure(ctx, &namespace, &spec.cloudflare.secret, &api_secret).await?;
+    if spec_changed(obj) {
+        // The spec may name another API Secret now: the old one's guard must not stay.
+        secret_guard::release_others(ctx, &namespace, &spec.cloudflare.secret).await?;
+    }
+    let identity = obj.identity(ctx);
+    let names = render::ObjectNames::for_owner(&identity);
+    let display = obj.display();
+    apply::ensure_controlled::<Secret>(ctx, &namespace, &names.workload, &identity.uid, &display)
+        .await?;
+    let managed_secret = Api::<Secret>::namespaced(ctx.client.clone(), &namespace)
+        .get_opt(&names.workload)
+        .await
+        .map_err(|source| ReconcileError::kube("reading the managed Secret", source))?;
+    let cf = ctx
+        .cloudflare(api_secret.credentials.clone())
+        .map_err(|source| ReconcileError::cloudflare("building the Cloudflare client", source))?;
+    drift::check(current, ctx, &cf, &spec).await?;
+    let obj = &*current;
+    let resolved =
+        match setup::resolve(obj, ctx, &cf, &spec, &api_secret, managed_secret.as_ref()).await {
+            Ok(resolved) => resolved,
+            Err(error) if error.reason() == ReadyReason::TunnelIdConflict => {
+                // Another object runs this tunnel: no cloudflared of this one may serve it.
+                deletion::scale_to_zero(obj, ctx).await?;
+                return Err(error);
+            }
+            Err(error) => return Err(error),
+        };
+    let origin_ca_pem = setup::origin_ca(ctx, &namespace, spec.origin_ca_pool.as_deref()).await?;
+    let facts = TunnelFacts {
+        tunnel_id: resolved.tunnel_id.clone(),
+        tunnel_name: resolved.tunnel_name.clone(),
+        credentials: resolved.credentials.clone(),
+        origin_ca_pem,
+    };
+    let input = tunnel_input(identity, spec, facts, routes.routes);
+    let rendered = render::render_all(&input, &render_options(&ctx.options.cloudflared_image))?;
+    apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
+    status::ensure_labels(obj, ctx, &input).await?;
+    status::report_ready(obj, ctx, &resolved, &routes.entries).await?;
+    if let Some(wait) = go_cluster_workload::retire(obj, ctx, &input.identity).await? {
+        return Ok(wait);
+    }
+    Ok(match ctx.drift_requeue(&obj.uid().unwrap_or_default()) {
+        Some(wait) => Action::requeue(wait),
+        None => Action::await_change(),
+    })
+}

@@ -1,0 +1,190 @@
+//! How `cftunnel run` is wired, in one place.
+//!
+//! ```text
+//! process scope (every replica)
+//! ├── start-up: CRD check, webhook certificates, storage migration      (startup/)
+//! ├── ProcessCaches: Tunnels, ClusterTunnels, TunnelBindings, Services,
+//! │   namespaces — one watch each                                       (caches/)
+//! ├── webhook: admission from a view of those caches, /readyz, /metrics (run.rs, webhook/)
+//! └── elector: one term per leadership                                  (leader/)
+//!     └── term scope (leader only; cancelled and awaited when leadership ends)
+//!         ├── TermCaches: Secrets and ConfigMaps (metadata), cloudflared
+//!         │   Deployments and DaemonSets — one watch each               (caches/)
+//!         ├── route reconciler and its DNS task                         (routing/)
+//!         ├── Tunnel and ClusterTunnel controllers                      (controller/)
+//!         ├── Secret guard sweeps and retries                           (controller/secret_guard.rs)
+//!         └── checksum watcher                                          (checksum_watcher.rs)
+//! ```
+//!
+//! Everything long-lived is spawned through a [`Scope`], so it ends with its owner. Stop order
+//! (SIGTERM): the term ends first (reconcilers stop, every task of the term is awaited, the
+//! lease is released), then the webhook stops serving, then the process caches stop. The API
+//! client outlives all of them.
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use tokio::sync::mpsc;
+
+use crate::admission_view::serve::serve_webhook;
+use crate::caches::WatchScope;
+use crate::caches::{ProcessCaches, TermCaches, child_namespaces};
+use crate::leader::{LeaderElectionConfig, LeaderStatus, report_to_metrics, run_while_leading};
+use crate::metrics::Metrics;
+use crate::scope::Scope;
+use crate::term::{Context, ControllerOptions};
+use crate::tunnel_reconciler;
+use crate::webhook::WebhookConfig;
+
+/// How long the process caches and start-up tasks may take to stop at the end.
+const PROCESS_GRACE: Duration = Duration::from_secs(5);
+
+/// What `cftunnel run` needs once its arguments are read.
+pub struct Settings {
+    pub client: Client,
+    pub election: Option<LeaderElectionConfig>,
+    pub watch: WatchScope,
+    pub webhook: WebhookConfig,
+    pub options: ControllerOptions,
+    pub startup: crate::startup::StartupArgs,
+}
+
+/// Runs every part of `cftunnel run` until `shutdown` resolves (or the webhook fails), then
+/// stops them in order.
+pub async fn run(
+    settings: Settings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let Settings {
+        client,
+        election,
+        watch,
+        webhook,
+        options,
+        startup,
+    } = settings;
+    let process = Scope::root("process");
+    let metrics = Metrics::process();
+    crate::startup::prepare(
+        &process,
+        &client,
+        &startup,
+        &webhook.cert_file,
+        &webhook.key_file,
+    )
+    .await?;
+    let caches = ProcessCaches::start(&process, &client, &watch, &metrics);
+    let (stop_webhook, webhook_stopped) = tokio::sync::oneshot::channel::<()>();
+    let handle = serve_webhook(
+        &process,
+        caches.clone(),
+        webhook,
+        metrics.clone(),
+        async move {
+            let _ = webhook_stopped.await;
+        },
+    )
+    .await?;
+    let leader = LeaderStatus::new();
+    process.spawn(
+        "leader-metrics",
+        report_to_metrics(leader.clone(), handle.metrics().clone()),
+    );
+    tracing::info!(https = %handle.https_addr(), health = %handle.health_addr(), "cftunnel is serving");
+    let until_stopped = {
+        let process = process.clone();
+        async move {
+            tokio::select! {
+                () = shutdown => {}
+                () = process.cancelled() => {}
+            }
+        }
+    };
+    let elector = run_while_leading(
+        client.clone(),
+        election,
+        leader,
+        process.clone(),
+        until_stopped,
+        move |term| {
+            run_term(
+                term,
+                client.clone(),
+                options.clone(),
+                watch.clone(),
+                caches.clone(),
+                metrics.clone(),
+            )
+        },
+    );
+    let served = handle.join();
+    tokio::pin!(elector, served);
+    let (elected, served) = tokio::select! {
+        elected = &mut elector => {
+            let _ = stop_webhook.send(());
+            (elected, served.await)
+        }
+        served = &mut served => {
+            // The webhook ended on its own: stop leading and end the process with its error.
+            process.cancel();
+            (elector.await, served)
+        }
+    };
+    process.shutdown(PROCESS_GRACE).await;
+    served?;
+    elected?;
+    Ok(())
+}
+
+/// One leadership term: the term's caches, the route reconciler, both tunnel controllers, the
+/// Secret guard and the checksum watcher, all spawned in `term`. Returns when `term` ends.
+pub async fn run_term(
+    term: Scope,
+    client: Client,
+    options: ControllerOptions,
+    watch: WatchScope,
+    caches: ProcessCaches,
+    metrics: Arc<Metrics>,
+) {
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        options,
+        watch,
+        term.clone(),
+        metrics.clone(),
+    ));
+    let namespaces = child_namespaces(&ctx.scope, &ctx.options.cluster_resource_namespace);
+    let children = TermCaches::start(&term, &client, &namespaces, &metrics);
+    tunnel_reconciler::start_secret_guard(&ctx);
+    term.spawn(
+        "checksum-watcher",
+        crate::checksum_watcher::run(client, children.clone(), metrics),
+    );
+    term.spawn(
+        "access-tunnels",
+        tunnel_reconciler::access::run(ctx.clone(), children.clone()),
+    );
+    let (route_tx, route_rx) = mpsc::unbounded_channel();
+    futures::join!(
+        crate::route_reconciler::run(ctx.clone(), caches.clone(), route_tx),
+        tunnel_reconciler::run_controllers(
+            ctx,
+            caches.tunnels.clone(),
+            caches.cluster_tunnels.clone(),
+            children,
+            route_rx
+        ),
+    );
+}
+
+/// The reconcilers alone, without election or webhook (tests, the demo): their own process
+/// caches and term, all stopped when this future is dropped (aborting its task is enough).
+pub async fn run_reconcilers(client: Client, options: ControllerOptions, watch: WatchScope) {
+    let process = Scope::root("reconcilers");
+    let _stop_on_drop = process.cancel_on_drop();
+    let metrics = Metrics::process();
+    let caches = ProcessCaches::start(&process, &client, &watch, &metrics);
+    let term = process.child("term");
+    run_term(term, client, options, watch, caches, metrics).await;
+}
