@@ -8,6 +8,16 @@
 #   scripts/test.sh --test node    # arguments go to cargo test
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The tests check rendered configs, path rules and the image against a real cloudflared: find it
+# before building anything (the variable, then PATH), or say in one line how to get one.
+if [ -z "${CFTUNNEL_CLOUDFLARED:-}" ] && command -v cloudflared >/dev/null; then
+  CFTUNNEL_CLOUDFLARED=$(command -v cloudflared)
+fi
+if [ -z "${CFTUNNEL_CLOUDFLARED:-}" ] || [ ! -x "$CFTUNNEL_CLOUDFLARED" ]; then
+  echo "scripts/test.sh: no cloudflared${CFTUNNEL_CLOUDFLARED:+ at $CFTUNNEL_CLOUDFLARED}: download cloudflared-linux-amd64 from https://github.com/cloudflare/cloudflared/releases, make it executable and run CFTUNNEL_CLOUDFLARED=/path/to/cloudflared scripts/test.sh" >&2
+  exit 2
+fi
+export CFTUNNEL_CLOUDFLARED
 scripts/install-node-deps.sh >&2
 scripts/install-image-deps.sh >&2
 bin_dir=$(scripts/build-control-plane.sh | tail -n 1)

@@ -5,15 +5,17 @@
 //! ├── start-up: CRD check, webhook certificates, storage migration      (startup/)
 //! ├── ProcessCaches: Tunnels, ClusterTunnels, TunnelBindings, Services,
 //! │   namespaces — one watch each                                       (caches/)
-//! ├── webhook: admission from a view of those caches, /readyz, /metrics (run.rs, webhook/)
+//! ├── webhook: admission from a view of those caches, /readyz, /metrics (admission_view/, webhook/)
 //! └── elector: one term per leadership                                  (leader/)
 //!     └── term scope (leader only; cancelled and awaited when leadership ends)
 //!         ├── TermCaches: Secrets and ConfigMaps (metadata), cloudflared
 //!         │   Deployments and DaemonSets — one watch each               (caches/)
-//!         ├── route reconciler and its DNS task                         (routing/)
-//!         ├── Tunnel and ClusterTunnel controllers                      (controller/)
-//!         ├── Secret guard sweeps and retries                           (controller/secret_guard.rs)
+//!         ├── route reconciler                                          (route_reconciler/)
+//!         ├── its DNS task                                              (dns_sync/)
+//!         ├── Tunnel, ClusterTunnel and AccessTunnel controllers        (tunnel_reconciler/)
+//!         ├── Secret guard sweeps and retries                           (tunnel_reconciler/secret_guard.rs)
 //!         └── checksum watcher                                          (checksum_watcher.rs)
+//!     all of them sharing one Context                                   (term/)
 //! ```
 //!
 //! Everything long-lived is spawned through a [`Scope`], so it ends with its owner. Stop order

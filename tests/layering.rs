@@ -306,3 +306,65 @@ fn each_crate_depends_only_on_the_crates_below_it() {
         );
     }
 }
+
+/// The modules a "bottom up" list of docs/design.md names, in its order: each bullet's
+/// backticked names before its dash.
+fn documented_order(design: &str, heading: &str) -> Vec<String> {
+    let start = design
+        .find(heading)
+        .unwrap_or_else(|| panic!("docs/design.md has no list {heading:?}"));
+    let mut order = Vec::new();
+    for line in design[start + heading.len()..].lines().skip(1) {
+        let Some(item) = line.strip_prefix("- ") else {
+            break;
+        };
+        let names = item.split(" — ").next().unwrap_or_default();
+        for name in names.split(',') {
+            order.push(name.trim().trim_matches('`').to_string());
+        }
+    }
+    order
+}
+
+#[test]
+fn the_design_lists_every_module_in_an_order_no_use_goes_against() {
+    let design = std::fs::read_to_string(root().join("docs/design.md")).expect("docs/design.md");
+    let mut wrong = Vec::new();
+    for (heading, dir) in [
+        ("`cftunnel-policy`, bottom up:", "crates/policy"),
+        ("`cftunnel` (the operator), bottom up:", "."),
+    ] {
+        let order = documented_order(&design, heading);
+        let src = root().join(dir).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let mut modules: Vec<String> = files
+            .iter()
+            .filter_map(|f| module_of(&src, f).first().cloned())
+            .collect();
+        modules.sort();
+        modules.dedup();
+        let mut listed = order.clone();
+        listed.sort();
+        if listed != modules {
+            wrong.push(format!(
+                "{heading} lists {listed:?}, the crate has {modules:?}"
+            ));
+        }
+        let position = |m: &str| order.iter().position(|o| o == m);
+        for (from, to) in module_graph(&src) {
+            for (target, file) in to {
+                if let (Some(a), Some(b)) = (position(&from), position(&target))
+                    && b > a
+                {
+                    let shown = file.strip_prefix(root()).unwrap_or(&file).to_path_buf();
+                    wrong.push(format!(
+                        "{heading}: {from} uses {target}, listed above it ({})",
+                        shown.display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

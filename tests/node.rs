@@ -4,7 +4,7 @@
 //! after a normal end and after a SIGKILL.
 //!
 //! Each test re-executes this binary under `unshare --net --mount` (see
-//! `testenv::node::namespace`). The scenarios share one node and run in order in that child:
+//! `cftunnel_testenv::node::namespace`). The scenarios share one node and run in order in that child:
 //! the kustomize install is uninstalled before the Helm install starts.
 //!
 //! Needs: the Kubernetes binaries (`scripts/build-control-plane.sh`), the node packages

@@ -83,7 +83,7 @@ fn own_zone(r: &TunnelRecord) -> Option<(String, AccountZone)> {
     ))
 }
 
-/// Another object runs the tunnel this one names (`controller/claims.rs`): its records go.
+/// Another object runs the tunnel this one names (`term/claims.rs`): its records go.
 fn runs_another_objects_tunnel(r: &TunnelRecord) -> bool {
     find_ready(r.status.conditions.as_ref())
         .is_some_and(|c| c.reason == ReadyReason::TunnelIdConflict.as_str())

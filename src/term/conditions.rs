@@ -17,7 +17,7 @@ pub enum ReadyReason {
     TunnelNotFound,
     TunnelDeleted,
     TunnelNameConflict,
-    /// Another object runs the same Cloudflare tunnel id (`controller/claims.rs`).
+    /// Another object runs the same Cloudflare tunnel id (`term/claims.rs`).
     TunnelIdConflict,
     RemotelyManagedTunnel,
     CredentialsInvalid,

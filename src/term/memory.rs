@@ -1,7 +1,7 @@
 //! Per-object memory of the tunnel controllers (failure counts, drift schedule). An entry goes
 //! when its object does: the controllers follow their kinds' watch and, whenever an object
 //! leaves the store (deleted, or out of the watch's scope), keep only the entries of objects
-//! still in it (`forget_departed` in `controller/mod.rs`), so an object deleted without a last
+//! still in it (`forget_departed` in `tunnel_reconciler/departures.rs`), so an object deleted without a last
 //! reconcile (no finalizer, never converged) leaves nothing behind.
 use std::collections::HashMap;
 use std::time::Instant;

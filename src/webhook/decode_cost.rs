@@ -9,7 +9,7 @@
 //! over the bytes, allocating nothing, counts objects, members, array elements and string bytes,
 //! and [`decode_cost`] turns them into an upper estimate of the bytes held while decoding.
 //! The webhook reserves that estimate, weighed by what the endpoint does with the tree
-//! ([`Endpoint::cost_factor`]), from a fixed budget before decoding (see `routes.rs`).
+//! ([`Endpoint::cost_factor`]), from a fixed budget before decoding (see `handlers.rs`).
 use super::metrics::Endpoint;
 
 /// A non-empty object: one B-tree leaf of `serde_json::Map` (11 slots of a 24-byte key and a

@@ -1,5 +1,5 @@
 //! Leadership terms own what they start: re-election after re-election runs the real
-//! reconcilers (`process::run_term`) and leaves exactly the same watches and tasks behind.
+//! reconcilers (`wiring::run_term`) and leaves exactly the same watches and tasks behind.
 use std::time::Duration;
 
 use cftunnel::caches::ProcessCaches;
