@@ -47,7 +47,13 @@ pub async fn start_webhook(
     let process = Scope::root("webhook");
     let metrics = Metrics::process();
     let caches = ProcessCaches::start(&process, &client, scope, &metrics);
-    serve_webhook(&process, caches, config, metrics, shutdown).await
+    match serve_webhook(&process, caches, config, metrics, shutdown).await {
+        Ok(handle) => Ok(handle.owning(process)),
+        Err(error) => {
+            process.cancel();
+            Err(error)
+        }
+    }
 }
 
 /// Serves the webhook from `caches`; admission answers (and `/readyz`) wait until they have

@@ -99,6 +99,12 @@ where
             while let Some(event) = stream.next().await {
                 if let Err(e) = event {
                     metrics.watch_restarted(what);
+                    if is_expired(&e) {
+                        // 410 Gone: the resourceVersion fell out of the API server's window
+                        // (after a CRD update, say); the watcher relists, as the protocol wants.
+                        tracing::debug!(watch = what, error = %e, "watch expired; relisting");
+                        continue;
+                    }
                     tracing::warn!(watch = what, error = %e, "watch error; retrying with backoff");
                 }
             }
@@ -183,6 +189,11 @@ where
     K: Resource + Clone + Debug + serde::de::DeserializeOwned + Send + 'static,
 {
     watcher(api, config).default_backoff()
+}
+
+/// A watch ended by the API server with 410 Gone (`Expired`): not a failure.
+fn is_expired(error: &watcher::Error) -> bool {
+    matches!(error, watcher::Error::WatchError(status) if status.code == 410)
 }
 
 #[cfg(test)]

@@ -40,6 +40,8 @@ const H2_STREAM_WINDOW: u32 = 64 * 1024;
 const H2_CONNECTION_WINDOW: u32 = 128 * 1024;
 /// Requests at once on one HTTP/2 connection; the API server opens another connection past it.
 const H2_MAX_STREAMS: u32 = 64;
+/// How long the tasks of a scope the webhook owns get to stop after it.
+const OWNED_SCOPE_GRACE: Duration = Duration::from_secs(5);
 /// Pause after a failed accept (e.g. out of file descriptors) so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
@@ -53,6 +55,8 @@ pub struct ServingHandle {
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
     result: oneshot::Receiver<Result<(), WebhookError>>,
+    /// A scope that exists for this webhook alone (its caches), ended once it has stopped.
+    owned: Option<Scope>,
 }
 
 impl ServingHandle {
@@ -86,9 +90,21 @@ impl ServingHandle {
         self.stop.send_replace(true);
     }
 
-    /// Waits until both servers have stopped (or their scope was cancelled under them).
+    /// Ends `scope` (and everything in it) once the webhook has stopped: for a webhook that
+    /// runs with caches of its own.
+    pub fn owning(mut self, scope: Scope) -> Self {
+        self.owned = Some(scope);
+        self
+    }
+
+    /// Waits until both servers have stopped (or their scope was cancelled under them), then
+    /// ends the scope it owns, if any.
     pub async fn join(self) -> Result<(), WebhookError> {
-        self.task.await.map_err(WebhookError::Task)?;
+        let joined = self.task.await.map_err(WebhookError::Task);
+        if let Some(owned) = &self.owned {
+            owned.shutdown(OWNED_SCOPE_GRACE).await;
+        }
+        joined?;
         self.result.await.unwrap_or(Ok(()))
     }
 
@@ -180,6 +196,7 @@ pub async fn serve(
         stop,
         task,
         result,
+        owned: None,
     })
 }
 

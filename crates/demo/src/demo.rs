@@ -34,16 +34,20 @@ pub struct DemoArgs {
     pub log_file: Option<PathBuf>,
 }
 
+impl DemoArgs {
+    /// Where cftunnel's log goes.
+    pub fn log_path(&self) -> PathBuf {
+        self.log_file
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("cftunnel-demo.log"))
+    }
+}
+
 /// Hostnames the examples route, and so expect DNS records for.
 const ROUTED: [&str; 2] = ["web.example.com", "api.example.com"];
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
-    let log_file = args
-        .log_file
-        .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join("cftunnel-demo.log"));
-    cftunnel::telemetry::log_to_file(&log_file)
-        .with_context(|| format!("creating the log file {}", log_file.display()))?;
+    let log_file = args.log_path();
     println!(
         "cftunnel demo: starting a local control plane, the Cloudflare simulator and cftunnel"
     );

@@ -22,6 +22,11 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let log_file = cli.args.log_path();
+    if let Err(e) = telemetry::log_to_file(&log_file) {
+        eprintln!("error: creating the log file {}: {e}", log_file.display());
+        return ExitCode::FAILURE;
+    }
     telemetry::init(LogFormat::Text);
     cftunnel_testenv::install_crypto_provider();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

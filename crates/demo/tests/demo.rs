@@ -44,6 +44,19 @@ fn demo_converges_both_tunnels_refuses_the_invalid_manifest_and_prints_no_error_
         .filter(|l| l.contains("ERROR") || l.contains("WARN"))
         .collect();
     assert!(noisy.is_empty(), "the demo printed:\n{}", noisy.join("\n"));
+    let noisy_log: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.contains("ERROR") || l.contains("WARN"))
+        .collect();
+    assert!(
+        noisy_log.is_empty(),
+        "cftunnel logged during a clean demo run:\n{}",
+        noisy_log.join("\n")
+    );
+    assert!(
+        !logged.contains('\u{1b}'),
+        "the log file has terminal colour codes"
+    );
     assert!(
         !stdout.contains("demo-api-token")
             && !stderr.contains("demo-api-token")
