@@ -29,7 +29,7 @@ use cftunnel_policy::hardening::mutate::{
 };
 
 #[derive(Debug, thiserror::Error)]
-pub enum ChecksumError {
+pub(crate) enum ChecksumError {
     #[error("reading ConfigMap {namespace}/{name}: {source}")]
     ReadConfigMap {
         namespace: String,

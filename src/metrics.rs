@@ -59,7 +59,7 @@ impl Histogram {
 }
 
 /// The states of the tunnels of one kind, read from a controller's store at scrape time.
-pub type StateSource = Box<dyn Fn() -> Vec<&'static str> + Send + Sync>;
+pub(crate) type StateSource = Box<dyn Fn() -> Vec<&'static str> + Send + Sync>;
 
 #[derive(Default)]
 struct State {
@@ -121,21 +121,21 @@ impl Metrics {
     }
 
     /// One DNS record write; `action` is create, update, take_over or delete.
-    pub fn dns_written(&self, action: &'static str, succeeded: bool) {
+    pub(crate) fn dns_written(&self, action: &'static str, succeeded: bool) {
         let result = if succeeded { "success" } else { "error" };
         self.with(|s| *s.dns_writes.entry((action, result)).or_default() += 1);
     }
 
     /// A watch stream failed and restarts with backoff. `what` is a type name; its last path
     /// segment is the label.
-    pub fn watch_restarted(&self, what: &str) {
+    pub(crate) fn watch_restarted(&self, what: &str) {
         let kind = short_type_name(what);
         self.with(|s| *s.watch_restarts.entry(kind).or_default() += 1);
     }
 
     /// Counts a controller event that is a failed watch of its queue (the controller restarts
     /// it).
-    pub fn controller_event<T, E1, E2>(
+    pub(crate) fn controller_event<T, E1, E2>(
         &self,
         kind: &str,
         result: &Result<T, kube::runtime::controller::Error<E1, E2>>,
@@ -150,7 +150,7 @@ impl Metrics {
 
     /// A share of the route gauge for one route loop, dropped with the loop (at the end of its
     /// term), so a deposed leader's routes and those of finished loops are never counted.
-    pub fn track_routes(self: &Arc<Self>) -> TrackedRoutes {
+    pub(crate) fn track_routes(self: &Arc<Self>) -> TrackedRoutes {
         let id = self.next_source.fetch_add(1, Ordering::Relaxed);
         self.with(|s| s.route_sources.insert(id, BTreeMap::new()));
         TrackedRoutes {
@@ -161,7 +161,7 @@ impl Metrics {
 
     /// Counts the tunnels of one kind by the states `source` reads, while the returned guard
     /// lives (the controller that owns the store holds it).
-    pub fn track_tunnels(
+    pub(crate) fn track_tunnels(
         self: &Arc<Self>,
         kind: TunnelKind,
         source: StateSource,
@@ -210,7 +210,7 @@ fn short_type_name(what: &str) -> String {
 
 /// One route loop's share of the route gauge; see [`Metrics::track_routes`].
 #[derive(Debug)]
-pub struct TrackedRoutes {
+pub(crate) struct TrackedRoutes {
     metrics: Arc<Metrics>,
     id: u64,
 }
@@ -232,7 +232,7 @@ impl Drop for TrackedRoutes {
 
 /// Unregisters a store from the tunnel gauge when dropped.
 #[derive(Debug)]
-pub struct TrackedTunnels {
+pub(crate) struct TrackedTunnels {
     metrics: Arc<Metrics>,
     id: u64,
 }

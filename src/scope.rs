@@ -89,7 +89,7 @@ impl Scope {
     }
 
     /// Counts one running watch stream while the returned guard lives.
-    pub fn watch_guard(&self) -> impl Send + Sync + 'static {
+    pub(crate) fn watch_guard(&self) -> impl Send + Sync + 'static {
         Live::enter(&self.counters, Kind::Watch)
     }
 
@@ -109,7 +109,7 @@ impl Scope {
 
     /// Cancels this scope when the guard is dropped: a future that owns the guard stops its
     /// scope's tasks when it is aborted.
-    pub fn cancel_on_drop(&self) -> DropGuard {
+    pub(crate) fn cancel_on_drop(&self) -> DropGuard {
         self.token.clone().drop_guard()
     }
 

@@ -57,7 +57,7 @@ pub enum LogFormat {
 /// failed connection at ERROR, the ones its own retries (429, 503, 504) and our watches' backoff
 /// then get past included, and without saying which request failed; a failure that stays is
 /// returned to the caller, which logs it with its context. So that layer is off unless asked for.
-pub const DEFAULT_FILTER: &str = "info,kube_client::client::builder=off";
+pub(crate) const DEFAULT_FILTER: &str = "info,kube_client::client::builder=off";
 
 /// Installs the global subscriber once; later calls are ignored (tests call it repeatedly).
 /// Colours only on a terminal: a pod's log, a CI log and the demo's log file get plain text.

@@ -15,7 +15,7 @@ use cftunnel_policy::rules::facts::{binding_claims, service_claims, tunnel_facts
 use cftunnel_types::TunnelKind;
 
 /// The admission view, built from the process-wide caches.
-pub struct ViewCache {
+pub(crate) struct ViewCache {
     caches: ProcessCaches,
     built: Mutex<(u64, Arc<AdmissionView>)>,
 }

@@ -17,7 +17,7 @@ use crate::webhook::{self, Policy, Readiness, ServingHandle, WebhookConfig, Webh
 use cftunnel_policy::admission::review;
 
 /// The admission policy: pure rules over the cached view.
-pub struct CachedPolicy {
+pub(crate) struct CachedPolicy {
     cache: Arc<ViewCache>,
 }
 
@@ -58,7 +58,7 @@ pub async fn start_webhook(
 
 /// Serves the webhook from `caches`; admission answers (and `/readyz`) wait until they have
 /// listed.
-pub async fn serve_webhook(
+pub(crate) async fn serve_webhook(
     process: &Scope,
     caches: ProcessCaches,
     config: WebhookConfig,

@@ -30,7 +30,7 @@ pub fn undecodable_objects() -> u64 {
 /// A watch of `K` in `namespace` (`None`: all namespaces, or a cluster-scoped kind) whose
 /// events carry only the objects that decode. `store` is the store these events feed: a
 /// deleted object that no longer decodes is deleted by its stored version.
-pub fn tolerant<K>(
+pub(crate) fn tolerant<K>(
     client: &Client,
     namespace: Option<&str>,
     config: watcher::Config,

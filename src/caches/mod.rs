@@ -131,7 +131,7 @@ impl ProcessCaches {
     }
 
     /// Wakes on every event of any of these watches.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
         self.generation.subscribe()
     }
 }
@@ -238,7 +238,7 @@ const ANNOTATION_PREFIX: &str = "cfargotunnel.com/";
 
 /// Keeps what routes and admission read of a Service: identity, labels, cftunnel's
 /// annotations, ports.
-pub fn strip_service(service: &mut Service) {
+pub(crate) fn strip_service(service: &mut Service) {
     let meta = &mut service.metadata;
     meta.managed_fields = None;
     if let Some(annotations) = meta.annotations.as_mut() {

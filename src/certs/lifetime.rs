@@ -10,10 +10,10 @@ use x509_parser::prelude::{FromDer as _, GeneralName, X509Certificate};
 /// A certificate is replaced once less than `1 / RENEW_DIVISOR` of its lifetime remains: a
 /// one-year serving certificate after eight months, a ten-year CA after six years and eight
 /// months (its successor is trusted beside it until it expires).
-pub const RENEW_DIVISOR: i64 = 3;
+pub(crate) const RENEW_DIVISOR: i64 = 3;
 
 /// At most this many CAs in a trust bundle: the current one and the one it replaced.
-pub const MAX_BUNDLE_CAS: usize = 2;
+pub(crate) const MAX_BUNDLE_CAS: usize = 2;
 
 /// What one certificate says about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +28,7 @@ pub struct CertFacts {
 
 /// Why a certificate (or the CA) is replaced now. Never carries key material.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RenewReason {
+pub(crate) enum RenewReason {
     /// There is none yet.
     Missing,
     /// The stored PEM does not parse, or its key does not parse.
@@ -92,7 +92,7 @@ fn facts(block: &Pem) -> Option<CertFacts> {
 }
 
 /// Whether a certificate valid from `facts.not_before` to `facts.not_after` is due at `now`.
-pub fn lifetime_renewal(facts: &CertFacts, now: Timestamp) -> Option<RenewReason> {
+pub(crate) fn lifetime_renewal(facts: &CertFacts, now: Timestamp) -> Option<RenewReason> {
     let (start, end, now) = (
         facts.not_before.as_second(),
         facts.not_after.as_second(),
@@ -106,7 +106,7 @@ pub fn lifetime_renewal(facts: &CertFacts, now: Timestamp) -> Option<RenewReason
 }
 
 /// Whether the CA in `ca_pem` must be replaced at `now`.
-pub fn ca_renewal(ca_pem: Option<&str>, now: Timestamp) -> Option<RenewReason> {
+pub(crate) fn ca_renewal(ca_pem: Option<&str>, now: Timestamp) -> Option<RenewReason> {
     let Some(pem) = ca_pem else {
         return Some(RenewReason::Missing);
     };
@@ -118,13 +118,13 @@ pub fn ca_renewal(ca_pem: Option<&str>, now: Timestamp) -> Option<RenewReason> {
 
 /// A stored serving pair, as PEM.
 #[derive(Clone, Copy)]
-pub struct StoredPair<'a> {
+pub(crate) struct StoredPair<'a> {
     pub cert_pem: &'a str,
     pub key_pem: &'a str,
 }
 
 /// Whether the serving pair must be re-issued by the CA `ca_pem` for `hosts` at `now`.
-pub fn serving_renewal(
+pub(crate) fn serving_renewal(
     pair: Option<StoredPair<'_>>,
     ca_pem: &str,
     hosts: &[String],
@@ -169,7 +169,7 @@ pub fn signed_by(cert_pem: &str, ca_pem: &str) -> bool {
 /// The trust bundle: `current` first, then CAs of `previous` that are still valid at `now`
 /// and differ from `current`, at most [`MAX_BUNDLE_CAS`] in all. During a CA rotation this keeps
 /// the replaced CA trusted, so certificates it signed stay valid until they are re-issued.
-pub fn trust_bundle(current: &str, previous: &str, now: Timestamp) -> String {
+pub(crate) fn trust_bundle(current: &str, previous: &str, now: Timestamp) -> String {
     let current_der = Pem::iter_from_buffer(current.as_bytes())
         .next()
         .and_then(Result::ok)

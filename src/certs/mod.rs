@@ -42,9 +42,9 @@ pub use store::{CaMaterial, ensure_ca, ensure_serving};
 /// Field manager of the certificate Secrets and of `caBundle`.
 pub const FIELD_MANAGER: &str = "cftunnel-certs";
 /// CA lifetime: long, so rotations are rare.
-pub const CA_VALIDITY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+pub(crate) const CA_VALIDITY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 /// Serving certificate lifetime.
-pub const SERVING_VALIDITY: Duration = Duration::from_secs(365 * 24 * 3600);
+pub(crate) const SERVING_VALIDITY: Duration = Duration::from_secs(365 * 24 * 3600);
 /// How often a replica re-checks its certificates and the injected bundle.
 pub const DEFAULT_CHECK_INTERVAL: Duration = Duration::from_secs(10 * 60);
 /// Reads and writes of one Secret before a pass gives up and retries later.
@@ -195,7 +195,7 @@ impl CertManager {
     }
 
     /// One pass, then the pair written to `files` when it differs from what they hold.
-    pub async fn reconcile_into(&self, files: &TlsFiles) -> Result<(), CertError> {
+    pub(crate) async fn reconcile_into(&self, files: &TlsFiles) -> Result<(), CertError> {
         let pair = self.reconcile(Timestamp::now()).await?;
         let files = files.clone();
         let cert = files.cert.clone();

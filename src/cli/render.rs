@@ -20,17 +20,17 @@ use cftunnel_policy::validate::{DEFAULT_NAMESPACE, EXIT_UNREADABLE, read_or_repo
 use cftunnel_types::TunnelKind;
 
 /// Tunnel id rendered when the input carries no `status.tunnelId`.
-pub const PLACEHOLDER_TUNNEL_ID: &str = "00000000-0000-0000-0000-000000000000";
+pub(crate) const PLACEHOLDER_TUNNEL_ID: &str = "00000000-0000-0000-0000-000000000000";
 /// Owner uid rendered when the input carries no `metadata.uid`.
-pub const PLACEHOLDER_UID: &str = "00000000-0000-0000-0000-000000000000";
+pub(crate) const PLACEHOLDER_UID: &str = "00000000-0000-0000-0000-000000000000";
 /// Account tag rendered when neither status nor spec names the account id.
-pub const PLACEHOLDER_ACCOUNT: &str = "00000000000000000000000000000000";
+pub(crate) const PLACEHOLDER_ACCOUNT: &str = "00000000000000000000000000000000";
 /// Stands in for the tunnel secret, which only the cluster holds.
 pub const REDACTED: &str = "REDACTED";
 
 /// Settings of one `render` run.
 #[derive(Clone, Debug)]
-pub struct RenderSettings {
+pub(crate) struct RenderSettings {
     pub cluster_resource_namespace: String,
     pub cloudflared_image: String,
 }

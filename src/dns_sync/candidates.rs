@@ -131,7 +131,7 @@ impl Reader<'_> {
     }
 
     /// Every record at `name` (any type): the re-read after a create found the name taken.
-    pub async fn at_name(&mut self, name: &str) -> Result<Vec<DnsRecord>, CloudflareError> {
+    pub(crate) async fn at_name(&mut self, name: &str) -> Result<Vec<DnsRecord>, CloudflareError> {
         let mut filter = self.filter(None);
         filter.name = Some(name.to_string());
         self.walk(&filter, None).await

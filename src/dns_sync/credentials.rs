@@ -97,7 +97,7 @@ impl Resolved {
     }
 
     /// The credential a group is written with, or why there is none.
-    pub fn for_group(&self, key: &CredentialKey) -> Result<&Credentials, String> {
+    pub(crate) fn for_group(&self, key: &CredentialKey) -> Result<&Credentials, String> {
         match key {
             CredentialKey::Credential(fingerprint) => self
                 .credentials

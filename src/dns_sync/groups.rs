@@ -34,7 +34,7 @@ use cftunnel_policy::rules::route::in_domain;
 use cftunnel_types::TunnelIdentity;
 
 /// The condition reason of a hostname that no zone of the account holds.
-pub const REASON_DNS_NO_ZONE: &str = "DNSZoneNotFound";
+pub(crate) const REASON_DNS_NO_ZONE: &str = "DNSZoneNotFound";
 
 /// Tunnels sharing one zone and one API credential are synced together
 /// (`crate::dns_sync::credentials`).

@@ -14,7 +14,7 @@ use cftunnel_types::{ClusterTunnel, Tunnel};
 
 /// The JSON patch dropping `cleared` zone ids from `status.previousZones`, applied only if the
 /// list is still the one read (a test op), so a zone recorded meanwhile is never lost.
-pub fn release_patch(record: &TunnelRecord, cleared: &[&str]) -> Option<json_patch::Patch> {
+pub(crate) fn release_patch(record: &TunnelRecord, cleared: &[&str]) -> Option<json_patch::Patch> {
     let current = record.status.previous_zones.as_ref()?;
     let left: Vec<_> = current
         .iter()

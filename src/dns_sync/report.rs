@@ -129,7 +129,7 @@ pub struct ZoneDnsReport {
 
 impl ZoneDnsReport {
     /// Counts this sync's writes in the metrics, by action and result.
-    pub fn count_writes(&self, metrics: &Metrics) {
+    pub(crate) fn count_writes(&self, metrics: &Metrics) {
         for tunnel in &self.tunnels {
             for written in &tunnel.written {
                 metrics.dns_written(written.kind.metric_label(), true);

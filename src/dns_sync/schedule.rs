@@ -35,8 +35,8 @@ pub struct DnsProblem {
     pub message: String,
 }
 
-pub const REASON_DNS_CONFLICT: &str = "DNSConflict";
-pub const REASON_DNS_ERROR: &str = "DNSError";
+pub(crate) const REASON_DNS_CONFLICT: &str = "DNSConflict";
+pub(crate) const REASON_DNS_ERROR: &str = "DNSError";
 
 struct GroupState {
     input: ZoneDns,
@@ -172,7 +172,7 @@ impl DnsSync {
     }
 
     /// When the next retry or drift sync is due.
-    pub fn next_due(&self) -> Option<Instant> {
+    pub(crate) fn next_due(&self) -> Option<Instant> {
         self.groups.values().filter_map(|g| g.due).min()
     }
 

@@ -21,10 +21,10 @@ use cftunnel_types::TunnelIdentity;
 /// round writes all that arrived since the last, up to the plan's batch size), well inside
 /// Cloudflare's budget, and no record waits more than a few seconds past the interval. At 5 s
 /// the same stream cost twice the rounds (40 requests when the creates were slow).
-pub const DNS_COALESCE: Duration = Duration::from_secs(10);
+pub(crate) const DNS_COALESCE: Duration = Duration::from_secs(10);
 
 /// What the DNS task syncs: a route table and the tunnels as they were when it was computed.
-pub struct DnsInput {
+pub(crate) struct DnsInput {
     pub table: Arc<RouteTable>,
     pub records: Vec<TunnelRecord>,
     /// Tunnels with a binding being deleted: their group is synced even right after a start.
@@ -32,7 +32,7 @@ pub struct DnsInput {
 }
 
 /// The DNS task: syncs on every new input, and when a retry or drift sync comes due.
-pub async fn run_dns(
+pub(crate) async fn run_dns(
     ctx: Arc<Context>,
     mut input: watch::Receiver<Option<Arc<DnsInput>>>,
     view: watch::Sender<Arc<DnsView>>,

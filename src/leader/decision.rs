@@ -46,14 +46,14 @@ pub struct Observed {
 
 impl Observed {
     /// The holder, if the lease names one and it changed within its duration before `now`.
-    pub fn live_holder(&self, now: Instant) -> Option<&str> {
+    pub(crate) fn live_holder(&self, now: Instant) -> Option<&str> {
         let unchanged_for = now.saturating_duration_since(self.since);
         (!self.record.holder.is_empty() && unchanged_for < self.record.lease_duration())
             .then_some(self.record.holder.as_str())
     }
 
     /// How long until the holder may be considered gone (zero once it is).
-    pub fn expires_in(&self, now: Instant) -> Duration {
+    pub(crate) fn expires_in(&self, now: Instant) -> Duration {
         (self.since + self.record.lease_duration()).saturating_duration_since(now)
     }
 }
@@ -66,7 +66,7 @@ pub struct Observer {
 
 impl Observer {
     /// Notes what a read returned at `now` (`None`: the lease does not exist).
-    pub fn observe(&mut self, record: Option<LeaseRecord>, now: Instant) {
+    pub(crate) fn observe(&mut self, record: Option<LeaseRecord>, now: Instant) {
         self.current = match (self.current.take(), record) {
             (Some(previous), Some(record)) if previous.record == record => Some(previous),
             (_, Some(record)) => Some(Observed { record, since: now }),

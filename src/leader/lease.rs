@@ -96,11 +96,11 @@ fn spec_with(spec: LeaseSpec, record: &LeaseRecord) -> LeaseSpec {
 }
 
 /// Whether an API error is a lost write race (409 Conflict or AlreadyExists).
-pub fn is_conflict(error: &kube::Error) -> bool {
+pub(crate) fn is_conflict(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 409)
 }
 
 /// Whether reading failed because this identity may not read it (403 Forbidden).
-pub fn is_forbidden(error: &kube::Error) -> bool {
+pub(crate) fn is_forbidden(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 403)
 }

@@ -43,11 +43,11 @@ pub use status::{LeaderState, LeaderStatus, report_to_metrics};
 /// Name of the Lease the Go cloudflare-operator (controller-runtime) elects its leader on.
 pub const GO_OPERATOR_LEASE: &str = "9f193cf8.cfargotunnel.com";
 /// Namespace the Go operator ran in by default.
-pub const DEFAULT_GO_OPERATOR_NAMESPACE: &str = "cloudflare-operator-system";
+pub(crate) const DEFAULT_GO_OPERATOR_NAMESPACE: &str = "cloudflare-operator-system";
 /// Name of cftunnel's own Lease.
 pub const DEFAULT_LEASE_NAME: &str = "cftunnel-leader";
 /// Namespace used when the pod's own namespace cannot be read.
-pub const FALLBACK_NAMESPACE: &str = "cftunnel-system";
+pub(crate) const FALLBACK_NAMESPACE: &str = "cftunnel-system";
 /// Where Kubernetes mounts the pod's namespace.
 const SERVICE_ACCOUNT_NAMESPACE_FILE: &str =
     "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -148,7 +148,7 @@ pub enum LeaderConfigError {
 
 /// The pod name (`POD_NAME`, else `HOSTNAME`, else the kernel's host name) plus a random
 /// suffix, so a restarted pod with the same name is a new holder.
-pub fn default_identity() -> String {
+pub(crate) fn default_identity() -> String {
     let name = ["POD_NAME", "HOSTNAME"]
         .iter()
         .filter_map(|var| std::env::var(var).ok())

@@ -50,7 +50,7 @@ impl LeaderStatus {
     }
 
     /// A receiver notified on every change.
-    pub fn subscribe(&self) -> watch::Receiver<LeaderState> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<LeaderState> {
         self.state.subscribe()
     }
 

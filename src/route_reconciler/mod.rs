@@ -26,7 +26,7 @@ use cftunnel_policy::routes::{RouteTable, changed_tunnels, compute_routes};
 use cftunnel_types::TunnelIdentity;
 
 /// Quiet time after a change before routes are recomputed: a burst becomes one render.
-pub const DEBOUNCE: Duration = Duration::from_millis(500);
+pub(crate) const DEBOUNCE: Duration = Duration::from_millis(500);
 
 /// Runs until its term ends (the DNS task is spawned in `ctx.term`). `triggers` receives the
 /// tunnels whose routes changed.

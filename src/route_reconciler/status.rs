@@ -24,12 +24,12 @@ use cftunnel_types::{TunnelIdentity, TunnelKind};
 
 /// Remembers what was last reported on Services, so each change gives one Event.
 #[derive(Default)]
-pub struct StatusWriter {
+pub(crate) struct StatusWriter {
     reported: HashMap<SourceRef, (String, String)>,
 }
 
 /// The tunnel a binding names (kind in any case; a Tunnel in the binding's namespace).
-pub fn binding_tunnel(binding: &TunnelBinding) -> Option<TunnelIdentity> {
+pub(crate) fn binding_tunnel(binding: &TunnelBinding) -> Option<TunnelIdentity> {
     let kind = TunnelKind::parse(&binding.spec.tunnel_ref.kind)?;
     Some(TunnelIdentity {
         kind,
@@ -75,7 +75,7 @@ fn ready_of(source: &SourceStatus, problems: &[DnsProblem]) -> (String, String, 
 }
 
 /// The status a binding should carry; `lastTransitionTime` moves only when `status` flips.
-pub fn binding_status(
+pub(crate) fn binding_status(
     binding: &TunnelBinding,
     source: &SourceStatus,
     problems: &[DnsProblem],
@@ -119,7 +119,7 @@ pub fn binding_status(
 /// lacks or carries with another value, as a merge patch of `metadata.labels` (a `null` removes a
 /// name label that can no longer name the tunnel); `None` when it carries them. New bindings get
 /// them from the mutating webhook; this labels those stored before it.
-pub fn missing_labels(
+pub(crate) fn missing_labels(
     binding: &TunnelBinding,
 ) -> Option<serde_json::Map<String, serde_json::Value>> {
     let current = binding.labels();

@@ -41,7 +41,7 @@ impl RouteCache {
     }
 
     /// Marks everything seen so far as handled.
-    pub fn mark_seen(&mut self) {
+    pub(crate) fn mark_seen(&mut self) {
         self.changes.borrow_and_update();
     }
 
@@ -105,7 +105,7 @@ impl RouteCache {
     }
 
     /// Every tunnel object, with what DNS needs.
-    pub fn tunnel_records(&self) -> Vec<TunnelRecord> {
+    pub(crate) fn tunnel_records(&self) -> Vec<TunnelRecord> {
         let mut out = Vec::new();
         for t in self.caches.tunnels.store().state() {
             let namespace = t.namespace().unwrap_or_default();

@@ -9,10 +9,10 @@ use kube::{Api, Client};
 use cftunnel_types::crds::{self, ConversionService};
 
 /// What to do about any problem found.
-pub const FIX: &str = "apply the CRDs of this cftunnel release (kubectl apply -k manifests/, or helm upgrade of the cftunnel chart, whose CRDs are templates)";
+pub(crate) const FIX: &str = "apply the CRDs of this cftunnel release (kubectl apply -k manifests/, or helm upgrade of the cftunnel chart, whose CRDs are templates)";
 
 /// cert-manager's CA injector overwrites `caBundle` of an object carrying this annotation.
-pub const CERT_MANAGER_INJECT: &str = "cert-manager.io/inject-ca-from";
+pub(crate) const CERT_MANAGER_INJECT: &str = "cert-manager.io/inject-ca-from";
 
 /// The problems of the installed `live` CRD compared with the `shipped` one (whose conversion
 /// calls `service`); empty when current.
@@ -88,7 +88,7 @@ pub fn problems(
 /// Reads every CRD of the group and logs, per stale CRD, one error line naming each problem
 /// and the fix. Returns the number of stale CRDs. Never fails: a check that cannot read the
 /// CRDs says so and lets cftunnel start.
-pub async fn check_installed_crds(client: &Client, service: &ConversionService) -> usize {
+pub(crate) async fn check_installed_crds(client: &Client, service: &ConversionService) -> usize {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut stale = 0;
     for shipped in crds::all(service) {

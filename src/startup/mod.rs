@@ -3,7 +3,7 @@
 //! available (self-managed mode: created, injected, written to the TLS files, then renewed in the
 //! background) and start the storage-version migration in the background — it depends on the
 //! conversion webhook, which only serves once this returns.
-pub mod crd_check;
+pub(crate) mod crd_check;
 pub mod migrate;
 
 use std::path::Path;
@@ -55,7 +55,7 @@ pub struct StartupArgs {
 
 impl StartupArgs {
     /// The conversion Service the CRDs should call.
-    pub fn conversion_service(&self) -> ConversionService {
+    pub(crate) fn conversion_service(&self) -> ConversionService {
         ConversionService {
             namespace: self.webhook_namespace.clone(),
             name: self.webhook_service.clone(),
@@ -64,7 +64,7 @@ impl StartupArgs {
     }
 
     /// Certificate settings for this webhook identity.
-    pub fn cert_settings(&self) -> CertSettings {
+    pub(crate) fn cert_settings(&self) -> CertSettings {
         CertSettings {
             namespace: self.webhook_namespace.clone(),
             service: self.webhook_service.clone(),

@@ -40,7 +40,7 @@ impl Rank {
 }
 
 /// The tunnel ids `obj` claims (lower-case): none while it is being deleted.
-pub fn claimed_ids<K: TunnelKindAdapter>(obj: &K) -> Vec<String> {
+pub(crate) fn claimed_ids<K: TunnelKindAdapter>(obj: &K) -> Vec<String> {
     if obj.meta().deletion_timestamp.is_some() {
         return Vec::new();
     }
@@ -48,7 +48,7 @@ pub fn claimed_ids<K: TunnelKindAdapter>(obj: &K) -> Vec<String> {
 }
 
 /// The tunnel ids `obj` names in status and spec (lower-case).
-pub fn named_ids<K: TunnelKindAdapter>(obj: &K) -> Vec<String> {
+pub(crate) fn named_ids<K: TunnelKindAdapter>(obj: &K) -> Vec<String> {
     let status = obj.tunnel_status().and_then(|s| s.tunnel_id.clone());
     let spec = obj.tunnel_spec().existing_tunnel.and_then(|e| e.id);
     let mut ids: Vec<String> = [status, spec]
@@ -92,7 +92,11 @@ impl Claims {
     }
 
     /// The object that runs `tunnel_id` instead of `obj`, if one ranks before it.
-    pub fn ahead_of<K: TunnelKindAdapter>(&self, obj: &K, tunnel_id: &str) -> Option<String> {
+    pub(crate) fn ahead_of<K: TunnelKindAdapter>(
+        &self,
+        obj: &K,
+        tunnel_id: &str,
+    ) -> Option<String> {
         let id = tunnel_id.trim().to_ascii_lowercase();
         let me = obj.route_identity();
         let rank = Rank::of(obj);
@@ -104,7 +108,7 @@ impl Claims {
     }
 
     /// The objects claiming one of `ids`, with their rank.
-    pub fn claimants(&self, ids: &[String]) -> Vec<(TunnelIdentity, Rank)> {
+    pub(crate) fn claimants(&self, ids: &[String]) -> Vec<(TunnelIdentity, Rank)> {
         self.all()
             .into_iter()
             .filter(|c| c.ids.iter().any(|id| ids.contains(id)))
@@ -114,7 +118,7 @@ impl Claims {
 }
 
 /// The `TunnelIdConflict` message of an object that does not run `tunnel_id`.
-pub fn conflict_message(tunnel_id: &str, winner: &str) -> String {
+pub(crate) fn conflict_message(tunnel_id: &str, winner: &str) -> String {
     format!(
         "Cloudflare tunnel {tunnel_id} is run by {winner} (a newTunnel owner comes first, then the oldest object); one tunnel is run by one object only: delete this object or point spec.existingTunnel at another tunnel"
     )

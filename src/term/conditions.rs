@@ -1,7 +1,7 @@
 //! The `Ready` condition and its typed reasons.
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
-pub const READY: &str = "Ready";
+pub(crate) const READY: &str = "Ready";
 
 /// Why a tunnel is (not) ready. The string form is the condition reason and the Event reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub fn ready_condition(
 }
 
 /// Replaces (or adds) the `Ready` entry, keeping other condition types.
-pub fn with_ready(conditions: Option<&Vec<Condition>>, ready: Condition) -> Vec<Condition> {
+pub(crate) fn with_ready(conditions: Option<&Vec<Condition>>, ready: Condition) -> Vec<Condition> {
     let mut out: Vec<Condition> = conditions
         .map(|c| c.iter().filter(|c| c.type_ != READY).cloned().collect())
         .unwrap_or_default();
@@ -93,7 +93,7 @@ pub fn with_ready(conditions: Option<&Vec<Condition>>, ready: Condition) -> Vec<
     out
 }
 
-pub fn find_ready(conditions: Option<&Vec<Condition>>) -> Option<&Condition> {
+pub(crate) fn find_ready(conditions: Option<&Vec<Condition>>) -> Option<&Condition> {
     conditions?.iter().find(|c| c.type_ == READY)
 }
 

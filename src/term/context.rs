@@ -17,7 +17,7 @@ use cftunnel_cloudflare::{CloudflareClient, CloudflareError, Credentials, RateLi
 pub const DEFAULT_CLUSTER_RESOURCE_NAMESPACE: &str = "cftunnel-tunnels";
 /// Default of `--deletion-pod-wait`: how long a deletion waits for cloudflared pods that
 /// still run.
-pub const DEFAULT_DELETION_POD_WAIT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_DELETION_POD_WAIT: Duration = Duration::from_secs(120);
 /// Default pinned cloudflared image.
 pub const DEFAULT_CLOUDFLARED_IMAGE: &str = "cloudflare/cloudflared:2026.11.0";
 
@@ -147,7 +147,7 @@ impl Context {
     }
 
     /// Records one more failure of `key` and returns the delay before the next attempt.
-    pub fn next_backoff(&self, key: &str) -> Duration {
+    pub(crate) fn next_backoff(&self, key: &str) -> Duration {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         let count = failures.bump(key);
         let factor = 2u32.saturating_pow(count.saturating_sub(1).min(16));
@@ -158,7 +158,7 @@ impl Context {
     }
 
     /// Forgets the failures of `key` after a success.
-    pub fn reset_backoff(&self, key: &str) {
+    pub(crate) fn reset_backoff(&self, key: &str) {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         failures.reset(key);
     }
@@ -172,7 +172,7 @@ impl Context {
     }
 
     /// Is a drift check of `uid` due now? The first sight only schedules one.
-    pub fn drift_due(&self, uid: &str) -> bool {
+    pub(crate) fn drift_due(&self, uid: &str) -> bool {
         if self.options.drift_interval.is_zero() {
             return false;
         }
@@ -181,14 +181,14 @@ impl Context {
     }
 
     /// Schedules the next drift check of `uid` one jittered interval from now.
-    pub fn drift_checked(&self, uid: &str) {
+    pub(crate) fn drift_checked(&self, uid: &str) {
         let next = Instant::now() + self.jittered_drift_interval();
         let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
         due.set(uid, next);
     }
 
     /// Time until the next drift check of `uid` (`None`: drift checks are off).
-    pub fn drift_requeue(&self, uid: &str) -> Option<Duration> {
+    pub(crate) fn drift_requeue(&self, uid: &str) -> Option<Duration> {
         if self.options.drift_interval.is_zero() {
             return None;
         }
@@ -198,14 +198,14 @@ impl Context {
     }
 
     /// Forgets `uid` once its object is gone.
-    pub fn forget_drift(&self, uid: &str) {
+    pub(crate) fn forget_drift(&self, uid: &str) {
         let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
         due.forget(uid);
     }
 
     /// Keeps the failure counts and drift schedules of live objects only: `keys` are their
     /// `Kind namespace/name`, `uids` their uids.
-    pub fn forget_all_but(&self, keys: &HashSet<String>, uids: &HashSet<String>) {
+    pub(crate) fn forget_all_but(&self, keys: &HashSet<String>, uids: &HashSet<String>) {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         failures.retain(|key| keys.contains(key));
         drop(failures);
@@ -229,7 +229,7 @@ impl Context {
     }
 
     /// The drift interval ±10 %, so many tunnels do not check in lockstep.
-    pub fn jittered_drift_interval(&self) -> Duration {
+    pub(crate) fn jittered_drift_interval(&self) -> Duration {
         use rand::Rng;
         let factor = rand::rng().random_range(0.9..=1.1);
         self.options.drift_interval.mul_f64(factor)

@@ -17,7 +17,7 @@ use cftunnel_types::CloudflareDetails;
 pub const PENDING_SECRET_KEY: &str = "tunnelSecret";
 
 /// What the API Secret holds; `Debug` is deliberately absent (it carries credentials).
-pub struct ApiSecret {
+pub(crate) struct ApiSecret {
     pub credentials: Credentials,
     /// A whole credentials.json of an existing tunnel.
     pub credential_file: Option<Vec<u8>>,
@@ -39,7 +39,7 @@ fn text(secret: &Secret, key: &str) -> Option<String> {
 }
 
 /// Reads the API Secret named by `spec.cloudflare.secret` in `namespace`.
-pub async fn read_api_secret(
+pub(crate) async fn read_api_secret(
     client: &Client,
     namespace: &str,
     details: &CloudflareDetails,
@@ -104,7 +104,7 @@ struct CredentialsFile {
 }
 
 /// Parses a credentials.json; errors never quote it.
-pub fn parse_credentials_file(bytes: &[u8]) -> Option<TunnelCredentials> {
+pub(crate) fn parse_credentials_file(bytes: &[u8]) -> Option<TunnelCredentials> {
     let file: CredentialsFile = serde_json::from_slice(bytes).ok()?;
     decode_secret(&file.tunnel_secret)?;
     Some(TunnelCredentials {
@@ -115,7 +115,7 @@ pub fn parse_credentials_file(bytes: &[u8]) -> Option<TunnelCredentials> {
 }
 
 /// The decoded bytes of a base64 tunnel secret, if it is long enough for cloudflared.
-pub fn decode_secret(secret_b64: &str) -> Option<Vec<u8>> {
+pub(crate) fn decode_secret(secret_b64: &str) -> Option<Vec<u8>> {
     STANDARD
         .decode(secret_b64.trim())
         .ok()
@@ -123,7 +123,7 @@ pub fn decode_secret(secret_b64: &str) -> Option<Vec<u8>> {
 }
 
 /// Credentials handed out by the token endpoint.
-pub fn from_token(token: &str) -> Result<TunnelCredentials, ReconcileError> {
+pub(crate) fn from_token(token: &str) -> Result<TunnelCredentials, ReconcileError> {
     let decoded = TunnelToken::decode(token).map_err(|_| {
         ReconcileError::blocked(
             ReadyReason::CredentialsInvalid,

@@ -36,14 +36,14 @@ impl DnsGuard {
     }
 
     /// Marks `tunnel_id` as being deleted: route syncs leave it out from now on.
-    pub fn retire(&self, tunnel_id: &str) {
+    pub(crate) fn retire(&self, tunnel_id: &str) {
         let now = Instant::now();
         let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
         retired.retain(|_, at| now.saturating_duration_since(*at) <= RETIRED_FOR);
         retired.insert(tunnel_id.to_string(), now);
     }
 
-    pub fn is_retired(&self, tunnel_id: &str) -> bool {
+    pub(crate) fn is_retired(&self, tunnel_id: &str) -> bool {
         let retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
         retired.contains_key(tunnel_id)
     }

@@ -58,7 +58,7 @@ impl ReconcileError {
 
     /// The same failure, reported on a deleting object: what blocks the deletion and how a user
     /// lets it finish when Cloudflare refuses for good.
-    pub fn while_deleting(self) -> Self {
+    pub(crate) fn while_deleting(self) -> Self {
         let reason = self.reason();
         ReconcileError::Blocked {
             reason,

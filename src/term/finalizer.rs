@@ -10,7 +10,7 @@ use crate::term::ReconcileError;
 use cftunnel_types::names::FINALIZER;
 
 /// The JSON patch adding `finalizer`; `None` when it is already there.
-pub fn add_patch(finalizers: &[String], finalizer: &str) -> Option<json_patch::Patch> {
+pub(crate) fn add_patch(finalizers: &[String], finalizer: &str) -> Option<json_patch::Patch> {
     if finalizers.iter().any(|f| f == finalizer) {
         return None;
     }
@@ -26,7 +26,7 @@ pub fn add_patch(finalizers: &[String], finalizer: &str) -> Option<json_patch::P
 }
 
 /// The JSON patch removing `finalizer` (only if still at the index seen); `None` when absent.
-pub fn remove_patch(finalizers: &[String], finalizer: &str) -> Option<json_patch::Patch> {
+pub(crate) fn remove_patch(finalizers: &[String], finalizer: &str) -> Option<json_patch::Patch> {
     let index = finalizers.iter().position(|f| f == finalizer)?;
     let path = format!("/metadata/finalizers/{index}");
     serde_json::from_value(json!([

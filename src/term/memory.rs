@@ -8,7 +8,7 @@ use std::time::Instant;
 
 /// Consecutive failures per object key (`Kind namespace/name`).
 #[derive(Debug, Default)]
-pub struct Failures {
+pub(crate) struct Failures {
     entries: HashMap<String, u32>,
 }
 
@@ -33,6 +33,7 @@ impl Failures {
         self.entries.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -40,13 +41,13 @@ impl Failures {
 
 /// When each object's next drift check is due, by uid.
 #[derive(Debug, Default)]
-pub struct DriftSchedule {
+pub(crate) struct DriftSchedule {
     due: HashMap<String, Instant>,
 }
 
 impl DriftSchedule {
     /// The due time of `uid`, scheduling `next` on first sight (`true`).
-    pub fn get_or_schedule(&mut self, uid: &str, next: Instant) -> (Instant, bool) {
+    pub(crate) fn get_or_schedule(&mut self, uid: &str, next: Instant) -> (Instant, bool) {
         match self.due.get(uid) {
             Some(at) => (*at, false),
             None => {
@@ -60,7 +61,7 @@ impl DriftSchedule {
         self.due.insert(uid.to_string(), at);
     }
 
-    pub fn forget(&mut self, uid: &str) {
+    pub(crate) fn forget(&mut self, uid: &str) {
         self.due.remove(uid);
     }
 
@@ -73,6 +74,7 @@ impl DriftSchedule {
         self.due.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.due.is_empty()
     }

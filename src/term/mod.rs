@@ -8,7 +8,7 @@ pub mod claims;
 pub mod conditions;
 pub mod context;
 pub mod credentials;
-pub mod dns_guard;
+pub(crate) mod dns_guard;
 mod error;
 pub mod events;
 pub mod finalizer;

@@ -30,7 +30,7 @@ pub struct ZoneIds {
 
 impl ZoneIds {
     /// The zone id of `domain`, from memory or from `lookup` (run once for concurrent callers).
-    pub async fn get_or_lookup<E, F, Fut>(
+    pub(crate) async fn get_or_lookup<E, F, Fut>(
         &self,
         credentials: &Credentials,
         account_id: &str,
@@ -63,10 +63,10 @@ type AccountKey = (String, String);
 type Listed = (Arc<Vec<AccountZone>>, Instant);
 
 /// A listed zone set is trusted this long; then the next sync lists again.
-pub const ZONE_LIST_MAX_AGE: Duration = Duration::from_secs(3600);
+pub(crate) const ZONE_LIST_MAX_AGE: Duration = Duration::from_secs(3600);
 /// A hostname in no listed zone lists the account again, at most this often per credential (a
 /// zone just added to the account is found within this delay, a typo costs one list a while).
-pub const ZONE_LIST_MIN_REFRESH: Duration = Duration::from_secs(60);
+pub(crate) const ZONE_LIST_MIN_REFRESH: Duration = Duration::from_secs(60);
 
 /// Every zone of an account as one credential sees it, listed once and kept (the DNS placement
 /// of hostnames reads it; see `cftunnel_policy::dns::place`). Refreshed after [`ZONE_LIST_MAX_AGE`], or on
@@ -125,7 +125,7 @@ impl ZoneLists {
 }
 
 /// Every zone of `account_id` the client's credential sees (all pages), names in lower case.
-pub async fn list_account_zones(
+pub(crate) async fn list_account_zones(
     cf: &CloudflareClient,
     account_id: &str,
 ) -> Result<Vec<AccountZone>, String> {

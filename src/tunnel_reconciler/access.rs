@@ -29,7 +29,7 @@ const RETRY: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct AccessError(String);
+pub(crate) struct AccessError(String);
 
 /// Runs until the term's scope, which spawned it, is cancelled. Its Deployments and Secrets
 /// come from the term's shared caches (`children`; the first entry of each is the watched

@@ -28,7 +28,7 @@ use cftunnel_policy::render::{ObjectNames, OwnerIdentity, RenderError, Rendered}
 use cftunnel_types::names::FIELD_MANAGER;
 
 /// A namespaced kind whose objects cftunnel applies and reads back.
-pub trait ManagedKind:
+pub(crate) trait ManagedKind:
     Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Debug + DeserializeOwned
 {
 }
@@ -42,7 +42,7 @@ impl<K> ManagedKind for K where
 }
 
 /// Fails with `NameConflict` when `name` exists and is not controlled by the object `uid`.
-pub async fn ensure_controlled<K>(
+pub(crate) async fn ensure_controlled<K>(
     ctx: &Context,
     namespace: &str,
     name: &str,
@@ -97,7 +97,7 @@ fn to_json<T: Serialize>(object: &T) -> Result<Value, ReconcileError> {
 }
 
 /// Checks every name first, then applies in order: Secret and ConfigMap before the Deployment.
-pub async fn apply_all(
+pub(crate) async fn apply_all(
     ctx: &Context,
     namespace: &str,
     uid: &str,
@@ -135,7 +135,7 @@ pub async fn apply_all(
 }
 
 /// The managed Secret holding only the pending tunnel secret (before the tunnel exists).
-pub async fn apply_pending_secret(
+pub(crate) async fn apply_pending_secret(
     ctx: &Context,
     identity: &OwnerIdentity,
     secret_b64: &str,

@@ -48,7 +48,7 @@ pub async fn reconcile<K: TunnelKindAdapter>(
 }
 
 /// Only reached when reporting a failure itself failed.
-pub fn error_policy<K: TunnelKindAdapter>(
+pub(crate) fn error_policy<K: TunnelKindAdapter>(
     obj: Arc<K>,
     error: &ReconcileError,
     ctx: Arc<Context>,

@@ -155,7 +155,7 @@ pub async fn cleanup<K: TunnelKindAdapter>(
 }
 
 /// Scales the object's own cloudflared Deployment (if any) to zero replicas.
-pub async fn scale_to_zero<K: TunnelKindAdapter>(
+pub(crate) async fn scale_to_zero<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
 ) -> Result<(), ReconcileError> {
@@ -226,7 +226,7 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
 }
 
 /// Has the user let this deletion finish without (all of) the clean-up on Cloudflare?
-pub fn abandons_cleanup<K: TunnelKindAdapter>(obj: &K) -> bool {
+pub(crate) fn abandons_cleanup<K: TunnelKindAdapter>(obj: &K) -> bool {
     obj.annotations()
         .get(ANNOTATION_ABANDON_CLEANUP)
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))

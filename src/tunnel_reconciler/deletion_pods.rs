@@ -19,7 +19,7 @@ use kube::ResourceExt;
 
 /// What the pods mean for a deletion at `now`.
 #[derive(Debug, PartialEq, Eq)]
-pub enum PodWait {
+pub(crate) enum PodWait {
     /// No pod runs a connector any more (or the wait is over).
     Done,
     /// These pods (sorted names) still run; the wait ends at `until`.
@@ -47,7 +47,7 @@ pub fn wait_until(
 }
 
 /// The wait for `pods` of an object whose deletion started at `deleted_at`.
-pub fn pod_wait(
+pub(crate) fn pod_wait(
     pods: &[Pod],
     deleted_at: Option<&Time>,
     bound: Duration,
@@ -73,7 +73,7 @@ pub fn pod_wait(
 }
 
 /// The `Ready` message while waiting.
-pub fn waiting_message(tunnel: &str, pods: &[String], until: jiff::Timestamp) -> String {
+pub(crate) fn waiting_message(tunnel: &str, pods: &[String], until: jiff::Timestamp) -> String {
     let shown: Vec<&str> = pods.iter().take(5).map(String::as_str).collect();
     let more = pods.len().saturating_sub(shown.len());
     let list = if more > 0 {

@@ -152,7 +152,7 @@ pub async fn zone(
 /// places them (the account's zone list, kept per credential). The latter finds records in
 /// other zones even when the DNS sync of this process never ran for the tunnel (a deletion
 /// right after a restart); a zone list that cannot be had finds none (logged).
-pub async fn other_zones(
+pub(crate) async fn other_zones(
     ctx: &Context,
     cf: &CloudflareClient,
     api_credentials: &cftunnel_cloudflare::Credentials,

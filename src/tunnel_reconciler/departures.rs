@@ -20,7 +20,7 @@ use cftunnel_types::{ClusterTunnel, Tunnel};
 use cftunnel_types::{TunnelIdentity, TunnelKind};
 
 /// Where objects to re-run are sent, per kind.
-pub struct Rerun {
+pub(crate) struct Rerun {
     pub tunnels: mpsc::UnboundedSender<ObjectRef<Tunnel>>,
     pub cluster_tunnels: mpsc::UnboundedSender<ObjectRef<ClusterTunnel>>,
 }
@@ -117,7 +117,7 @@ pub async fn follow(
 }
 
 /// Drops the failure counts and drift schedules of objects no longer in either store.
-pub fn forget_departed(ctx: &Context) {
+pub(crate) fn forget_departed(ctx: &Context) {
     let Some(claims) = ctx.claims.get() else {
         return;
     };

@@ -14,14 +14,14 @@ use cftunnel_cloudflare::CloudflareClient;
 use cftunnel_types::{TunnelSpec, TunnelStatus};
 
 /// Most ids kept in `status.previousTunnelIds` (the CRD bounds the list to this).
-pub const MAX_PREVIOUS_TUNNEL_IDS: usize = 10;
+pub(crate) const MAX_PREVIOUS_TUNNEL_IDS: usize = 10;
 
 fn non_empty(value: Option<&String>) -> Option<&str> {
     value.map(String::as_str).filter(|v| !v.is_empty())
 }
 
 /// `previous` with `id` appended (newest last), without repeats, bounded to the newest ten.
-pub fn push_previous(previous: Option<&Vec<String>>, id: &str) -> Vec<String> {
+pub(crate) fn push_previous(previous: Option<&Vec<String>>, id: &str) -> Vec<String> {
     let mut ids: Vec<String> = previous
         .into_iter()
         .flatten()

@@ -24,8 +24,8 @@ use cftunnel_policy::render::{ObjectNames, OwnerIdentity};
 use cftunnel_types::TunnelKind;
 
 /// Event reasons on the ClusterTunnel.
-pub const REASON_WAITING: &str = "WaitingToRetireGoDeployment";
-pub const REASON_RETIRED: &str = "RetiredGoDeployment";
+pub(crate) const REASON_WAITING: &str = "WaitingToRetireGoDeployment";
+pub(crate) const REASON_RETIRED: &str = "RetiredGoDeployment";
 
 /// Fallback re-check while waiting for our replica (our Deployment's status changes also
 /// trigger a reconcile through the children watch).
@@ -33,13 +33,13 @@ const WAIT_RECHECK: Duration = Duration::from_secs(30);
 
 /// The Go operator's Deployment name for this owner; `None` for a Tunnel, whose Deployment has
 /// the same name under both operators.
-pub fn go_deployment_name(identity: &OwnerIdentity) -> Option<&str> {
+pub(crate) fn go_deployment_name(identity: &OwnerIdentity) -> Option<&str> {
     (identity.kind == TunnelKind::ClusterTunnel).then_some(identity.name.as_str())
 }
 
 /// What to do with a Go Deployment found under the Go name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Retirement {
+pub(crate) enum Retirement {
     /// Absent, already being deleted, or not controlled by this ClusterTunnel (then it belongs
     /// to someone else, e.g. a same-named Tunnel in the cluster-resource namespace).
     Nothing,
@@ -74,7 +74,7 @@ pub fn decide(go: Option<&Deployment>, ours: Option<&Deployment>, owner_uid: &st
 
 /// After our objects are applied: retires the Go Deployment once ours serves. `Some(action)`
 /// while waiting.
-pub async fn retire<K: TunnelKindAdapter>(
+pub(crate) async fn retire<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
     identity: &OwnerIdentity,
@@ -122,7 +122,7 @@ pub async fn retire<K: TunnelKindAdapter>(
 
 /// On deletion: the Go Deployment's pods must be gone before the tunnel is deleted too. `true`
 /// while it still exists (deleted in the foreground, so it goes only after its pods).
-pub async fn remove_for_deletion(
+pub(crate) async fn remove_for_deletion(
     ctx: &Context,
     identity: &OwnerIdentity,
 ) -> Result<bool, ReconcileError> {

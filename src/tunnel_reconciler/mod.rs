@@ -8,14 +8,14 @@ pub mod access;
 pub mod apply;
 pub mod core;
 pub mod deletion;
-pub mod deletion_pods;
-pub mod deletion_target;
+pub(crate) mod deletion_pods;
+pub(crate) mod deletion_target;
 mod departures;
 pub mod drift;
-pub mod go_cluster_workload;
+pub(crate) mod go_cluster_workload;
 pub mod legacy;
-pub mod render_input;
-pub mod secret_guard;
+pub(crate) mod render_input;
+pub(crate) mod secret_guard;
 pub mod setup;
 pub mod status;
 pub mod takeover;
@@ -37,7 +37,7 @@ use cftunnel_types::{TunnelIdentity, TunnelKind};
 pub use crate::term::credentials::PENDING_SECRET_KEY;
 
 /// Starts the Secret guard's sweeps in the context's term.
-pub fn start_secret_guard(ctx: &Arc<Context>) {
+pub(crate) fn start_secret_guard(ctx: &Arc<Context>) {
     ctx.term.spawn(
         "secret-guard-sweep",
         secret_guard::sweep(ctx.clone(), ctx.scope.namespace.clone()),
@@ -53,7 +53,7 @@ pub fn start_secret_guard(ctx: &Arc<Context>) {
 
 /// Runs the Tunnel and ClusterTunnel controllers until the term ends. `route_changes` names
 /// the tunnels whose routes changed (the route reconciler sends them); each is re-run.
-pub async fn run_controllers(
+pub(crate) async fn run_controllers(
     ctx: Arc<Context>,
     tunnels: Shared<Tunnel>,
     cluster_tunnels: Shared<ClusterTunnel>,

@@ -16,7 +16,7 @@ pub struct TunnelFacts {
 
 /// The renderer input of one Tunnel or ClusterTunnel; `routes` are its share of
 /// `routes::compute_routes` (`RouteTable::routes_of` its identity).
-pub fn tunnel_input(
+pub(crate) fn tunnel_input(
     identity: OwnerIdentity,
     spec: TunnelSpec,
     facts: TunnelFacts,
@@ -36,7 +36,7 @@ pub fn tunnel_input(
 }
 
 /// The operator-wide render options.
-pub fn render_options(cloudflared_image: &str) -> RenderOptions {
+pub(crate) fn render_options(cloudflared_image: &str) -> RenderOptions {
     RenderOptions {
         cloudflared_image: cloudflared_image.to_string(),
     }

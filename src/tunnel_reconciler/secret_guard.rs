@@ -60,7 +60,7 @@ async fn apply(
 }
 
 /// Puts the guard on the API Secret if it is not there yet.
-pub async fn ensure(
+pub(crate) async fn ensure(
     ctx: &Context,
     namespace: &str,
     name: &str,
@@ -80,7 +80,7 @@ pub async fn ensure(
 /// Releases the guard when no tunnel holding the finalizer references the Secret any more.
 /// Called after the caller's own finalizer is gone, from a fresh list (not a cache): of two
 /// tunnels finishing together, the later one always sees the other gone and releases.
-pub async fn release_if_unused(
+pub(crate) async fn release_if_unused(
     ctx: &Context,
     namespace: &str,
     name: &str,
@@ -129,7 +129,7 @@ pub async fn release_if_unused(
 /// Releases the guard of every guarded Secret of `namespace` but `keep` that no tunnel holding
 /// the finalizer names any more: an object's API Secret was renamed (or a release was lost).
 /// Reads Secret metadata only.
-pub async fn release_others(
+pub(crate) async fn release_others(
     ctx: &Context,
     namespace: &str,
     keep: &str,
@@ -163,7 +163,7 @@ fn retry_delay(attempt: u32) -> Duration {
 }
 
 /// Retries a failed release in the background until it succeeds.
-pub fn release_later(ctx: Arc<Context>, namespace: String, name: String) {
+pub(crate) fn release_later(ctx: Arc<Context>, namespace: String, name: String) {
     let term = ctx.term.clone();
     term.spawn("secret-guard-release", async move {
         let mut attempt = 0;

@@ -23,7 +23,7 @@ use cftunnel_types::{TunnelSpec, TunnelStatus};
 
 /// Everything the status and the renderer need about the tunnel.
 #[derive(Clone, Debug)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     pub account_id: String,
     pub tunnel_id: String,
     pub tunnel_name: String,
@@ -43,7 +43,7 @@ fn is_account_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-pub async fn resolve<K: TunnelKindAdapter>(
+pub(crate) async fn resolve<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
     cf: &CloudflareClient,

@@ -75,7 +75,7 @@ fn changed_fields(
 /// `previous` after the zone moved from `from` to `to`: `from` recorded (its records are
 /// removed by the DNS task, which then drops it), `to` no longer listed, oldest dropped first
 /// past the bound.
-pub fn previous_zones_after_move(
+pub(crate) fn previous_zones_after_move(
     previous: Option<&Vec<ZoneRef>>,
     from: Option<ZoneRef>,
     to: &str,
@@ -93,7 +93,7 @@ pub fn previous_zones_after_move(
 }
 
 /// Most zones kept in `status.previousZones` (the CRD bounds the list to this).
-pub const MAX_PREVIOUS_ZONES: usize = 10;
+pub(crate) const MAX_PREVIOUS_ZONES: usize = 10;
 
 /// Sets `Ready` and publishes an Event when its reason changes.
 async fn set_ready<K: TunnelKindAdapter>(
@@ -124,7 +124,7 @@ async fn set_ready<K: TunnelKindAdapter>(
     Ok(())
 }
 
-pub async fn report_failure<K: TunnelKindAdapter>(
+pub(crate) async fn report_failure<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
     error: &ReconcileError,
@@ -134,7 +134,7 @@ pub async fn report_failure<K: TunnelKindAdapter>(
 }
 
 /// `Ready=False` with `reason` while a step waits (e.g. a deletion for its pods).
-pub async fn report_progress<K: TunnelKindAdapter>(
+pub(crate) async fn report_progress<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
     reason: ReadyReason,
@@ -144,7 +144,7 @@ pub async fn report_progress<K: TunnelKindAdapter>(
     set_ready(obj, ctx, current, reason, message).await
 }
 
-pub async fn report_ready<K: TunnelKindAdapter>(
+pub(crate) async fn report_ready<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
     resolved: &Resolved,
@@ -175,7 +175,7 @@ pub async fn report_ready<K: TunnelKindAdapter>(
 }
 
 /// `status.routes[]`: every route declared against the tunnel and what became of it.
-pub fn route_statuses(entries: &[RouteEntry]) -> Vec<RouteStatus> {
+pub(crate) fn route_statuses(entries: &[RouteEntry]) -> Vec<RouteStatus> {
     entries
         .iter()
         .map(|e| RouteStatus {
@@ -202,7 +202,7 @@ pub fn route_statuses(entries: &[RouteEntry]) -> Vec<RouteStatus> {
 }
 
 /// Writes the ids as soon as the tunnel is known, before anything else can fail.
-pub async fn record_ids<K: TunnelKindAdapter>(
+pub(crate) async fn record_ids<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
     account_id: &str,
@@ -225,7 +225,7 @@ pub async fn record_ids<K: TunnelKindAdapter>(
 }
 
 /// Adds the §1.5 labels to the object (merge patch, only when one is missing or differs).
-pub async fn ensure_labels<K: TunnelKindAdapter>(
+pub(crate) async fn ensure_labels<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
     input: &TunnelInput,

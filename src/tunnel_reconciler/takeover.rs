@@ -16,10 +16,10 @@ use crate::term::conditions::ReadyReason;
 use crate::term::context::Context;
 
 /// Field manager of the Go `cloudflare-operator`.
-pub const GO_FIELD_MANAGER: &str = "cloudflare-operator";
+pub(crate) const GO_FIELD_MANAGER: &str = "cloudflare-operator";
 
 /// Event reason recorded on the tunnel object when its Deployment was taken over.
-pub const REASON_TOOK_OVER: &str = "TookOverDeployment";
+pub(crate) const REASON_TOOK_OVER: &str = "TookOverDeployment";
 
 /// How long one reconcile waits for the garbage collector to orphan the old ReplicaSets.
 const GONE_WAIT: Duration = Duration::from_secs(60);
@@ -27,7 +27,7 @@ const GONE_POLL: Duration = Duration::from_millis(250);
 
 /// Why a live Deployment cannot simply receive our apply.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TakeoverCause {
+pub(crate) enum TakeoverCause {
     /// Its selector differs from ours (the API refuses to change it).
     Selector(BTreeMap<String, String>),
     /// Its selector is ours but the Go operator's field manager still owns fields.
@@ -35,7 +35,7 @@ pub enum TakeoverCause {
 }
 
 /// Decides whether a live Deployment controlled by this tunnel needs a takeover.
-pub fn takeover_cause(live: &Deployment, rendered: &Value) -> Option<TakeoverCause> {
+pub(crate) fn takeover_cause(live: &Deployment, rendered: &Value) -> Option<TakeoverCause> {
     let wanted: BTreeMap<String, String> = rendered
         .pointer("/spec/selector/matchLabels")
         .and_then(|v| serde_json::from_value(v.clone()).ok())
@@ -61,7 +61,7 @@ pub fn takeover_cause(live: &Deployment, rendered: &Value) -> Option<TakeoverCau
 /// Makes room for our apply of the Deployment `name`; returns the event note when it took over.
 ///
 /// Called only once the Deployment is known to be controlled by this tunnel (or absent).
-pub async fn prepare_deployment(
+pub(crate) async fn prepare_deployment(
     ctx: &Context,
     namespace: &str,
     name: &str,

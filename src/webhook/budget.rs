@@ -53,7 +53,7 @@ impl Default for Budgets {
 
 /// Held while a request's body is in memory; returns its bytes to the budget when dropped.
 #[derive(Debug)]
-pub struct Reservation {
+pub(crate) struct Reservation {
     _permit: OwnedSemaphorePermit,
 }
 
@@ -76,12 +76,12 @@ impl BodyBudget {
 
     /// Whether `bytes` could ever be reserved for a request whose body is `small` or not,
     /// even with nothing else held.
-    pub fn could_fit(&self, bytes: usize, small: bool) -> bool {
+    pub(crate) fn could_fit(&self, bytes: usize, small: bool) -> bool {
         bytes <= self.largest(small)
     }
 
     /// The most one request whose body is `small` or not can ever reserve.
-    pub fn largest(&self, small: bool) -> usize {
+    pub(crate) fn largest(&self, small: bool) -> usize {
         if small {
             self.total
         } else {
@@ -90,13 +90,13 @@ impl BodyBudget {
     }
 
     /// Takes room for `bytes` without waiting; `None` when the webhook already holds too much.
-    pub fn try_reserve(&self, bytes: usize) -> Option<Reservation> {
+    pub(crate) fn try_reserve(&self, bytes: usize) -> Option<Reservation> {
         self.try_reserve_for(bytes, bytes <= SMALL_BODY_BYTES)
     }
 
     /// Takes room for `bytes` on behalf of a request whose body is `small` (may use the
     /// reserve) or not; `None` when there is no room now.
-    pub fn try_reserve_for(&self, bytes: usize, small: bool) -> Option<Reservation> {
+    pub(crate) fn try_reserve_for(&self, bytes: usize, small: bool) -> Option<Reservation> {
         let permits = clamp(bytes.max(1));
         let pools: &[&Arc<Semaphore>] = if small {
             &[&self.reserve, &self.shared]

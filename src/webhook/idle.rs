@@ -11,14 +11,14 @@ use tokio::time::Instant;
 
 /// Requests in flight on one connection and when the last one ended.
 #[derive(Debug)]
-pub struct Activity {
+pub(crate) struct Activity {
     in_flight: AtomicUsize,
     last_change: Mutex<Instant>,
 }
 
 /// Marks one request in flight until dropped.
 #[derive(Debug)]
-pub struct Busy(Arc<Activity>);
+pub(crate) struct Busy(Arc<Activity>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
@@ -38,7 +38,7 @@ impl Default for Activity {
 
 impl Activity {
     /// A request started.
-    pub fn begin(self: &Arc<Self>) -> Busy {
+    pub(crate) fn begin(self: &Arc<Self>) -> Busy {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         self.touch();
         Busy(Arc::clone(self))
@@ -52,7 +52,7 @@ impl Activity {
     }
 
     /// When the connection becomes idle for `timeout` if nothing happens; `None` if it already is.
-    pub fn idle_deadline(&self, timeout: Duration) -> Option<Instant> {
+    pub(crate) fn idle_deadline(&self, timeout: Duration) -> Option<Instant> {
         let now = Instant::now();
         if self.in_flight.load(Ordering::Acquire) > 0 {
             return Some(now + timeout);

@@ -15,7 +15,7 @@ pub const LINES_PER_INTERVAL: u64 = 5;
 
 /// What the caller should log for one refusal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LogDecision {
+pub(crate) struct LogDecision {
     /// Log this refusal itself.
     pub log_this: bool,
     /// Refusals left out of the log in the interval that just ended (0: no summary due).
@@ -31,7 +31,7 @@ struct Window {
 
 /// Counts refusals per interval and decides which get a line.
 #[derive(Debug)]
-pub struct LogLimiter {
+pub(crate) struct LogLimiter {
     interval: Duration,
     per_interval: u64,
     window: Mutex<Window>,

@@ -93,7 +93,7 @@ impl WebhookMetrics {
     }
 
     /// Records one finished request.
-    pub fn observe(&self, endpoint: Endpoint, outcome: Outcome, elapsed: Duration) {
+    pub(crate) fn observe(&self, endpoint: Endpoint, outcome: Outcome, elapsed: Duration) {
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
         *counts.requests.entry((endpoint, outcome)).or_default() += 1;
         let seconds = elapsed.as_secs_f64();
@@ -118,7 +118,7 @@ impl WebhookMetrics {
     }
 
     /// Counts log lines about refused requests that the rate limit left out.
-    pub fn add_suppressed_log_lines(&self, lines: u64) {
+    pub(crate) fn add_suppressed_log_lines(&self, lines: u64) {
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
         counts.log_lines_suppressed += lines;
     }
@@ -132,7 +132,7 @@ impl WebhookMetrics {
     }
 
     /// Sets the `cftunnel_leader` gauge.
-    pub fn set_leading(&self, leading: bool) {
+    pub(crate) fn set_leading(&self, leading: bool) {
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
         counts.leading = Some(leading);
     }

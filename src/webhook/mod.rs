@@ -33,16 +33,16 @@ pub use server::{ServingHandle, serve};
 pub use tls::{ReloadOutcome, ReloadingResolver, TlsError, server_config};
 
 /// Default poll interval for the certificate files.
-pub const DEFAULT_RELOAD_INTERVAL: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_RELOAD_INTERVAL: Duration = Duration::from_secs(10);
 /// Default request body limit; the API server caps objects at 3 MiB as well.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 /// Default number of admission requests handled at once.
-pub const DEFAULT_MAX_CONCURRENCY: usize = 256;
+pub(crate) const DEFAULT_MAX_CONCURRENCY: usize = 256;
 /// Default bytes of request bodies held at once (see [`BodyBudget`]): reserved from a
 /// request's `Content-Length` before its body is read.
-pub const DEFAULT_MAX_BYTES_IN_FLIGHT: usize = 8 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES_IN_FLIGHT: usize = 8 * 1024 * 1024;
 /// Part of [`DEFAULT_MAX_BYTES_IN_FLIGHT`] only ordinary reviews (≤ [`SMALL_BODY_BYTES`]) use.
-pub const DEFAULT_SMALL_BODY_RESERVE: usize = 4 * 1024 * 1024;
+pub(crate) const DEFAULT_SMALL_BODY_RESERVE: usize = 4 * 1024 * 1024;
 /// Default bytes that decoding and deciding the reviews in flight may take, reserved from
 /// each body's [`decode_cost`] (weighed by the endpoint's [`Endpoint::cost_factor`]) once it
 /// is read and before it is decoded; a review that finds no room gets 429, one that could
@@ -67,10 +67,10 @@ pub const DEFAULT_SMALL_BODY_RESERVE: usize = 4 * 1024 * 1024;
 pub const DEFAULT_MAX_DECODE_BYTES: usize = 100 * 1024 * 1024;
 /// Part of [`DEFAULT_MAX_DECODE_BYTES`] only reviews with small bodies (≤ [`SMALL_BODY_BYTES`])
 /// use, so a large review being decided never makes ordinary ones wait.
-pub const DEFAULT_SMALL_DECODE_RESERVE: usize = 6 * 1024 * 1024;
+pub(crate) const DEFAULT_SMALL_DECODE_RESERVE: usize = 6 * 1024 * 1024;
 /// A connection with no request in flight for this long is closed (HTTP/1.1 and HTTP/2 alike,
 /// and a client that completed the TLS handshake but never sent a request).
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Decides admission and conversion; implemented by the policy layer. Pure and fast; no I/O.
 pub trait Policy: Send + Sync + 'static {

@@ -97,7 +97,7 @@ impl<'a> Call<'a> {
     }
 
     /// A POST/PUT/PATCH with a JSON body.
-    pub fn with_json<B: Serialize>(
+    pub(crate) fn with_json<B: Serialize>(
         operation: &'static str,
         method: Method,
         path: &'a [&'a str],

@@ -95,7 +95,7 @@ impl Limiter {
     }
 
     /// Blocks every call of this credential until `until` (a 429 told us to back off).
-    pub fn pause_until(&self, until: Instant) {
+    pub(crate) fn pause_until(&self, until: Instant) {
         let mut bucket = self.bucket.lock().unwrap_or_else(PoisonError::into_inner);
         if bucket.paused_until.is_none_or(|current| current < until) {
             bucket.paused_until = Some(until);

@@ -62,7 +62,7 @@ impl DnsRecordType {
     }
 
     /// Only A, AAAA and CNAME records can go through Cloudflare's proxy.
-    pub fn is_proxiable(self) -> bool {
+    pub(crate) fn is_proxiable(self) -> bool {
         matches!(self, Self::A | Self::Aaaa | Self::Cname)
     }
 }

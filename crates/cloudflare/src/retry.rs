@@ -34,7 +34,7 @@ impl Default for RetryPolicy {
 
 impl RetryPolicy {
     /// Ceiling of the backoff after failed attempt number `attempt` (1-based), before jitter.
-    pub fn ceiling(&self, attempt: u32) -> Duration {
+    pub(crate) fn ceiling(&self, attempt: u32) -> Duration {
         let factor = 1u32
             .checked_shl(attempt.saturating_sub(1))
             .unwrap_or(u32::MAX);
@@ -60,7 +60,7 @@ impl RetryPolicy {
 }
 
 /// HTTP statuses worth another attempt: 429 and server errors.
-pub fn is_retryable_status(status: u16) -> bool {
+pub(crate) fn is_retryable_status(status: u16) -> bool {
     status == 429 || (500..=599).contains(&status)
 }
 

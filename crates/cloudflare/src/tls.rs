@@ -8,7 +8,7 @@ use rustls::{ClientConfig, RootCertStore};
 use super::error::CloudflareError;
 
 /// The roots the client trusts: exactly the compiled-in set.
-pub fn compiled_in_roots() -> RootCertStore {
+pub(crate) fn compiled_in_roots() -> RootCertStore {
     RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     }
@@ -17,7 +17,7 @@ pub fn compiled_in_roots() -> RootCertStore {
 /// The rustls configuration of the default HTTP transport: ring, TLS 1.2/1.3, the compiled-in
 /// roots, and ALPN for HTTP/2 with HTTP/1.1 as fallback (reqwest does not add ALPN to a
 /// configuration it is given).
-pub fn client_tls_config() -> Result<ClientConfig, CloudflareError> {
+pub(crate) fn client_tls_config() -> Result<ClientConfig, CloudflareError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

@@ -72,7 +72,7 @@ impl TunnelToken {
     }
 
     /// The secret's bytes (the token carries them base64-encoded).
-    pub fn secret_bytes(&self) -> Result<Vec<u8>, CloudflareError> {
+    pub(crate) fn secret_bytes(&self) -> Result<Vec<u8>, CloudflareError> {
         STANDARD.decode(self.secret.expose().trim()).map_err(|_| {
             CloudflareError::InvalidInput("tunnel secret is not standard base64".into())
         })

@@ -21,7 +21,7 @@ const ACCOUNT: &str = "Demo Account";
 const DEMO_NAMESPACE: &str = "demo";
 
 #[derive(Debug, clap::Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// Directory of manifests to apply, in file-name order.
     #[arg(long, default_value = "examples")]
     pub examples: PathBuf,

@@ -28,7 +28,7 @@ impl Reply {
         }
     }
 
-    pub fn with_message(mut self, code: u32, message: &str) -> Self {
+    pub(crate) fn with_message(mut self, code: u32, message: &str) -> Self {
         self.messages
             .push(json!({ "code": code, "message": message }));
         self
@@ -69,13 +69,13 @@ impl ApiError {
         }
     }
 
-    pub fn with_chain(mut self, code: u32, message: impl Into<String>) -> Self {
+    pub(crate) fn with_chain(mut self, code: u32, message: impl Into<String>) -> Self {
         self.chain.push((code, message.into()));
         self
     }
 
     /// Body not valid JSON, or not a JSON object.
-    pub fn invalid_body(detail: impl std::fmt::Display) -> Self {
+    pub(crate) fn invalid_body(detail: impl std::fmt::Display) -> Self {
         Self::new(
             StatusCode::BAD_REQUEST,
             9207,
@@ -84,7 +84,7 @@ impl ApiError {
     }
 
     /// Tunnel or configuration request that misses or misuses a field.
-    pub fn invalid_request(detail: impl std::fmt::Display) -> Self {
+    pub(crate) fn invalid_request(detail: impl std::fmt::Display) -> Self {
         Self::new(
             StatusCode::BAD_REQUEST,
             1001,
@@ -93,12 +93,12 @@ impl ApiError {
     }
 
     /// DNS record request that fails validation; the detail goes in `error_chain`.
-    pub fn dns_validation(detail: impl Into<String>) -> Self {
+    pub(crate) fn dns_validation(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, 1004, "DNS Validation Error").with_chain(9003, detail)
     }
 
     /// Unknown zone id, or a path nothing routes to.
-    pub fn no_route(path: &str) -> Self {
+    pub(crate) fn no_route(path: &str) -> Self {
         Self::new(
             StatusCode::NOT_FOUND,
             7003,
@@ -111,7 +111,7 @@ impl ApiError {
         Self::new(status, 10000, "Authentication error")
     }
 
-    pub fn invalid_token() -> Self {
+    pub(crate) fn invalid_token() -> Self {
         Self::new(StatusCode::UNAUTHORIZED, 1000, "Invalid API Token")
     }
 

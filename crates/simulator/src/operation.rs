@@ -96,7 +96,7 @@ impl Operation {
     }
 
     /// Path template relative to the API base, in OpenAPI `{param}` syntax (also axum's).
-    pub fn path_template(&self) -> &'static str {
+    pub(crate) fn path_template(&self) -> &'static str {
         use Operation::*;
         match self {
             VerifyToken => "/user/tokens/verify",

@@ -8,7 +8,7 @@ use tokio::task::JoinHandle;
 use super::Simulator;
 
 /// Where Cloudflare's API base path sits, so clients only swap the host.
-pub const API_BASE_PATH: &str = "/client/v4";
+pub(crate) const API_BASE_PATH: &str = "/client/v4";
 
 /// How long `shutdown` waits for in-flight requests before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);

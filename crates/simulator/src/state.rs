@@ -177,17 +177,17 @@ impl State {
         }
     }
 
-    pub fn zone_by_id(&self, id: &str) -> Option<&Zone> {
+    pub(crate) fn zone_by_id(&self, id: &str) -> Option<&Zone> {
         self.zones.iter().find(|z| z.id == id)
     }
 
-    pub fn zone_by_name(&self, name: &str) -> Option<&Zone> {
+    pub(crate) fn zone_by_name(&self, name: &str) -> Option<&Zone> {
         self.zones
             .iter()
             .find(|z| z.name.eq_ignore_ascii_case(name.trim_end_matches('.')))
     }
 
-    pub fn tunnel_mut(&mut self, id: &str) -> Option<&mut SimTunnel> {
+    pub(crate) fn tunnel_mut(&mut self, id: &str) -> Option<&mut SimTunnel> {
         self.tunnels
             .iter_mut()
             .find(|t| t.id.eq_ignore_ascii_case(id))
@@ -197,7 +197,7 @@ impl State {
         self.tunnels.iter().find(|t| t.id.eq_ignore_ascii_case(id))
     }
 
-    pub fn push_log(&mut self, entry: LoggedRequest) {
+    pub(crate) fn push_log(&mut self, entry: LoggedRequest) {
         if self.log.len() >= REQUEST_LOG_CAPACITY {
             self.log.pop_front();
         }
@@ -226,7 +226,7 @@ impl State {
     }
 
     /// Drops connectors (one by id, or all); records when the tunnel went inactive.
-    pub fn disconnect(&mut self, tunnel_id: &str, client_id: Option<&str>) {
+    pub(crate) fn disconnect(&mut self, tunnel_id: &str, client_id: Option<&str>) {
         let Some(tunnel) = self.tunnel_mut(tunnel_id) else {
             return;
         };
@@ -244,7 +244,7 @@ impl State {
     }
 
     /// Soft-deletes a tunnel; false when unknown or already deleted.
-    pub fn soft_delete(&mut self, tunnel_id: &str) -> bool {
+    pub(crate) fn soft_delete(&mut self, tunnel_id: &str) -> bool {
         let live = self
             .tunnel(tunnel_id)
             .is_some_and(|t| t.deleted_at.is_none());

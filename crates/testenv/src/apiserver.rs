@@ -14,7 +14,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Files the API server reads, all inside the control-plane directory.
 #[derive(Debug, Clone)]
-pub struct ApiServerFiles {
+pub(crate) struct ApiServerFiles {
     pub ca_cert: PathBuf,
     pub serving_cert: PathBuf,
     pub serving_key: PathBuf,
@@ -109,7 +109,7 @@ pub async fn start(
 }
 
 /// File names of the audit policy and log inside the directory given to [`audit_args`].
-pub const AUDIT_POLICY_FILE: &str = "audit-policy.yaml";
+pub(crate) const AUDIT_POLICY_FILE: &str = "audit-policy.yaml";
 pub const AUDIT_LOG_FILE: &str = "audit.log";
 
 /// Flags that make the API server log every request (user, verb, resource, response code) as

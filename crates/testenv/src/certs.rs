@@ -13,7 +13,7 @@ use super::TestEnvError;
 const ORGANIZATION_OID: [u64; 4] = [2, 5, 4, 10];
 
 /// rcgen keys its distinguished name by attribute type, so at most two O attributes fit.
-pub const MAX_GROUPS: usize = 2;
+pub(crate) const MAX_GROUPS: usize = 2;
 
 /// A certificate and its private key, both PEM-encoded.
 #[derive(Clone)]
@@ -88,7 +88,7 @@ impl TestCa {
     }
 
     /// Issues a client certificate that Kubernetes reads as user `user` in `groups`.
-    pub fn issue_client_cert(
+    pub(crate) fn issue_client_cert(
         &self,
         user: &str,
         groups: &[&str],
@@ -111,7 +111,7 @@ impl TestCa {
 /// Generates a key pair as (private key PKCS#8 PEM, public key SPKI PEM) for service-account tokens.
 ///
 /// kube-apiserver's `--service-account-key-file` does not read a PKCS#8 private key, hence both.
-pub fn generate_key_pair_pem() -> Result<(String, String), TestEnvError> {
+pub(crate) fn generate_key_pair_pem() -> Result<(String, String), TestEnvError> {
     let key = KeyPair::generate()?;
     Ok((key.serialize_pem(), key.public_key_pem()))
 }

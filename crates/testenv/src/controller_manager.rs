@@ -10,13 +10,13 @@ use super::process::{ManagedProcess, free_port, wait_healthz};
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Canonical controller names (the short names are kept only as aliases since 1.27).
-pub const CONTROLLERS: &str = "garbage-collector-controller,deployment-controller,replicaset-controller,namespace-controller,endpointslice-controller";
+pub(crate) const CONTROLLERS: &str = "garbage-collector-controller,deployment-controller,replicaset-controller,namespace-controller,endpointslice-controller";
 
 /// With a node, also: ServiceAccounts and the `kube-root-ca.crt` ConfigMap (pods' API
 /// credentials), endpoints for Services, PodDisruptionBudgets' status (the Eviction API reads it)
 /// removal of pods whose node is gone, and the node's `not-ready` taint lifted once kubelet
 /// reports Ready (kubelet registers the node tainted; without this nothing is scheduled).
-pub const NODE_CONTROLLERS: &str = "serviceaccount-controller,root-ca-certificate-publisher-controller,\
+pub(crate) const NODE_CONTROLLERS: &str = "serviceaccount-controller,root-ca-certificate-publisher-controller,\
 endpoints-controller,endpointslice-controller,disruption-controller,pod-garbage-collector-controller,node-lifecycle-controller";
 
 /// The command-line flags; its own kubeconfig also serves delegated authn/authz of `/healthz`.

@@ -11,7 +11,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A started etcd and the client URL the API server talks to.
 #[derive(Debug)]
-pub struct Etcd {
+pub(crate) struct Etcd {
     pub process: ManagedProcess,
     pub client_url: String,
 }

@@ -29,7 +29,7 @@ pub use shared::shared;
 pub use users::{TestUser, render_kubeconfig};
 
 /// The command that builds the control-plane binaries, named in every "missing binary" error.
-pub const BUILD_COMMAND: &str = "scripts/build-control-plane.sh";
+pub(crate) const BUILD_COMMAND: &str = "scripts/build-control-plane.sh";
 
 /// Everything that can go wrong while starting or driving the local control plane.
 #[derive(Debug, thiserror::Error)]

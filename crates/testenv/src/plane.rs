@@ -321,7 +321,7 @@ impl ControlPlane {
 
     /// Points the conversion webhook of each named CRD at `url_base` (its Service path kept),
     /// trusting `ca_pem`, and waits until the change is stored.
-    pub async fn register_conversion(
+    pub(crate) async fn register_conversion(
         &self,
         crd_names: &[&str],
         url_base: &str,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::TestEnvError;
 
 /// File (inside the control-plane directory) listing every started pid, one per line.
-pub const PIDS_FILE: &str = "pids";
+pub(crate) const PIDS_FILE: &str = "pids";
 
 /// How long a process gets between SIGTERM and SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -53,7 +53,7 @@ impl ManagedProcess {
     }
 
     /// The exit status if the process has ended (a dead process is never ready).
-    pub fn exit_status(&mut self) -> Option<String> {
+    pub(crate) fn exit_status(&mut self) -> Option<String> {
         match self.child.try_wait() {
             Ok(Some(status)) => Some(status.to_string()),
             Ok(None) => None,
@@ -62,7 +62,7 @@ impl ManagedProcess {
     }
 
     /// The last lines of this process's log, for error messages.
-    pub fn log_tail(&self) -> String {
+    pub(crate) fn log_tail(&self) -> String {
         log_tail(&self.log, 40)
     }
 
@@ -128,7 +128,7 @@ where
 /// Waits until a component's `/healthz` at `url` answers `ok` with a success status. The
 /// components' serving certificates are self-signed and the probe sends nothing secret, so the
 /// certificate is not verified.
-pub async fn wait_healthz(
+pub(crate) async fn wait_healthz(
     process: &mut ManagedProcess,
     timeout: Duration,
     url: &str,
@@ -162,7 +162,7 @@ fn record_pid(dir: &Path, pid: u32) -> Result<(), TestEnvError> {
 }
 
 /// The last `lines` lines of a log file, or a note saying why it could not be read.
-pub fn log_tail(path: &Path, lines: usize) -> String {
+pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
     match std::fs::read(path) {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes);
@@ -174,7 +174,7 @@ pub fn log_tail(path: &Path, lines: usize) -> String {
 }
 
 /// A loopback port that was free a moment ago (bound to port 0, then released).
-pub fn free_port() -> Result<u16, TestEnvError> {
+pub(crate) fn free_port() -> Result<u16, TestEnvError> {
     let listener = TcpListener::bind("127.0.0.1:0")
         .map_err(|e| TestEnvError::io("reserving a loopback port", e))?;
     let port = listener

@@ -12,7 +12,7 @@ use cftunnel_types::crds::CONVERTED_CRDS;
 use crate::{ControlPlane, TestEnvError};
 
 /// The shipped configurations (`manifests/webhooks.yaml`).
-pub const WEBHOOKS_YAML: &str = include_str!("../../../manifests/webhooks.yaml");
+pub(crate) const WEBHOOKS_YAML: &str = include_str!("../../../manifests/webhooks.yaml");
 
 /// The two configurations of `manifests/webhooks.yaml`.
 pub fn shipped_webhooks()

@@ -39,7 +39,7 @@ rm -rf -- "$dir"
 
 /// The running watchdog of one control plane.
 #[derive(Debug)]
-pub struct Watchdog {
+pub(crate) struct Watchdog {
     child: Child,
 }
 
@@ -66,7 +66,7 @@ impl Watchdog {
     }
 
     /// Ends the watchdog once the owner has cleaned up by itself.
-    pub fn dismiss(&mut self) {
+    pub(crate) fn dismiss(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -56,7 +56,7 @@ pub fn render_kubeconfig(user: &str, credentials: &Credentials) -> String {
 }
 
 /// Writes a user's key pair and kubeconfig under `dir` and returns the credentials.
-pub fn write_user_files(
+pub(crate) fn write_user_files(
     dir: &Path,
     file_stem: &str,
     user: &str,

@@ -20,7 +20,7 @@ pub const FIELD_MANAGER: &str = "cftunnel-testenv";
 ///
 /// A Service would need Endpoints, which refuse loopback addresses, so the URL form is the only one
 /// that reaches a local server.
-pub fn point_at_local(
+pub(crate) fn point_at_local(
     client_config: &mut WebhookClientConfig,
     url_base: &str,
     ca_pem: &str,
@@ -44,7 +44,7 @@ pub fn point_at_local(
 }
 
 /// Rewrites every webhook of a validating configuration (see [`point_at_local`]).
-pub fn localize_validating(
+pub(crate) fn localize_validating(
     config: &mut ValidatingWebhookConfiguration,
     url_base: &str,
     ca_pem: &str,
@@ -56,7 +56,7 @@ pub fn localize_validating(
 }
 
 /// Rewrites every webhook of a mutating configuration (see [`point_at_local`]).
-pub fn localize_mutating(
+pub(crate) fn localize_mutating(
     config: &mut MutatingWebhookConfiguration,
     url_base: &str,
     ca_pem: &str,
@@ -68,7 +68,7 @@ pub fn localize_mutating(
 }
 
 /// Server-side applies a cluster-scoped object and waits until a GET returns it.
-pub async fn apply_and_wait<K>(client: &kube::Client, object: &K) -> Result<(), TestEnvError>
+pub(crate) async fn apply_and_wait<K>(client: &kube::Client, object: &K) -> Result<(), TestEnvError>
 where
     K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
         + Clone

@@ -2,7 +2,7 @@
 //! webhook, so each message is the exact text the admission rule of the same name gives.
 
 /// One CEL rule and the message shown when it fails.
-pub struct CelRule {
+pub(crate) struct CelRule {
     pub rule: &'static str,
     pub message: &'static str,
 }
@@ -25,7 +25,7 @@ pub const ACCOUNT_IMMUTABLE: &str = "spec.cloudflare: accountId and accountName 
 /// `minimum`/`maximum` and adds a rule whose message is a constant (the API server prints both):
 /// kube-apiserver 1.37 estimates `string(self)` of an integer in a `messageExpression` at more
 /// than 100x its budget and refuses the CRD.
-pub const ACCESS_RULES: &[(&[&str], &str, &str)] = &[
+pub(crate) const ACCESS_RULES: &[(&[&str], &str, &str)] = &[
     (
         &["target", "protocol"],
         "self in ['', 'tcp', 'rdp', 'smb', 'ssh']",
@@ -39,7 +39,7 @@ pub const ACCESS_RULES: &[(&[&str], &str, &str)] = &[
 ];
 
 /// Rules on the spec object.
-pub fn spec_rules() -> Vec<(String, &'static str)> {
+pub(crate) fn spec_rules() -> Vec<(String, &'static str)> {
     let existing = EXISTING_SET.replace('$', "self");
     vec![
         (
@@ -54,7 +54,7 @@ pub fn spec_rules() -> Vec<(String, &'static str)> {
 }
 
 /// Rules on the whole object (metadata.name and transition rules comparing with oldSelf).
-pub const ROOT_RULES: &[CelRule] = &[
+pub(crate) const ROOT_RULES: &[CelRule] = &[
     CelRule {
         rule: "size(self.metadata.name) <= 63",
         message: NAME_TOO_LONG,

@@ -12,7 +12,7 @@ pub fn deploy_patch() -> String {
     "{}".into()
 }
 
-pub fn subject_kind() -> String {
+pub(crate) fn subject_kind() -> String {
     "Service".into()
 }
 

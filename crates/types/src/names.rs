@@ -21,7 +21,7 @@ pub const ANNOTATION_ADOPT_TUNNEL_ID: &str = "cfargotunnel.com/adopt-tunnel-id";
 /// finishes without it, leaving the tunnel and its records on Cloudflare.
 pub const ANNOTATION_ABANDON_CLEANUP: &str = "cfargotunnel.com/abandon-cleanup";
 /// Keeps the v1alpha2-only part of `deployPatch` while an object is served as v1alpha1.
-pub const ANNOTATION_V1ALPHA2_DEPLOY_PATCH: &str = "cfargotunnel.com/v1alpha2-deploy-patch";
+pub(crate) const ANNOTATION_V1ALPHA2_DEPLOY_PATCH: &str = "cfargotunnel.com/v1alpha2-deploy-patch";
 
 pub const FINALIZER: &str = "cfargotunnel.com/finalizer";
 pub const FINALIZER_SECRET_IN_USE: &str = "cfargotunnel.com/secret-in-use";

@@ -27,7 +27,7 @@ pub struct ExistingTunnel {
 
 impl ExistingTunnel {
     /// "Set" (docs/design.md §1.1): a non-empty id or name.
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.id.as_deref().is_some_and(|s| !s.is_empty())
             || self.name.as_deref().is_some_and(|s| !s.is_empty())
     }

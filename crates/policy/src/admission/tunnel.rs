@@ -32,7 +32,7 @@ pub fn validate(t: TunnelView<'_>) -> Verdict {
 }
 
 /// UPDATE: only new violations are refused (ratcheting), plus the immutability rules.
-pub fn validate_update(new: TunnelView<'_>, old: TunnelView<'_>) -> Verdict {
+pub(crate) fn validate_update(new: TunnelView<'_>, old: TunnelView<'_>) -> Verdict {
     let mut v = validate(new).ratchet(&validate(old));
     immutability(new, old, &mut v);
     v

@@ -78,7 +78,7 @@ impl DesiredRecord {
     }
 
     /// The TXT payload, given the id of the CNAME created earlier in the same hostname's changes.
-    pub fn txt_value(&self, created_cname: Option<&str>) -> Option<ManagedTxt> {
+    pub(crate) fn txt_value(&self, created_cname: Option<&str>) -> Option<ManagedTxt> {
         let Self::Txt {
             tunnel_name,
             tunnel_id,
@@ -148,7 +148,7 @@ impl DesiredRecord {
 
     /// True if `record` already is what this asks for (a TXT by its payload in the written, bare
     /// JSON form: the Go operator's records match and cost no write; a quoted one is rewritten).
-    pub fn is_met_by(&self, record: &DnsRecord) -> bool {
+    pub(crate) fn is_met_by(&self, record: &DnsRecord) -> bool {
         if !record.is_type(self.record_type()) || normalize_name(&record.name) != self.name() {
             return false;
         }

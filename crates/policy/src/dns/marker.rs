@@ -77,7 +77,7 @@ pub fn ownership_marker(identity: &TunnelIdentity, cluster: Option<&ClusterId>) 
 }
 
 /// True if `comment` is some cftunnel's marker (ours or another installation's).
-pub fn is_cftunnel_marker(comment: &str) -> bool {
+pub(crate) fn is_cftunnel_marker(comment: &str) -> bool {
     comment.starts_with(MARKER_PREFIX)
 }
 

@@ -137,7 +137,7 @@ impl Ours {
     }
 
     /// Why a record of another type standing where a CNAME should be is not ours.
-    pub fn other_owner(&self, record: &DnsRecord) -> ConflictReason {
+    pub(crate) fn other_owner(&self, record: &DnsRecord) -> ConflictReason {
         match record.comment.as_deref() {
             Some(comment) if is_cftunnel_marker(comment) => ConflictReason::OtherOwner {
                 marker: comment.to_string(),

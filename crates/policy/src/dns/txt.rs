@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 pub const TXT_PREFIX: &str = "_managed.";
 
 /// Longest RFC 1035 character string.
-pub const TXT_CHUNK_BYTES: usize = 255;
+pub(crate) const TXT_CHUNK_BYTES: usize = 255;
 
 /// The ownership TXT payload.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,14 +35,14 @@ pub struct ManagedTxt {
 
 impl ManagedTxt {
     /// Record content: the bare JSON object, the form the Go operator decodes.
-    pub fn to_content(&self) -> String {
+    pub(crate) fn to_content(&self) -> String {
         // Serializing a struct of strings cannot fail; an empty object would be parsed as foreign.
         serde_json::to_string(self).unwrap_or_default()
     }
 
     /// True if `content` is this payload in the written form (not only one that parses to it):
     /// a TXT in an older, quoted form is rewritten so the Go operator can read it after a rollback.
-    pub fn is_written_as(&self, content: &str) -> bool {
+    pub(crate) fn is_written_as(&self, content: &str) -> bool {
         serde_json::from_str::<ManagedTxt>(content.trim())
             .ok()
             .as_ref()

@@ -7,11 +7,11 @@ use serde_json::Value;
 
 use crate::rules::Violation;
 
-pub const CLOUDFLARED_CONTAINER: &str = "cloudflared";
+pub(crate) const CLOUDFLARED_CONTAINER: &str = "cloudflared";
 
 /// Problems in a pod spec (`pod` is the JSON of a PodSpec, possibly partial as in a patch);
 /// `path` is the field path of that pod spec, e.g. `spec.template.spec`.
-pub fn pod_weakening(pod: &Value, path: &str) -> Vec<Violation> {
+pub(crate) fn pod_weakening(pod: &Value, path: &str) -> Vec<Violation> {
     let mut out = Vec::new();
     for field in ["hostNetwork", "hostPID", "hostIPC"] {
         if pod.get(field) == Some(&Value::Bool(true)) {

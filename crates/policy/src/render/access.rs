@@ -17,9 +17,9 @@ use cftunnel_types::conversion::GO_OPERATOR_DEFAULT_IMAGES;
 use cftunnel_types::names::{ANNOTATION_CHECKSUM, APP_CLOUDFLARED, LABEL_APP};
 
 /// The port cloudflared listens on in the pod (the Go operator's).
-pub const LISTEN_PORT: i32 = 8000;
+pub(crate) const LISTEN_PORT: i32 = 8000;
 /// Label naming the AccessTunnel on its objects.
-pub const LABEL_ACCESS_TUNNEL: &str = "cfargotunnel.com/access-tunnel";
+pub(crate) const LABEL_ACCESS_TUNNEL: &str = "cfargotunnel.com/access-tunnel";
 
 /// What an AccessTunnel renders to, in apply order.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,7 +32,7 @@ pub struct AccessRendered {
 
 /// The Deployment selector: the Go operator's labels (`app: cloudflared`, `name: <object>`), so
 /// selectors written for its access pods keep matching.
-pub fn access_selector(name: &str) -> BTreeMap<String, String> {
+pub(crate) fn access_selector(name: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
         ("app".to_string(), "cloudflared".to_string()),
         ("name".to_string(), name.to_string()),

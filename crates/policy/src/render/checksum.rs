@@ -26,7 +26,7 @@ pub fn checksum(parts: &[(&str, Option<&[u8]>)]) -> String {
 }
 
 /// The checksum of a tunnel's rendered config.yaml, credentials.json and origin CA pool.
-pub fn workload_checksum(
+pub(crate) fn workload_checksum(
     config_yaml: &str,
     credentials_json: &[u8],
     origin_ca: Option<&str>,

@@ -7,13 +7,13 @@ use super::input::TunnelInput;
 use crate::routes::OriginRequest;
 use crate::rules::service_url::service_problem;
 
-pub const CONFIG_KEY: &str = "config.yaml";
+pub(crate) const CONFIG_KEY: &str = "config.yaml";
 pub const CREDENTIALS_KEY: &str = "credentials.json";
-pub const CREDS_DIR: &str = "/etc/cloudflared/creds";
-pub const CONFIG_DIR: &str = "/etc/cloudflared/config";
-pub const CERTS_DIR: &str = "/etc/cloudflared/certs";
-pub const METRICS_ADDRESS: &str = "0.0.0.0:2000";
-pub const METRICS_PORT: u16 = 2000;
+pub(crate) const CREDS_DIR: &str = "/etc/cloudflared/creds";
+pub(crate) const CONFIG_DIR: &str = "/etc/cloudflared/config";
+pub(crate) const CERTS_DIR: &str = "/etc/cloudflared/certs";
+pub(crate) const METRICS_ADDRESS: &str = "0.0.0.0:2000";
+pub(crate) const METRICS_PORT: u16 = 2000;
 /// The key of the `originCaPool` Secret used as the tunnel-wide CA pool.
 pub const ORIGIN_CA_KEY: &str = "tls.crt";
 
@@ -53,7 +53,7 @@ fn ca_path(key: &str) -> String {
 }
 
 /// The text of config.yaml for `input`.
-pub fn render_config(input: &TunnelInput) -> Result<String, RenderError> {
+pub(crate) fn render_config(input: &TunnelInput) -> Result<String, RenderError> {
     let spec = &input.spec;
     let has_ca_pool = spec
         .origin_ca_pool

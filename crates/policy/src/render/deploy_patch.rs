@@ -36,7 +36,7 @@ impl From<PatchError> for DeployPatchError {
 }
 
 /// The patch as JSON; empty text means no patch.
-pub fn parse_deploy_patch(text: &str) -> Result<Value, DeployPatchError> {
+pub(crate) fn parse_deploy_patch(text: &str) -> Result<Value, DeployPatchError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Ok(json!({}));
@@ -85,7 +85,7 @@ fn has_cloudflared(deployment: &Value) -> bool {
 /// Would `patch` remove the cloudflared container, by any directive (`$patch: delete` on it,
 /// `$patch: replace` of the list, the pod spec, the template or the spec, or a `null`)? Judged
 /// on the patch's effect, not its shape. A patch that cannot be applied at all is not judged.
-pub fn removes_cloudflared(patch: &Value) -> bool {
+pub(crate) fn removes_cloudflared(patch: &Value) -> bool {
     let skeleton =
         json!({"spec": {"template": {"spec": {"containers": [{"name": CLOUDFLARED_CONTAINER}]}}}});
     strategic_merge(&skeleton, patch, DEPLOYMENT).is_ok_and(|merged| !has_cloudflared(&merged))
@@ -94,7 +94,7 @@ pub fn removes_cloudflared(patch: &Value) -> bool {
 /// Applies `patch` to the rendered `deployment`, re-hardens it with `harden`, and puts back what
 /// identifies the workload (the checksum annotation is the reconciler's alone). A patch that
 /// tries to change the name, the selector or the selector's pod labels is refused.
-pub fn apply_deploy_patch(
+pub(crate) fn apply_deploy_patch(
     deployment: &Value,
     patch: &Value,
     selector: &BTreeMap<String, String>,

@@ -7,7 +7,7 @@ use crate::routes::Route;
 use crate::rules::service_url::service_problem;
 
 /// Why a hostname cannot be a (non-catch-all) ingress rule, if it cannot.
-pub fn hostname_problem(hostname: &str) -> Option<&'static str> {
+pub(crate) fn hostname_problem(hostname: &str) -> Option<&'static str> {
     if hostname.is_empty() || hostname == "*" {
         return Some("would match every host, and only the final catch-all rule may do that");
     }
@@ -44,7 +44,7 @@ fn specificity(route: &Route) -> (bool, Reverse<usize>, Reverse<usize>, &str, &s
 }
 
 /// The routes as cloudflared must see them: checked, de-duplicated by refusal, sorted.
-pub fn ordered_routes(routes: &[Route]) -> Result<Vec<&Route>, RenderError> {
+pub(crate) fn ordered_routes(routes: &[Route]) -> Result<Vec<&Route>, RenderError> {
     for route in routes {
         if let Some(reason) = hostname_problem(&route.hostname) {
             return Err(RenderError::InvalidRoute {

@@ -19,7 +19,7 @@ use cftunnel_types::names::{
 };
 
 /// The value of `cfargotunnel.com/kind` on a TunnelBinding.
-pub const BINDING_KIND_VALUE: &str = "TunnelBinding";
+pub(crate) const BINDING_KIND_VALUE: &str = "TunnelBinding";
 
 /// The labels a TunnelBinding carries: `cfargotunnel.com/name=<tunnelRef.name>` and
 /// `cfargotunnel.com/kind=TunnelBinding`. The Go operator's binding reconciler (`labelsForBinding`)
@@ -39,7 +39,7 @@ pub fn binding_labels(tunnel_ref_name: &str) -> [(&'static str, Option<String>);
 
 /// Kubernetes label value rules: at most 63 characters, `[-_.a-zA-Z0-9]`, alphanumeric at both
 /// ends (the empty value is valid).
-pub fn is_valid_label_value(value: &str) -> bool {
+pub(crate) fn is_valid_label_value(value: &str) -> bool {
     if value.is_empty() {
         return true;
     }

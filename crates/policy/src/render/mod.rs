@@ -132,7 +132,7 @@ impl Rendered {
 }
 
 /// Is `image` pinned to a version (a tag other than `latest`, or a digest)?
-pub fn is_pinned(image: &str) -> bool {
+pub(crate) fn is_pinned(image: &str) -> bool {
     if image.contains("@sha256:") {
         return true;
     }

@@ -18,11 +18,11 @@ use cftunnel_types::TunnelKind;
 use cftunnel_types::names::ANNOTATION_CHECKSUM;
 
 /// Replicas unless `deployPatch` says otherwise.
-pub const DEFAULT_REPLICAS: i64 = 2;
+pub(crate) const DEFAULT_REPLICAS: i64 = 2;
 /// cloudflared drains for 30 s on SIGTERM; give it room.
-pub const TERMINATION_GRACE_PERIOD_SECONDS: i64 = 40;
+pub(crate) const TERMINATION_GRACE_PERIOD_SECONDS: i64 = 40;
 /// Prefix of a ClusterTunnel's child objects (see [`ObjectNames::for_owner`]).
-pub const CLUSTER_TUNNEL_PREFIX: &str = "clustertunnel-";
+pub(crate) const CLUSTER_TUNNEL_PREFIX: &str = "clustertunnel-";
 
 /// Names of one tunnel's managed objects.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,7 +115,7 @@ pub fn config_map(common: &Common, config_yaml: &str) -> ConfigMap {
     }
 }
 
-pub fn pod_disruption_budget(common: &Common) -> PodDisruptionBudget {
+pub(crate) fn pod_disruption_budget(common: &Common) -> PodDisruptionBudget {
     PodDisruptionBudget {
         metadata: common.meta(&common.names.workload),
         spec: Some(PodDisruptionBudgetSpec {

@@ -13,7 +13,7 @@ use crate::routes::record::{RecordedTable, directory, write_in};
 use cftunnel_types::TunnelKind;
 
 /// Records a config.yaml and the routes and catch-all it was rendered from.
-pub fn record_config(input: &TunnelInput, config: &str) {
+pub(crate) fn record_config(input: &TunnelInput, config: &str) {
     if let Some(dir) = directory() {
         record_config_in(&dir, input, config);
     }
@@ -35,7 +35,7 @@ fn record_config_in(dir: &Path, input: &TunnelInput, config: &str) {
 
 /// Renders (and records in `dir`) the config of one recorded route table. A table the renderer
 /// refuses is recorded as an error: the model must only produce renderable routes.
-pub fn render_recorded_table(dir: &Path, table: &RecordedTable) {
+pub(crate) fn render_recorded_table(dir: &Path, table: &RecordedTable) {
     let mut spec = json!({
         "newTunnel": {"name": "edge"},
         "cloudflare": {"domain": table.domain, "secret": "cf-api",

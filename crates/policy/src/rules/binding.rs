@@ -49,7 +49,7 @@ pub fn validate(binding: &TunnelBinding, namespace: &str, view: &AdmissionView) 
 }
 
 /// `tunnelRef.kind`, any case; an unknown kind is denied.
-pub fn tunnel_ref_kind(kind: &str, v: &mut Verdict) -> Option<TunnelKind> {
+pub(crate) fn tunnel_ref_kind(kind: &str, v: &mut Verdict) -> Option<TunnelKind> {
     let parsed = TunnelKind::parse(kind);
     if parsed.is_none() {
         v.deny(
@@ -61,7 +61,7 @@ pub fn tunnel_ref_kind(kind: &str, v: &mut Verdict) -> Option<TunnelKind> {
 }
 
 /// A binding routes at least one Service.
-pub fn check_subjects_present(subjects: &[TunnelBindingSubject], v: &mut Verdict) {
+pub(crate) fn check_subjects_present(subjects: &[TunnelBindingSubject], v: &mut Verdict) {
     if subjects.is_empty() {
         v.deny(
             "subjects",
@@ -71,7 +71,7 @@ pub fn check_subjects_present(subjects: &[TunnelBindingSubject], v: &mut Verdict
 }
 
 /// A subject names a Service by a valid name.
-pub fn check_subject_identity(i: usize, subject: &TunnelBindingSubject, v: &mut Verdict) {
+pub(crate) fn check_subject_identity(i: usize, subject: &TunnelBindingSubject, v: &mut Verdict) {
     if let Some(problem) = subject_kind_problem(&subject.kind) {
         v.deny(format!("subjects[{i}].kind"), problem);
     }
@@ -84,12 +84,12 @@ pub fn check_subject_identity(i: usize, subject: &TunnelBindingSubject, v: &mut 
 }
 
 /// Why a subject's `kind` is refused, if it is: only exactly `Service`.
-pub fn subject_kind_problem(kind: &str) -> Option<String> {
+pub(crate) fn subject_kind_problem(kind: &str) -> Option<String> {
     (kind != "Service").then(|| format!("{kind:?} is not supported; only Service can be bound"))
 }
 
 /// The route a subject declares, with `subjects[i].spec.*` field paths.
-pub fn subject_route<'a>(
+pub(crate) fn subject_route<'a>(
     i: usize,
     subject: &'a TunnelBindingSubject,
     namespace: &'a str,

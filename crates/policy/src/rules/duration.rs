@@ -1,7 +1,7 @@
 //! Go duration strings as cloudflared reads them (`30s`, `1m30s`, `500ms`, `1.5h`).
 
 /// Parses a Go duration into nanoseconds; `None` when it is not one.
-pub fn parse_go_duration(s: &str) -> Option<u128> {
+pub(crate) fn parse_go_duration(s: &str) -> Option<u128> {
     let mut rest = s.strip_prefix('+').unwrap_or(s);
     if rest == "0" {
         return Some(0);

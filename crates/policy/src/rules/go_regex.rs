@@ -37,7 +37,7 @@
 use super::go_regex_names::unicode_class_known;
 
 /// Longest path pattern accepted; well below the length where Go's size limits start to matter.
-pub const MAX_PATTERN_BYTES: usize = 1024;
+pub(crate) const MAX_PATTERN_BYTES: usize = 1024;
 
 /// Largest count in one repetition, and the budget of a chain of nested repetitions.
 const MAX_REPEAT: i64 = 1000;

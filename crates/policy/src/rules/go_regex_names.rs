@@ -60,7 +60,7 @@ const CATEGORY_ALIASES: &[&str] = &[
 ];
 
 /// Scripts of Unicode 15.0, as Go's `unicode.Scripts` names them.
-pub const SCRIPTS: &[&str] = &[
+pub(crate) const SCRIPTS: &[&str] = &[
     "Adlam",
     "Ahom",
     "Anatolian_Hieroglyphs",
@@ -241,7 +241,7 @@ pub fn canonical(name: &str) -> String {
 }
 
 /// Whether `\p{name}` names a class Go knows (`name` without a leading `^`).
-pub fn unicode_class_known(name: &str) -> bool {
+pub(crate) fn unicode_class_known(name: &str) -> bool {
     let key = canonical(name);
     if key.is_empty() {
         return false;

@@ -9,7 +9,7 @@ pub mod go_regex;
 mod go_regex_names;
 pub mod route;
 pub mod service;
-pub mod service_url;
+pub(crate) mod service_url;
 pub mod syntax;
 mod verdict;
 pub mod view;

@@ -10,9 +10,9 @@ use super::syntax::hostname_problem;
 use super::verdict::Verdict;
 use super::view::{AdmissionView, TunnelFacts};
 
-pub const PROTOCOLS: &[&str] = &["http", "https", "tcp", "udp", "ssh", "rdp", "smb"];
+pub(crate) const PROTOCOLS: &[&str] = &["http", "https", "tcp", "udp", "ssh", "rdp", "smb"];
 /// Leaves room for the `_managed.` prefix of the ownership TXT record within 253 characters.
-pub const MAX_FQDN_LEN: usize = 244;
+pub(crate) const MAX_FQDN_LEN: usize = 244;
 
 /// Where a route value was written. Formatted only when a message names it: admission is a
 /// hot path and most objects are fine.
@@ -38,7 +38,7 @@ impl std::fmt::Display for Field {
 
 /// A Service port as a route names it: by number or by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PortRef<'a> {
+pub(crate) enum PortRef<'a> {
     Number(i64),
     Name(&'a str),
 }
@@ -66,7 +66,7 @@ impl std::fmt::Display for PortRef<'_> {
 
 /// One route as declared, borrowing its values from the declaring object.
 #[derive(Clone, Debug, Default)]
-pub struct RouteInput<'a> {
+pub(crate) struct RouteInput<'a> {
     /// Namespace of the declaring object (and of the Service).
     pub namespace: &'a str,
     pub service: &'a str,
@@ -94,7 +94,10 @@ pub struct RouteInput<'a> {
 
 impl<'a> RouteInput<'a> {
     /// The hostnames this route claims: explicit ones, or the default when the tunnel is known.
-    pub fn effective_fqdns(&self, tunnel: Option<&TunnelFacts>) -> Vec<(Field, Cow<'a, str>)> {
+    pub(crate) fn effective_fqdns(
+        &self,
+        tunnel: Option<&TunnelFacts>,
+    ) -> Vec<(Field, Cow<'a, str>)> {
         if !self.fqdns.is_empty() {
             return self
                 .fqdns
@@ -112,7 +115,7 @@ impl<'a> RouteInput<'a> {
             .unwrap_or_default()
     }
 
-    pub fn path_value(&self) -> &'a str {
+    pub(crate) fn path_value(&self) -> &'a str {
         self.path.map(|(_, p)| p).unwrap_or("")
     }
 }
@@ -120,7 +123,7 @@ impl<'a> RouteInput<'a> {
 /// Field-level rules (docs/design.md §2.2 items 2 and 3). `zone_advice`: warn about hostnames
 /// in no zone known here (admission does; the route model leaves that to the DNS placement,
 /// which knows the account's zones).
-pub fn check_fields(
+pub(crate) fn check_fields(
     route: &RouteInput<'_>,
     tunnel: Option<&TunnelFacts>,
     zone_advice: bool,
@@ -228,7 +231,7 @@ pub fn check_fields(
 }
 
 /// Why a route's `protocol` is refused, if it is (the names are case-sensitive).
-pub fn protocol_problem(protocol: &str) -> Option<String> {
+pub(crate) fn protocol_problem(protocol: &str) -> Option<String> {
     (!PROTOCOLS.contains(&protocol)).then(|| {
         format!("{protocol:?} is not supported; use http, https, tcp, udp, ssh, rdp or smb")
     })
@@ -275,7 +278,7 @@ fn is_secret_key(key: &str) -> bool {
 /// asks Cloudflare, and the account may hold its zone; the route reconciler places it in the
 /// account's zone that is its longest suffix, or reports on the route that no zone holds it,
 /// naming the account's zones. `disableDNSUpdates` routes (no DNS written) are never warned.
-pub fn check_fqdn(
+pub(crate) fn check_fqdn(
     field: impl std::fmt::Display,
     fqdn: &str,
     tunnel: Option<&TunnelFacts>,
@@ -314,12 +317,12 @@ pub fn check_fqdn(
 }
 
 /// In the tunnel's domain or the domain of another tunnel of its account.
-pub fn in_known_zone(fqdn: &str, tunnel: &TunnelFacts) -> bool {
+pub(crate) fn in_known_zone(fqdn: &str, tunnel: &TunnelFacts) -> bool {
     in_domain(fqdn, &tunnel.domain) || tunnel.account_zones.iter().any(|z| in_domain(fqdn, z))
 }
 
 /// Item 5: one fqdn+path routes to one Service, one fqdn to one tunnel.
-pub fn check_ownership(
+pub(crate) fn check_ownership(
     route: &RouteInput<'_>,
     tunnel: &TunnelFacts,
     object: &str,
@@ -354,7 +357,7 @@ pub fn check_ownership(
 }
 
 /// The refusal when a tunnel's `allowedRoutes` does not admit a route's namespace.
-pub fn deny_not_admitted(
+pub(crate) fn deny_not_admitted(
     field: impl std::fmt::Display,
     tunnel: &TunnelFacts,
     namespace: &str,

@@ -13,7 +13,7 @@ use cftunnel_types::names::{
 };
 
 /// The tunnel a Service asks to be exposed through, if it carries exactly one expose label.
-pub fn exposure(labels: &BTreeMap<String, String>) -> Option<(TunnelKind, &str)> {
+pub(crate) fn exposure(labels: &BTreeMap<String, String>) -> Option<(TunnelKind, &str)> {
     match (
         labels.get(LABEL_EXPOSE_TUNNEL),
         labels.get(LABEL_EXPOSE_CLUSTER_TUNNEL),
@@ -63,7 +63,7 @@ pub fn validate(service: &Service, namespace: &str, view: &AdmissionView) -> Ver
 }
 
 /// The annotations read as booleans must say `true` or `false`.
-pub fn check_boolean_annotations(annotations: &BTreeMap<String, String>, v: &mut Verdict) {
+pub(crate) fn check_boolean_annotations(annotations: &BTreeMap<String, String>, v: &mut Verdict) {
     for key in [ann::NO_TLS_VERIFY, ann::HTTP2_ORIGIN, ann::DISABLE_DNS] {
         if let Some(value) = annotations.get(key)
             && !matches!(value.as_str(), "true" | "false")
@@ -78,12 +78,12 @@ pub fn check_boolean_annotations(annotations: &BTreeMap<String, String>, v: &mut
 
 /// Is the boolean annotation `key` set to `true`? (Anything else is refused by
 /// [`check_boolean_annotations`].)
-pub fn annotation_is_true(annotations: &BTreeMap<String, String>, key: &str) -> bool {
+pub(crate) fn annotation_is_true(annotations: &BTreeMap<String, String>, key: &str) -> bool {
     annotations.get(key).is_some_and(|v| v == "true")
 }
 
 /// The route the annotations declare, with `metadata.annotations[...]` field paths.
-pub fn annotation_route<'a>(
+pub(crate) fn annotation_route<'a>(
     service: &'a str,
     namespace: &'a str,
     annotations: &'a BTreeMap<String, String>,

@@ -2,7 +2,7 @@
 //! that a bad target is refused at apply time instead of crash-looping cloudflared).
 
 /// Why `service` is not a valid cloudflared ingress service, if it is not.
-pub fn service_problem(service: &str) -> Option<String> {
+pub(crate) fn service_problem(service: &str) -> Option<String> {
     if service.is_empty() {
         return Some("must not be empty".into());
     }

@@ -16,13 +16,13 @@ pub fn is_dns_subdomain(s: &str) -> bool {
 }
 
 /// A Service name (DNS-1035 label: starts with a letter).
-pub fn is_service_name(s: &str) -> bool {
+pub(crate) fn is_service_name(s: &str) -> bool {
     is_dns_label(s) && s.starts_with(|c: char| c.is_ascii_lowercase())
 }
 
 /// A DNS name as a zone or a hostname: labels of letters, digits and `-` (any case), at least
 /// two labels, no wildcard, no trailing dot, ≤ 253 characters.
-pub fn is_domain_name(s: &str) -> bool {
+pub(crate) fn is_domain_name(s: &str) -> bool {
     s.len() <= 253 && s.contains('.') && s.split('.').all(is_host_label)
 }
 
@@ -37,7 +37,7 @@ fn is_host_label(label: &str) -> bool {
 }
 
 /// Why a route hostname (fqdn) is invalid, if it is: `*` only as the whole first label, no port.
-pub fn hostname_problem(s: &str) -> Option<&'static str> {
+pub(crate) fn hostname_problem(s: &str) -> Option<&'static str> {
     if s.is_empty() {
         return Some("must not be empty");
     }
@@ -58,12 +58,12 @@ pub fn hostname_problem(s: &str) -> Option<&'static str> {
 }
 
 /// A Cloudflare tunnel id: a UUID in its canonical hyphenated form.
-pub fn is_uuid(s: &str) -> bool {
+pub(crate) fn is_uuid(s: &str) -> bool {
     s.len() == 36 && uuid::Uuid::try_parse(s).is_ok()
 }
 
 /// A Cloudflare account or zone id: 32 hexadecimal characters.
-pub fn is_hex32(s: &str) -> bool {
+pub(crate) fn is_hex32(s: &str) -> bool {
     s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 

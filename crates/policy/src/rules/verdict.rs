@@ -12,7 +12,7 @@ impl Violation {
     }
 
     /// A message that already carries its field path (the texts shared with CEL rules).
-    pub fn from_message(message: &str) -> Self {
+    pub(crate) fn from_message(message: &str) -> Self {
         Violation(message.to_string())
     }
 

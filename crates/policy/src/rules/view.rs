@@ -67,7 +67,7 @@ impl AdmissionView {
         view
     }
 
-    pub fn add_claims(&mut self, claims: impl IntoIterator<Item = HostnameClaim>) {
+    pub(crate) fn add_claims(&mut self, claims: impl IntoIterator<Item = HostnameClaim>) {
         for claim in claims {
             let entry = self
                 .claims
@@ -80,7 +80,7 @@ impl AdmissionView {
     }
 
     /// Claims on `fqdn` by objects other than `object`, in the order they were added.
-    pub fn claims_on<'a>(
+    pub(crate) fn claims_on<'a>(
         &'a self,
         fqdn: &str,
         object: &'a str,
@@ -100,7 +100,7 @@ impl AdmissionView {
 }
 
 /// The tunnel a route of `namespace` refers to: a Tunnel in that namespace, or a ClusterTunnel.
-pub fn find_tunnel<'a>(
+pub(crate) fn find_tunnel<'a>(
     tunnels: &'a [TunnelFacts],
     kind: TunnelKind,
     namespace: &str,
@@ -114,7 +114,7 @@ pub fn find_tunnel<'a>(
 }
 
 /// Does `policy` admit routes from `namespace` into a tunnel living in `tunnel_namespace`?
-pub fn admits(
+pub(crate) fn admits(
     view: &AdmissionView,
     policy: &RouteNamespacePolicy,
     tunnel_namespace: &str,
@@ -124,7 +124,7 @@ pub fn admits(
 }
 
 /// [`admits`] against a map of namespace labels (a namespace missing from it has no labels).
-pub fn admits_namespace(
+pub(crate) fn admits_namespace(
     namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
     policy: &RouteNamespacePolicy,
     tunnel_namespace: &str,

@@ -9,7 +9,7 @@ use serde_json::Value;
 /// Extensions read when walking a directory; files named explicitly are read whatever their name.
 const MANIFEST_EXTENSIONS: &[&str] = &["yaml", "yml", "json"];
 /// Name shown for standard input.
-pub const STDIN_NAME: &str = "<stdin>";
+pub(crate) const STDIN_NAME: &str = "<stdin>";
 
 /// Why the input could not be read: the command gives up (exit code 2) instead of judging
 /// half of what the user meant.
@@ -151,7 +151,11 @@ fn read_file(path: &Path) -> Result<Vec<Document>, InputError> {
 
 /// Splits `text` into documents (`---` for YAML; a stream of values for JSON), skipping empty
 /// ones, and expands lists.
-pub fn parse_text(origin: &str, text: &str, json: bool) -> Result<Vec<Document>, InputError> {
+pub(crate) fn parse_text(
+    origin: &str,
+    text: &str,
+    json: bool,
+) -> Result<Vec<Document>, InputError> {
     let mut values = Vec::new();
     if json {
         for (i, value) in serde_json::Deserializer::from_str(text)

@@ -27,7 +27,7 @@ pub const EXIT_UNREADABLE: u8 = 2;
 
 /// Judges every document: Tunnels and ClusterTunnels on their own, then bindings and labelled
 /// Services in input order against the claims of the objects before them.
-pub fn validate_documents(documents: &[Document], default_namespace: &str) -> Report {
+pub(crate) fn validate_documents(documents: &[Document], default_namespace: &str) -> Report {
     let outcomes: Vec<(&Document, Outcome)> = documents
         .iter()
         .map(|d| (d, decode::decode(d, default_namespace)))

@@ -56,17 +56,17 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn has_violations(&self) -> bool {
+    pub(crate) fn has_violations(&self) -> bool {
         self.findings.iter().any(|f| !f.violations.is_empty())
     }
 
     /// One line per violation: `<Kind> <namespace>/<name>: <message>`.
-    pub fn violation_lines(&self) -> Vec<String> {
+    pub(crate) fn violation_lines(&self) -> Vec<String> {
         self.lines(|f| &f.violations)
     }
 
     /// One line per warning, without the `warning: ` prefix.
-    pub fn warning_lines(&self) -> Vec<String> {
+    pub(crate) fn warning_lines(&self) -> Vec<String> {
         self.lines(|f| &f.warnings)
     }
 
@@ -78,7 +78,7 @@ impl Report {
     }
 
     /// 1 when any object is refused, 0 otherwise.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         u8::from(self.has_violations())
     }
 

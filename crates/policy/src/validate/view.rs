@@ -8,7 +8,7 @@ use crate::rules::{AdmissionView, HostnameClaim, TunnelFacts};
 use cftunnel_types::TunnelBinding;
 
 /// Tunnels and namespace labels of the input; claims are added as objects are walked.
-pub fn base_view<'a>(objects: impl IntoIterator<Item = &'a Decoded>) -> AdmissionView {
+pub(crate) fn base_view<'a>(objects: impl IntoIterator<Item = &'a Decoded>) -> AdmissionView {
     let mut view = AdmissionView::default();
     for object in objects {
         match object {

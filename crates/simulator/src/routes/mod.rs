@@ -75,7 +75,7 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    pub fn param(&self, name: &str) -> &str {
+    pub(crate) fn param(&self, name: &str) -> &str {
         self.params
             .get(name)
             .map(String::as_str)
@@ -93,7 +93,7 @@ impl Ctx {
     }
 
     /// Refuses an account id other than the simulated account's.
-    pub fn check_account(&self, state: &State) -> Result<(), ApiError> {
+    pub(crate) fn check_account(&self, state: &State) -> Result<(), ApiError> {
         if self
             .param("account_id")
             .eq_ignore_ascii_case(&state.account_id)

@@ -13,7 +13,7 @@ use std::path::Path;
 use super::super::TestEnvError;
 
 /// File name of the script inside the plane directory (the watchdog looks for it).
-pub const SCRIPT_NAME: &str = "node-cleanup.sh";
+pub(crate) const SCRIPT_NAME: &str = "node-cleanup.sh";
 
 /// `$1` = node directory, `$2` = cgroup root name (one path segment).
 const SCRIPT: &str = r#"
@@ -59,7 +59,7 @@ exit 0
 
 /// Writes the cleanup script for a node whose state is in `node_dir` and whose cgroups are under
 /// `cgroup_root` into `plane_dir`.
-pub fn write_script(
+pub(crate) fn write_script(
     plane_dir: &Path,
     node_dir: &Path,
     cgroup_root: &str,

@@ -62,7 +62,7 @@ state = "{d}/containerd/state"
 
 /// One bridge network with host-local addresses from [`POD_CIDR`]; the bridge is the pods'
 /// default gateway, so their traffic is routed (and DNATed) by the node's namespace.
-pub fn cni_config(node_dir: &Path) -> String {
+pub(crate) fn cni_config(node_dir: &Path) -> String {
     let ipam_dir = node_dir.join("cni-ipam");
     serde_json::json!({
         "cniVersion": "0.4.0",
@@ -147,7 +147,7 @@ pub fn import(socket: &Path, archive: &Path) -> Result<(), TestEnvError> {
 }
 
 /// The host pid of a running container's first process (`ctr tasks ls`: TASK PID STATUS).
-pub fn task_pid(socket: &Path, container_id: &str) -> Option<u32> {
+pub(crate) fn task_pid(socket: &Path, container_id: &str) -> Option<u32> {
     let output = ctr(socket).args(["tasks", "ls"]).output().ok()?;
     String::from_utf8_lossy(&output.stdout)
         .lines()

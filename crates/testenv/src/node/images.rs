@@ -35,7 +35,7 @@ int main(void) {
 "#;
 
 /// The cache directory for built images.
-pub fn cache_dir() -> Result<PathBuf, TestEnvError> {
+pub(crate) fn cache_dir() -> Result<PathBuf, TestEnvError> {
     let base = match (std::env::var_os("CFTUNNEL_CACHE"), std::env::var_os("HOME")) {
         (Some(cache), _) => PathBuf::from(cache),
         (None, Some(home)) => PathBuf::from(home).join(".cache").join("cftunnel"),
@@ -45,7 +45,7 @@ pub fn cache_dir() -> Result<PathBuf, TestEnvError> {
 }
 
 /// The pause image's OCI archive, built on first use.
-pub fn pause_archive() -> Result<PathBuf, TestEnvError> {
+pub(crate) fn pause_archive() -> Result<PathBuf, TestEnvError> {
     let cache = cache_dir()?;
     let tag = PAUSE_IMAGE.rsplit(':').next().unwrap_or("0");
     let archive = cache.join(format!("cftunnel-pause-{tag}.tar"));

@@ -77,7 +77,7 @@ failSwapOn: true
 
 /// Pre-creates the cgroup root in every cgroup v1 hierarchy (kubelet requires it to exist),
 /// with `cpuset.cpus`/`cpuset.mems` copied from the parent so tasks may join it.
-pub fn create_cgroup_root(cgroup_root: &str) -> Result<(), TestEnvError> {
+pub(crate) fn create_cgroup_root(cgroup_root: &str) -> Result<(), TestEnvError> {
     let hierarchies = std::fs::read_dir("/sys/fs/cgroup")
         .map_err(|e| TestEnvError::io("listing /sys/fs/cgroup", e))?;
     for entry in hierarchies.flatten() {

@@ -34,11 +34,11 @@ pub use namespace::{inside_private_namespaces, rerun_in_private_namespaces};
 /// The node's name (its client certificate is `system:node:<name>`).
 pub const NODE_NAME: &str = "cftunnel-node";
 /// The node's address, on `lo` of the private namespace; the API server advertises it too.
-pub const NODE_IP: &str = "10.78.0.1";
+pub(crate) const NODE_IP: &str = "10.78.0.1";
 /// Pod addresses (CNI host-local); nothing else uses them inside the private namespace.
-pub const POD_CIDR: &str = "10.77.0.0/24";
+pub(crate) const POD_CIDR: &str = "10.77.0.0/24";
 /// ClusterIP of the `kubernetes` Service: the first address of `--service-cluster-ip-range`.
-pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
+pub(crate) const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 
 /// What the node starts with.
 #[derive(Debug, Clone, Default)]
@@ -87,7 +87,7 @@ impl Node {
 }
 
 /// Names the API server's serving certificate must carry for pods and the node.
-pub const APISERVER_HOSTS: [&str; 5] = [
+pub(crate) const APISERVER_HOSTS: [&str; 5] = [
     NODE_IP,
     KUBERNETES_SERVICE_IP,
     "kubernetes",
@@ -96,7 +96,7 @@ pub const APISERVER_HOSTS: [&str; 5] = [
 ];
 
 /// kube-apiserver flags replacing the loopback-only defaults; writes the kubelet client cert.
-pub fn apiserver_flags(
+pub(crate) fn apiserver_flags(
     plane_dir: &Path,
     ca: &TestCa,
     ca_cert: &Path,

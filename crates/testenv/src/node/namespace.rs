@@ -15,7 +15,7 @@ use super::super::TestEnvError;
 use super::{KUBERNETES_SERVICE_IP, NODE_IP};
 
 /// Set (to "1") in a test process re-executed inside its own network and mount namespaces.
-pub const INSIDE_ENV: &str = "CFTUNNEL_NODE_NAMESPACES";
+pub(crate) const INSIDE_ENV: &str = "CFTUNNEL_NODE_NAMESPACES";
 
 /// Global sysctls kubelet rewrites unless they already hold these values (its
 /// `protectKernelDefaults: false` behaviour). Inside the private mount namespace a file with the
@@ -61,7 +61,7 @@ pub fn rerun_in_private_namespaces(
 }
 
 /// Fails unless this process runs in namespaces of its own with no route off the machine.
-pub fn require_private() -> Result<(), TestEnvError> {
+pub(crate) fn require_private() -> Result<(), TestEnvError> {
     if !inside_private_namespaces() {
         return Err(TestEnvError::NotPrivate(format!(
             "{INSIDE_ENV} is not set; run the test through testenv::node::rerun_in_private_namespaces"
@@ -115,7 +115,7 @@ pub fn prepare(state_dir: &Path) -> Result<(), TestEnvError> {
 /// in this namespace sends `10.96.0.1:443` to the API server (instead of kube-proxy, which would
 /// do the same for this one Service). Pod traffic is routed through the bridge, so PREROUTING
 /// sees it; the rule goes away with the namespace.
-pub fn route_kubernetes_service(apiserver_port: u16) -> Result<(), TestEnvError> {
+pub(crate) fn route_kubernetes_service(apiserver_port: u16) -> Result<(), TestEnvError> {
     run(
         "iptables",
         &[

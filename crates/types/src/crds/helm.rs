@@ -17,7 +17,7 @@ const KEEP: &str = "helm.sh/resource-policy";
 /// The annotation line every CRD gets, followed in converted CRDs by the conditional block.
 const KEEP_LINE: &str = "    helm.sh/resource-policy: keep\n";
 /// Name of the chart's Service and of its cert-manager Certificate.
-pub const WEBHOOK_SERVICE: &str = "cftunnel-webhook";
+pub(crate) const WEBHOOK_SERVICE: &str = "cftunnel-webhook";
 
 /// Annotations added to converted CRDs in cert-manager mode (Helm template text).
 const CERT_MANAGER_BLOCK: &str = "    {{- if eq .Values.certificates.mode \"cert-manager\" }}\n    cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/cftunnel-webhook\n    {{- end }}\n";

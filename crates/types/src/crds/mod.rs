@@ -83,7 +83,7 @@ pub fn tunnel_binding() -> CustomResourceDefinition {
 /// AccessTunnel v1alpha1, with CEL rules on the fields they judge, whose messages are the
 /// webhook's texts (the value quoted through `messageExpression`). On the root object the API
 /// server's cost estimate of `messageExpression` exceeds its budget: rules sit on the fields.
-pub fn access_tunnel() -> CustomResourceDefinition {
+pub(crate) fn access_tunnel() -> CustomResourceDefinition {
     let mut crd = AccessTunnel::crd();
     for version in &mut crd.spec.versions {
         let Some(root) = version

@@ -72,7 +72,7 @@ pub fn mutate_workload_with_checksum(
 /// [`mutate_workload`] of an object as the webhook decodes it: kind and metadata typed, the
 /// rest (`spec`) as raw JSON. Nothing of the object is copied but the parts the hardening
 /// touches (see `sparse.rs`), so the cost does not grow with env lists or volumes.
-pub fn mutate_object(object: &DynamicObject) -> Result<Patch, MutateError> {
+pub(crate) fn mutate_object(object: &DynamicObject) -> Result<Patch, MutateError> {
     let kind = object
         .types
         .as_ref()
