@@ -27,29 +27,10 @@ pub async fn inject_ca_bundle(
     let name = &settings.webhook_configuration;
     let mut written = 0;
 
-    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let live = read(&validating, name).await?;
-    let names = webhooks_to_write(
-        live.webhooks
-            .iter()
-            .flatten()
-            .map(|w| (&w.name, &w.client_config.ca_bundle)),
-        &wanted,
-    );
     written +=
-        apply_webhooks::<ValidatingWebhookConfiguration>(&validating, name, &names, bundle).await?;
-
-    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let live = read(&mutating, name).await?;
-    let names = webhooks_to_write(
-        live.webhooks
-            .iter()
-            .flatten()
-            .map(|w| (&w.name, &w.client_config.ca_bundle)),
-        &wanted,
-    );
+        inject_webhooks::<ValidatingWebhookConfiguration>(client, name, &wanted, bundle).await?;
     written +=
-        apply_webhooks::<MutatingWebhookConfiguration>(&mutating, name, &names, bundle).await?;
+        inject_webhooks::<MutatingWebhookConfiguration>(client, name, &wanted, bundle).await?;
 
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd_name in &settings.converted_crds {
@@ -83,6 +64,45 @@ pub async fn inject_ca_bundle(
         );
     }
     Ok(written)
+}
+
+/// A webhook configuration: its webhooks' names and bundles.
+trait WebhookConfiguration:
+    Resource<DynamicType = ()> + Clone + std::fmt::Debug + DeserializeOwned
+{
+    fn bundles(&self) -> Vec<(&String, &Option<ByteString>)>;
+}
+
+impl WebhookConfiguration for ValidatingWebhookConfiguration {
+    fn bundles(&self) -> Vec<(&String, &Option<ByteString>)> {
+        let webhooks = self.webhooks.iter().flatten();
+        webhooks
+            .map(|w| (&w.name, &w.client_config.ca_bundle))
+            .collect()
+    }
+}
+
+impl WebhookConfiguration for MutatingWebhookConfiguration {
+    fn bundles(&self) -> Vec<(&String, &Option<ByteString>)> {
+        let webhooks = self.webhooks.iter().flatten();
+        webhooks
+            .map(|w| (&w.name, &w.client_config.ca_bundle))
+            .collect()
+    }
+}
+
+/// Reads the configuration `name` of kind `K` and writes `bundle` into its webhooks when one
+/// differs; 1 when it wrote.
+async fn inject_webhooks<K: WebhookConfiguration>(
+    client: &Client,
+    name: &str,
+    wanted: &ByteString,
+    bundle: &str,
+) -> Result<usize, CertError> {
+    let api: Api<K> = Api::all(client.clone());
+    let live = read(&api, name).await?;
+    let names = webhooks_to_write(live.bundles().into_iter(), wanted);
+    apply_webhooks::<K>(&api, name, &names, bundle).await
 }
 
 /// Names of all webhooks when any `caBundle` is not `wanted`, else none. All are listed

@@ -288,16 +288,19 @@ fn too_large(state: &AppState) -> (Outcome, Response) {
     )
 }
 
+/// 400 with the decoder's message.
+fn bad_request(bad: &dyn std::fmt::Display) -> (Outcome, Response) {
+    failure(
+        Outcome::BadRequest,
+        StatusCode::BAD_REQUEST,
+        bad.to_string(),
+    )
+}
+
 fn admit(policy: &dyn Policy, endpoint: Endpoint, body: &[u8], span: &Span) -> (Outcome, Response) {
     let request = match decode_admission(body) {
         Ok(request) => request,
-        Err(bad) => {
-            return failure(
-                Outcome::BadRequest,
-                StatusCode::BAD_REQUEST,
-                bad.to_string(),
-            );
-        }
+        Err(bad) => return bad_request(&bad),
     };
     span.record("request_uid", request.uid.as_str());
     span.record("kind", request.kind.kind.as_str());
@@ -326,13 +329,7 @@ fn admit(policy: &dyn Policy, endpoint: Endpoint, body: &[u8], span: &Span) -> (
 fn convert_objects(policy: &dyn Policy, body: &[u8], span: &Span) -> (Outcome, Response) {
     let request = match decode_conversion(body) {
         Ok(request) => request,
-        Err(bad) => {
-            return failure(
-                Outcome::BadRequest,
-                StatusCode::BAD_REQUEST,
-                bad.to_string(),
-            );
-        }
+        Err(bad) => return bad_request(&bad),
     };
     span.record("request_uid", request.uid.as_str());
     span.record("operation", "CONVERT");

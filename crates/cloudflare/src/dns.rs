@@ -70,8 +70,7 @@ impl CloudflareClient {
         record_id: &str,
         record: &NewDnsRecord,
     ) -> Result<DnsRecord, CloudflareError> {
-        let path = ["zones", zone_id, "dns_records", record_id];
-        self.write_record("dns.update", Method::PUT, &path, record)
+        self.rewrite_record(Method::PUT, zone_id, record_id, record)
             .await
     }
 
@@ -82,9 +81,25 @@ impl CloudflareClient {
         record_id: &str,
         record: &NewDnsRecord,
     ) -> Result<DnsRecord, CloudflareError> {
-        let path = ["zones", zone_id, "dns_records", record_id];
-        self.write_record("dns.patch", Method::PATCH, &path, record)
+        self.rewrite_record(Method::PATCH, zone_id, record_id, record)
             .await
+    }
+
+    /// PUT (`dns.update`) or PATCH (`dns.patch`) of one record.
+    async fn rewrite_record(
+        &self,
+        method: Method,
+        zone_id: &str,
+        record_id: &str,
+        record: &NewDnsRecord,
+    ) -> Result<DnsRecord, CloudflareError> {
+        let operation = if method == Method::PUT {
+            "dns.update"
+        } else {
+            "dns.patch"
+        };
+        let path = ["zones", zone_id, "dns_records", record_id];
+        self.write_record(operation, method, &path, record).await
     }
 
     /// Create, overwrite and patch send the same validated body; only method and path differ.

@@ -162,13 +162,7 @@ impl CloudflareClient {
         account_id: &str,
         tunnel_id: &str,
     ) -> Result<Vec<ConnectionClient>, CloudflareError> {
-        let path = [
-            "accounts",
-            account_id,
-            "cfd_tunnel",
-            tunnel_id,
-            "connections",
-        ];
+        let path = connections_path(account_id, tunnel_id);
         let page = self
             .fetch_page(Call::get("tunnel.connections.list", &path))
             .await?;
@@ -182,13 +176,7 @@ impl CloudflareClient {
         tunnel_id: &str,
         client_id: Option<&str>,
     ) -> Result<(), CloudflareError> {
-        let path = [
-            "accounts",
-            account_id,
-            "cfd_tunnel",
-            tunnel_id,
-            "connections",
-        ];
+        let path = connections_path(account_id, tunnel_id);
         let mut call = Call::delete("tunnel.connections.clean", &path);
         if let Some(client) = client_id {
             call = call.query("client_id", client);
@@ -196,4 +184,15 @@ impl CloudflareClient {
         self.execute::<serde::de::IgnoredAny>(call).await?;
         Ok(())
     }
+}
+
+/// `accounts/{account}/cfd_tunnel/{tunnel}/connections`.
+fn connections_path<'a>(account_id: &'a str, tunnel_id: &'a str) -> [&'a str; 5] {
+    [
+        "accounts",
+        account_id,
+        "cfd_tunnel",
+        tunnel_id,
+        "connections",
+    ]
 }

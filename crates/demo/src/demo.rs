@@ -20,7 +20,12 @@ const TOKEN: &str = "demo-api-token";
 const ACCOUNT: &str = "Demo Account";
 const DEMO_NAMESPACE: &str = "demo";
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "cftunnel-demo",
+    version,
+    about = "Run cftunnel end to end: a local control plane, the Cloudflare simulator and cftunnel"
+)]
 pub(crate) struct DemoArgs {
     /// Directory of manifests to apply, in file-name order.
     #[arg(long, default_value = "examples")]

@@ -1,4 +1,4 @@
-//! `cftunnel cloudflare-sim`: the simulator as a process, announced by one JSON line on stdout.
+//! `cloudflare-sim`: the simulator as a process, announced by one JSON line on stdout.
 use std::io::Write;
 use std::net::SocketAddr;
 
@@ -11,7 +11,12 @@ use serde_json::json;
 use super::{SimConfig, Simulator};
 
 /// Options of the `cloudflare-sim` command.
-#[derive(Clone, clap::Args)]
+#[derive(Clone, clap::Parser)]
+#[command(
+    name = "cloudflare-sim",
+    version,
+    about = "Run the Cloudflare API simulator on loopback"
+)]
 pub struct SimArgs {
     /// Loopback address to listen on; port 0 picks a free port.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]

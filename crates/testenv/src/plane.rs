@@ -309,11 +309,13 @@ impl ControlPlane {
     ) -> Result<(), TestEnvError> {
         let client = self.admin_client()?;
         if let Some(mut config) = validating {
-            webhook::localize_validating(&mut config, url_base, ca_pem)?;
+            let webhooks = config.webhooks.iter_mut().flatten();
+            webhook::localize(webhooks.map(|w| &mut w.client_config), url_base, ca_pem)?;
             webhook::apply_and_wait(&client, &config).await?;
         }
         if let Some(mut config) = mutating {
-            webhook::localize_mutating(&mut config, url_base, ca_pem)?;
+            let webhooks = config.webhooks.iter_mut().flatten();
+            webhook::localize(webhooks.map(|w| &mut w.client_config), url_base, ca_pem)?;
             webhook::apply_and_wait(&client, &config).await?;
         }
         Ok(())

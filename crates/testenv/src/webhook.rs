@@ -3,9 +3,7 @@
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
-};
+use k8s_openapi::api::admissionregistration::v1::WebhookClientConfig;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde::Serialize;
@@ -43,26 +41,15 @@ pub(crate) fn point_at_local(
     Ok(())
 }
 
-/// Rewrites every webhook of a validating configuration (see [`point_at_local`]).
-pub(crate) fn localize_validating(
-    config: &mut ValidatingWebhookConfiguration,
+/// Rewrites the client configuration of every webhook of a configuration (see
+/// [`point_at_local`]).
+pub(crate) fn localize<'a>(
+    client_configs: impl Iterator<Item = &'a mut WebhookClientConfig>,
     url_base: &str,
     ca_pem: &str,
 ) -> Result<(), TestEnvError> {
-    for webhook in config.webhooks.iter_mut().flatten() {
-        point_at_local(&mut webhook.client_config, url_base, ca_pem)?;
-    }
-    Ok(())
-}
-
-/// Rewrites every webhook of a mutating configuration (see [`point_at_local`]).
-pub(crate) fn localize_mutating(
-    config: &mut MutatingWebhookConfiguration,
-    url_base: &str,
-    ca_pem: &str,
-) -> Result<(), TestEnvError> {
-    for webhook in config.webhooks.iter_mut().flatten() {
-        point_at_local(&mut webhook.client_config, url_base, ca_pem)?;
+    for client_config in client_configs {
+        point_at_local(client_config, url_base, ca_pem)?;
     }
     Ok(())
 }

@@ -28,17 +28,22 @@ fn paged_records(total: u32, with_total_pages: bool) -> (Router, Log) {
     })
 }
 
-#[tokio::test(start_paused = true)]
-async fn pagination_walks_all_pages_and_stops_on_a_short_page() {
-    let (router, log) = paged_records(250, false);
+/// Every record of the zone, listed 100 a page.
+async fn list_by_hundred(router: axum::Router) -> Vec<crate::DnsRecord> {
     let filter = DnsRecordFilter {
         per_page: Some(100),
         ..Default::default()
     };
-    let records = client(router)
+    client(router)
         .list_dns_records(ZONE, &filter)
         .await
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn pagination_walks_all_pages_and_stops_on_a_short_page() {
+    let (router, log) = paged_records(250, false);
+    let records = list_by_hundred(router).await;
     assert_eq!(records.len(), 250);
     assert_eq!(records[249].name, "r249.example.com");
     let pages: Vec<_> = log
@@ -52,14 +57,7 @@ async fn pagination_walks_all_pages_and_stops_on_a_short_page() {
 #[tokio::test(start_paused = true)]
 async fn pagination_stops_at_total_pages() {
     let (router, log) = paged_records(300, true);
-    let filter = DnsRecordFilter {
-        per_page: Some(100),
-        ..Default::default()
-    };
-    let records = client(router)
-        .list_dns_records(ZONE, &filter)
-        .await
-        .unwrap();
+    let records = list_by_hundred(router).await;
     // 300 records fill three full pages: total_pages, not a short page, ends the walk.
     assert_eq!(records.len(), 300);
     assert_eq!(log.count(), 3);

@@ -10,6 +10,17 @@ fn zone() -> Value {
     json!({"id": ZONE, "name": "example.com", "account": {"id": ACCOUNT, "name": "acc"}})
 }
 
+/// The error `get_zone` ends with when the client may try `attempts` times.
+async fn get_zone_failing(router: axum::Router, attempts: u32) -> CloudflareError {
+    builder(router)
+        .max_attempts(attempts)
+        .build()
+        .unwrap()
+        .get_zone(ZONE)
+        .await
+        .unwrap_err()
+}
+
 #[tokio::test(start_paused = true)]
 async fn retry_after_pauses_every_call_of_the_credential() {
     let start = Instant::now();
@@ -44,13 +55,7 @@ async fn retry_after_pauses_every_call_of_the_credential() {
 async fn rate_limited_surfaces_once_attempts_are_exhausted() {
     let start = Instant::now();
     let (router, log) = fake(|_, _| too_many(2));
-    let err = builder(router)
-        .max_attempts(3)
-        .build()
-        .unwrap()
-        .get_zone(ZONE)
-        .await
-        .unwrap_err();
+    let err = get_zone_failing(router, 3).await;
     assert!(
         matches!(err, CloudflareError::RateLimited { retry_after, .. } if retry_after == Duration::from_secs(2)),
         "{err:?}"
@@ -91,13 +96,7 @@ async fn server_errors_are_retried_with_backoff_then_succeed() {
 #[tokio::test(start_paused = true)]
 async fn server_errors_exhaust_after_max_attempts() {
     let (router, log) = fake(|_, _| raw(502, "<html>bad gateway</html>"));
-    let err = builder(router)
-        .max_attempts(4)
-        .build()
-        .unwrap()
-        .get_zone(ZONE)
-        .await
-        .unwrap_err();
+    let err = get_zone_failing(router, 4).await;
     assert!(
         matches!(err, CloudflareError::Api { status: 502, .. }),
         "{err:?}"

@@ -2,16 +2,15 @@
 use super::fixtures::*;
 use super::*;
 
+/// A CNAME of someone else's at `name` (id `c1`).
+fn foreign(name: &str) -> cftunnel_cloudflare::DnsRecord {
+    cname_record("c1", name, "legacy.example.net", None)
+}
+
 #[test]
 fn a_foreign_cname_is_reported_and_left_alone() {
     let zone = zone(vec![tunnel("edge", ID_A, &["app.example.com"])]);
-    let actual = [record(
-        "c1",
-        "CNAME",
-        "app.example.com",
-        "legacy.example.net",
-        None,
-    )];
+    let actual = [foreign("app.example.com")];
     let plan = plan(&zone, &actual);
     assert!(plan.changes.is_empty());
     assert_eq!(plan.conflicts.len(), 1);
@@ -26,13 +25,7 @@ fn a_foreign_cname_is_reported_and_left_alone() {
 #[test]
 fn overwrite_takes_a_foreign_cname_over_and_adds_the_txt() {
     let zone = zone(vec![tunnel("edge", ID_A, &["app.example.com"])]);
-    let actual = [record(
-        "c1",
-        "CNAME",
-        "app.example.com",
-        "legacy.example.net",
-        None,
-    )];
+    let actual = [foreign("app.example.com")];
     let plan = plan_zone(&zone, &actual, &overwrite());
     assert_eq!(
         summary(&plan),
@@ -70,9 +63,8 @@ fn two_tunnels_routing_one_hostname_the_owner_keeps_it() {
         tunnel("edge", ID_A, &["app.example.com"]),
         tunnel("backup", ID_B, &["app.example.com"]),
     ]);
-    let actual = [record(
+    let actual = [cname_record(
         "c1",
-        "CNAME",
         "app.example.com",
         &target,
         Some(&marker("backup")),
@@ -126,8 +118,8 @@ fn foreign_markers_and_unproven_cnames_are_not_ours() {
     let target = format!("{ID_A}.cfargotunnel.com");
     let other_cluster = "cftunnel Tunnel shop/edge cluster=eu";
     let actual = [
-        record("c1", "CNAME", "a.example.com", &target, Some(other_cluster)),
-        record("c2", "CNAME", "b.example.com", &target, None),
+        cname_record("c1", "a.example.com", &target, Some(other_cluster)),
+        cname_record("c2", "b.example.com", &target, None),
     ];
     let plan = plan(&zone, &actual);
     assert!(plan.changes.is_empty());
@@ -158,13 +150,7 @@ fn hostnames_outside_the_zone_are_refused() {
 fn the_txt_of_a_wildcard_never_vouches_for_a_strangers_wildcard_label() {
     let zone = zone(vec![tunnel("edge", ID_A, &["*.example.com"])]);
     let target = format!("{ID_A}.cfargotunnel.com");
-    let stranger = record(
-        "c1",
-        "CNAME",
-        "wildcard.example.com",
-        &target,
-        Some("hand made"),
-    );
+    let stranger = cname_record("c1", "wildcard.example.com", &target, Some("hand made"));
     let first = plan(&zone, std::slice::from_ref(&stranger));
     let after = apply(&[stranger], &first);
     assert!(after.iter().any(|r| r.id == "c1"));
@@ -176,7 +162,7 @@ fn a_go_txt_vouches_only_for_the_cname_it_names_by_id() {
     let zone = zone(vec![tunnel("edge", ID_A, &["app.example.com"])]);
     let target = format!("{ID_A}.cfargotunnel.com");
     let actual = [
-        record("c2", "CNAME", "app.example.com", &target, None),
+        cname_record("c2", "app.example.com", &target, None),
         record(
             "t1",
             "TXT",

@@ -60,6 +60,41 @@ pub(super) fn record(
     }
 }
 
+/// A CNAME `name` → `<tunnel_id>.cfargotunnel.com` with `comment`.
+pub(super) fn cname(id: &str, name: &str, tunnel_id: &str, comment: Option<&str>) -> DnsRecord {
+    cname_record(id, name, &format!("{tunnel_id}.cfargotunnel.com"), comment)
+}
+
+/// A CNAME of ours: `name` → `<tunnel_id>.cfargotunnel.com`, marked for tunnel `tunnel_name`.
+pub(super) fn ours(id: &str, name: &str, tunnel_id: &str, tunnel_name: &str) -> DnsRecord {
+    cname(id, name, tunnel_id, Some(&marker(tunnel_name)))
+}
+
+/// A CNAME `name` → `content` with `comment`.
+pub(super) fn cname_record(
+    id: &str,
+    name: &str,
+    content: &str,
+    comment: Option<&str>,
+) -> DnsRecord {
+    record(id, "CNAME", name, content, comment)
+}
+
+/// What the Go operator wrote for `name`: the CNAME `c1` (no comment) and its `_managed` TXT
+/// `t1` naming the tunnel.
+pub(super) fn go_records(name: &str, tunnel_name: &str, tunnel_id: &str) -> [DnsRecord; 2] {
+    [
+        cname("c1", name, tunnel_id, None),
+        record(
+            "t1",
+            "TXT",
+            &format!("_managed.{name}"),
+            &go_txt("c1", tunnel_name, tunnel_id),
+            None,
+        ),
+    ]
+}
+
 pub(super) fn marker(name: &str) -> String {
     ownership_marker(&identity(name), None)
 }

@@ -50,22 +50,7 @@ fn a_new_hostname_gets_a_cname_then_its_txt() {
 #[test]
 fn go_operator_records_are_adopted_with_one_patch() {
     let zone = zone(vec![tunnel("edge", ID_A, &["app.example.com"])]);
-    let actual = [
-        record(
-            "c1",
-            "CNAME",
-            "app.example.com",
-            &format!("{ID_A}.cfargotunnel.com"),
-            None,
-        ),
-        record(
-            "t1",
-            "TXT",
-            "_managed.app.example.com",
-            &go_txt("c1", "edge-cf", ID_A),
-            None,
-        ),
-    ];
+    let actual = go_records("app.example.com", "edge-cf", ID_A);
     let plan = plan(&zone, &actual);
     assert_eq!(
         summary(&plan),
@@ -77,14 +62,7 @@ fn go_operator_records_are_adopted_with_one_patch() {
 #[test]
 fn a_cname_whose_txt_was_lost_gets_the_txt_back() {
     let zone = zone(vec![tunnel("edge", ID_A, &["app.example.com"])]);
-    let target = format!("{ID_A}.cfargotunnel.com");
-    let actual = [record(
-        "c1",
-        "CNAME",
-        "app.example.com",
-        &target,
-        Some(&marker("edge")),
-    )];
+    let actual = [ours("c1", "app.example.com", ID_A, "edge")];
     let plan = plan(&zone, &actual);
     assert_eq!(
         summary(&plan),
@@ -99,13 +77,7 @@ fn records_of_a_previous_tunnel_id_are_repointed() {
     let zone = zone(vec![edge]);
     let old_target = format!("{ID_OLD}.cfargotunnel.com");
     let actual = [
-        record(
-            "c1",
-            "CNAME",
-            "app.example.com",
-            &old_target,
-            Some(&marker("edge")),
-        ),
+        cname_record("c1", "app.example.com", &old_target, Some(&marker("edge"))),
         record(
             "t1",
             "TXT",
@@ -139,7 +111,7 @@ fn a_hostname_no_longer_routed_loses_its_cname_then_its_txt() {
             &go_txt("c1", "edge-cf", ID_A),
             None,
         ),
-        record("c1", "CNAME", "old.example.com", &target, None),
+        cname_record("c1", "old.example.com", &target, None),
     ];
     let plan = plan(&zone, &actual);
     assert_eq!(
@@ -158,14 +130,7 @@ fn a_record_another_tunnel_still_wants_is_repointed_not_deleted() {
         tunnel("edge", ID_A, &[]),
         tunnel("backup", ID_B, &["app.example.com"]),
     ]);
-    let target = format!("{ID_A}.cfargotunnel.com");
-    let actual = [record(
-        "c1",
-        "CNAME",
-        "app.example.com",
-        &target,
-        Some(&marker("edge")),
-    )];
+    let actual = [ours("c1", "app.example.com", ID_A, "edge")];
     let plan = plan(&zone, &actual);
     assert_eq!(
         summary(&plan),
@@ -209,22 +174,7 @@ fn txt_off_marks_the_go_cname_before_deleting_the_txt() {
     let mut edge = tunnel("edge", ID_A, &["app.example.com"]);
     edge.txt_records = false;
     let zone = zone(vec![edge]);
-    let actual = [
-        record(
-            "c1",
-            "CNAME",
-            "app.example.com",
-            &format!("{ID_A}.cfargotunnel.com"),
-            None,
-        ),
-        record(
-            "t1",
-            "TXT",
-            "_managed.app.example.com",
-            &go_txt("c1", "x", ID_A),
-            None,
-        ),
-    ];
+    let actual = go_records("app.example.com", "x", ID_A);
     let plan = plan(&zone, &actual);
     assert_eq!(
         summary(&plan),
@@ -274,14 +224,8 @@ fn order_of_the_records_does_not_matter() {
     let zone = zone(vec![tunnel("edge", ID_A, &["a.example.com"])]);
     let target = format!("{ID_A}.cfargotunnel.com");
     let mut actual = vec![
-        record("c1", "CNAME", "a.example.com", &target, None),
-        record(
-            "c2",
-            "CNAME",
-            "gone.example.com",
-            &target,
-            Some(&marker("edge")),
-        ),
+        cname_record("c1", "a.example.com", &target, None),
+        cname_record("c2", "gone.example.com", &target, Some(&marker("edge"))),
         record(
             "t1",
             "TXT",

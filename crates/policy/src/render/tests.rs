@@ -2,7 +2,8 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::routes::{OriginRequest, Route};
+use crate::routes::Route;
+use crate::routes::fixtures::route;
 use cftunnel_types::{TunnelKind, TunnelSpec};
 
 const ID: &str = "6ff42ae2-765d-4adf-8112-31c55c1551ef";
@@ -17,15 +18,6 @@ fn spec(extra: Value) -> TunnelSpec {
         target.extend(extra.clone());
     }
     serde_json::from_value(spec).expect("valid spec")
-}
-
-fn route(hostname: &str, path: Option<&str>, service: &str) -> Route {
-    Route {
-        hostname: hostname.into(),
-        path: path.map(Into::into),
-        service: service.into(),
-        origin_request: OriginRequest::default(),
-    }
 }
 
 fn five_routes() -> Vec<Route> {

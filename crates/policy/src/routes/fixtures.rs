@@ -103,7 +103,7 @@ pub(super) fn to_edge() -> Value {
     json!({"kind": "Tunnel", "name": "edge"})
 }
 
-pub(super) fn route(hostname: &str, path: Option<&str>, service: &str) -> Route {
+pub(crate) fn route(hostname: &str, path: Option<&str>, service: &str) -> Route {
     Route {
         hostname: hostname.into(),
         path: path.map(Into::into),

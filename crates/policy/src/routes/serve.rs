@@ -129,16 +129,7 @@ fn rank(route: &Route) -> Rank<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routes::OriginRequest;
-
-    fn route(hostname: &str, path: Option<&str>, service: &str) -> Route {
-        Route {
-            hostname: hostname.into(),
-            path: path.map(Into::into),
-            service: service.into(),
-            origin_request: OriginRequest::default(),
-        }
-    }
+    use crate::routes::fixtures::route;
 
     fn service_for<'r>(routes: &'r [Route], url: &str) -> &'r str {
         match serving_route_for_url(routes, url) {
@@ -187,22 +178,14 @@ mod tests {
             route("app.example.com", Some("/static/"), "static"),
             route("app.example.com", Some("\\.png$"), "images"),
         ];
-        assert_eq!(
-            service_for(&routes, "https://app.example.com/a/static/x.css"),
-            "static"
-        );
-        assert_eq!(
-            service_for(&routes, "https://app.example.com/logo.png"),
-            "images"
-        );
-        // Both match: the longer pattern serves.
-        assert_eq!(
-            service_for(&routes, "https://app.example.com/static/logo.png"),
-            "static"
-        );
-        assert_eq!(
-            service_for(&routes, "https://app.example.com/"),
-            "catch-all"
-        );
+        for (url, served) in [
+            ("https://app.example.com/a/static/x.css", "static"),
+            ("https://app.example.com/logo.png", "images"),
+            // Both match: the longer pattern serves.
+            ("https://app.example.com/static/logo.png", "static"),
+            ("https://app.example.com/", "catch-all"),
+        ] {
+            assert_eq!(service_for(&routes, url), served, "{url}");
+        }
     }
 }

@@ -39,6 +39,18 @@ fn to_edge() -> serde_json::Value {
     json!({"kind": "ClusterTunnel", "name": "edge"})
 }
 
+/// A binding whose one subject (named like the binding) routes `fqdn`.
+fn fqdn_binding(
+    namespace: &str,
+    name: &str,
+    created: i64,
+    tunnel_ref: serde_json::Value,
+    fqdn: &str,
+) -> std::sync::Arc<cftunnel_types::TunnelBinding> {
+    let subjects = json!([{"name": name, "spec": {"fqdn": fqdn}}]);
+    binding(namespace, name, created, tunnel_ref, subjects)
+}
+
 #[test]
 fn a_labelled_service_routes_through_its_annotations() {
     let svc = service(
@@ -106,20 +118,8 @@ fn hostnames_outside_the_tunnels_domain_are_routed_and_only_the_quiet_one_skips_
     let quiet = json!({"kind": "ClusterTunnel", "name": "edge", "disableDNSUpdates": true});
     let table = compute_routes(&world(
         vec![
-            binding(
-                "shop",
-                "a",
-                1,
-                quiet,
-                json!([{"name": "a", "spec": {"fqdn": "app.other.net"}}]),
-            ),
-            binding(
-                "shop",
-                "b",
-                2,
-                to_edge(),
-                json!([{"name": "b", "spec": {"fqdn": "b.other.net"}}]),
-            ),
+            fqdn_binding("shop", "a", 1, quiet, "app.other.net"),
+            fqdn_binding("shop", "b", 2, to_edge(), "b.other.net"),
         ],
         Vec::new(),
     ));
@@ -172,13 +172,7 @@ fn dns_is_wanted_unless_every_source_serving_the_name_disables_it() {
                 to_edge(),
                 json!([{"name": "b", "spec": {"fqdn": "x.example.org", "path": "^/b"}}]),
             ),
-            binding(
-                "shop",
-                "c",
-                3,
-                quiet,
-                json!([{"name": "c", "spec": {"fqdn": "y.example.org"}}]),
-            ),
+            fqdn_binding("shop", "c", 3, quiet, "y.example.org"),
         ],
         Vec::new(),
     ));

@@ -8,11 +8,12 @@ async fn missing_credentials_401_wrong_token_403_malformed_400() {
     let sim = sim();
     let path = tunnels_path(&sim);
     let missing = send_raw(&sim, Method::GET, &path, &[], None).await;
-    assert_eq!(
-        (missing.status, missing.code()),
-        (StatusCode::UNAUTHORIZED, 10000)
+    assert_refused(
+        &missing,
+        StatusCode::UNAUTHORIZED,
+        10000,
+        "Authentication error",
     );
-    assert_eq!(missing.body["errors"][0]["message"], "Authentication error");
     let wrong = send_raw(
         &sim,
         Method::GET,
@@ -75,7 +76,7 @@ async fn verify_endpoints_accept_only_known_tokens() {
     let sim = sim();
     let account_verify = format!("/accounts/{}/tokens/verify", sim.account_id());
     for path in ["/user/tokens/verify", account_verify.as_str()] {
-        let ok = call(&sim, Method::GET, path, None).await;
+        let ok = get(&sim, path).await;
         assert_eq!(ok.status, StatusCode::OK);
         assert_eq!(ok.result()["status"], "active");
         assert_eq!(ok.result()["id"].as_str().map(str::len), Some(32));
@@ -91,14 +92,11 @@ async fn verify_endpoints_accept_only_known_tokens() {
             None,
         )
         .await;
-        assert_eq!((bad.status, bad.code()), (StatusCode::UNAUTHORIZED, 1000));
-        assert_eq!(bad.body["errors"][0]["message"], "Invalid API Token");
+        assert_refused(&bad, StatusCode::UNAUTHORIZED, 1000, "Invalid API Token");
     }
-    let other = call(
+    let other = get(
         &sim,
-        Method::GET,
         "/accounts/0123456789abcdef0123456789abcdef/tokens/verify",
-        None,
     )
     .await;
     assert_eq!((other.status, other.code()), (StatusCode::FORBIDDEN, 10000));
@@ -115,15 +113,9 @@ async fn unknown_account_is_403_and_unknown_zone_404() {
             (StatusCode::FORBIDDEN, 10000)
         );
     }
-    let zone = call(
-        &sim,
-        Method::GET,
-        "/zones/0123456789abcdef0123456789abcdef",
-        None,
-    )
-    .await;
+    let zone = get(&sim, "/zones/0123456789abcdef0123456789abcdef").await;
     assert_eq!((zone.status, zone.code()), (StatusCode::NOT_FOUND, 7003));
-    let nowhere = call(&sim, Method::GET, "/no/such/route", None).await;
+    let nowhere = get(&sim, "/no/such/route").await;
     assert_eq!(
         (nowhere.status, nowhere.code()),
         (StatusCode::NOT_FOUND, 7003)
@@ -184,21 +176,16 @@ async fn malformed_json_and_wrong_shapes_are_400() {
 #[tokio::test]
 async fn accounts_and_zones_list_with_filters() {
     let sim = sim();
-    let accounts = call(&sim, Method::GET, "/accounts", None).await;
+    let accounts = get(&sim, "/accounts").await;
     assert_eq!(accounts.result()[0]["id"], sim.account_id());
     assert_eq!(accounts.result()[0]["name"], "Test Account");
     assert_eq!(accounts.body["result_info"]["per_page"], 20);
-    assert_eq!(
-        call(&sim, Method::GET, "/accounts?name=Other", None)
-            .await
-            .result(),
-        &json!([])
-    );
+    assert_eq!(get(&sim, "/accounts?name=Other").await.result(), &json!([]));
 
     let zones = |query: &str| {
         let (sim, url) = (sim.clone(), format!("/zones?{query}"));
         async move {
-            let answer = call(&sim, Method::GET, &url, None).await;
+            let answer = get(&sim, &url).await;
             answer
                 .result()
                 .as_array()
@@ -226,7 +213,7 @@ async fn accounts_and_zones_list_with_filters() {
     );
     assert_eq!(zones("account.name=Someone").await.len(), 0);
     let id = sim.zone_id("example.org").expect("zone");
-    let zone = call(&sim, Method::GET, &format!("/zones/{id}"), None).await;
+    let zone = get(&sim, &format!("/zones/{id}")).await;
     assert_eq!(
         (
             zone.result()["id"].clone(),

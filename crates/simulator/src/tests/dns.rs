@@ -90,13 +90,11 @@ async fn duplicate_cname_is_81053_and_identical_record_81058() {
         Some(cname("APP.example.com", "b.cfargotunnel.com")),
     )
     .await;
-    assert_eq!(
-        (clash.status, clash.code()),
-        (StatusCode::BAD_REQUEST, 81053)
-    );
-    assert_eq!(
-        clash.body["errors"][0]["message"],
-        "An A, AAAA, or CNAME record with that host already exists."
+    assert_refused(
+        &clash,
+        StatusCode::BAD_REQUEST,
+        81053,
+        "An A, AAAA, or CNAME record with that host already exists.",
     );
     let same = call(
         &sim,
@@ -226,7 +224,7 @@ async fn put_replaces_and_patch_merges() {
         (json!(false), json!(1), None, json!([]))
     );
     assert_eq!(r["id"], id.as_str());
-    let got = call(&sim, Method::GET, &record, None).await;
+    let got = get(&sim, &record).await;
     assert_eq!(got.result(), put.result());
     let deleted = call(&sim, Method::DELETE, &record, None).await;
     assert_eq!(
@@ -237,20 +235,12 @@ async fn put_replaces_and_patch_merges() {
         let gone = call(&sim, method, &record, None).await;
         assert_eq!((gone.status, gone.code()), (StatusCode::NOT_FOUND, 81044));
     }
-    let unknown_zone = call(
-        &sim,
-        Method::GET,
-        "/zones/0123456789abcdef0123456789abcdef/dns_records",
-        None,
-    )
-    .await;
-    assert_eq!(
-        (unknown_zone.status, unknown_zone.code()),
-        (StatusCode::NOT_FOUND, 7003)
-    );
-    assert_eq!(
-        unknown_zone.body["errors"][0]["message"],
-        "Could not route to /zones/0123456789abcdef0123456789abcdef/dns_records, perhaps your object identifier is invalid?"
+    let unknown_zone = get(&sim, "/zones/0123456789abcdef0123456789abcdef/dns_records").await;
+    assert_refused(
+        &unknown_zone,
+        StatusCode::NOT_FOUND,
+        7003,
+        "Could not route to /zones/0123456789abcdef0123456789abcdef/dns_records, perhaps your object identifier is invalid?",
     );
 }
 
@@ -270,7 +260,7 @@ async fn each_list_filter_selects_exactly() {
     let names = |query: &str| {
         let (sim, url) = (sim.clone(), format!("{path}?{query}"));
         async move {
-            let answer = call(&sim, Method::GET, &url, None).await;
+            let answer = get(&sim, &url).await;
             assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
             answer
                 .result()
@@ -335,9 +325,7 @@ async fn each_list_filter_selects_exactly() {
         ]
     );
     assert_eq!(
-        call(&sim, Method::GET, &records_path(&sim, "example.org"), None)
-            .await
-            .result(),
+        get(&sim, &records_path(&sim, "example.org")).await.result(),
         &json!([])
     );
 }
@@ -354,43 +342,24 @@ async fn record_pages_keep_creation_order() {
         .await;
     }
     let path = records_path(&sim, "example.com");
-    let default = call(&sim, Method::GET, &path, None).await;
+    let default = get(&sim, &path).await;
     assert_eq!(
         default.body["result_info"],
         json!({ "page": 1, "per_page": 100, "count": 7, "total_count": 7, "total_pages": 1 })
     );
     let mut seen = Vec::new();
     for page in 1..=3 {
-        let answer = call(
-            &sim,
-            Method::GET,
-            &format!("{path}?per_page=3&page={page}"),
-            None,
-        )
-        .await;
+        let answer = get(&sim, &format!("{path}?per_page=3&page={page}")).await;
         assert_eq!(answer.body["result_info"]["total_pages"], 3);
         assert_eq!(
             answer.body["result_info"]["count"],
             if page == 3 { 1 } else { 3 }
         );
-        seen.extend(
-            answer
-                .result()
-                .as_array()
-                .expect("array")
-                .iter()
-                .map(|r| r["name"].clone()),
-        );
+        seen.extend(answer.names());
     }
     let expected: Vec<Value> = (0..7).map(|i| json!(format!("r{i}.example.com"))).collect();
     assert_eq!(seen, expected);
-    let beyond = call(
-        &sim,
-        Method::GET,
-        &format!("{path}?per_page=3&page=9"),
-        None,
-    )
-    .await;
+    let beyond = get(&sim, &format!("{path}?per_page=3&page=9")).await;
     assert_eq!(
         (
             beyond.result().clone(),

@@ -46,14 +46,12 @@ async fn fail_after_apply_commits_then_errors() {
 async fn rate_limit_answers_429_971_with_retry_after() {
     let sim = sim();
     sim.inject(Operation::ListZones, Fault::rate_limit_next(1, 42));
-    let limited = call(&sim, Method::GET, "/zones", None).await;
-    assert_eq!(
-        (limited.status, limited.code()),
-        (StatusCode::TOO_MANY_REQUESTS, 971)
-    );
-    assert_eq!(
-        limited.body["errors"][0]["message"],
-        "Please wait and consider throttling your request speed"
+    let limited = get(&sim, "/zones").await;
+    assert_refused(
+        &limited,
+        StatusCode::TOO_MANY_REQUESTS,
+        971,
+        "Please wait and consider throttling your request speed",
     );
     assert_eq!(
         limited
@@ -62,7 +60,7 @@ async fn rate_limit_answers_429_971_with_retry_after() {
             .and_then(|v| v.to_str().ok()),
         Some("42")
     );
-    let next = call(&sim, Method::GET, "/zones", None).await;
+    let next = get(&sim, "/zones").await;
     assert_eq!(
         (next.status, next.headers.get("retry-after")),
         (StatusCode::OK, None)
@@ -75,20 +73,11 @@ async fn error_rate_one_always_fails_and_clear_faults_disarms() {
     sim.seed_faults(3);
     sim.inject(Operation::ListZones, Fault::error_rate(1.0, 502));
     for _ in 0..3 {
-        assert_eq!(
-            call(&sim, Method::GET, "/zones", None).await.status,
-            StatusCode::BAD_GATEWAY
-        );
+        assert_eq!(get(&sim, "/zones").await.status, StatusCode::BAD_GATEWAY);
     }
-    assert_eq!(
-        call(&sim, Method::GET, "/accounts", None).await.status,
-        StatusCode::OK
-    );
+    assert_eq!(get(&sim, "/accounts").await.status, StatusCode::OK);
     sim.clear_faults();
-    assert_eq!(
-        call(&sim, Method::GET, "/zones", None).await.status,
-        StatusCode::OK
-    );
+    assert_eq!(get(&sim, "/zones").await.status, StatusCode::OK);
 }
 
 #[tokio::test(start_paused = true)]
@@ -100,14 +89,11 @@ async fn latency_combines_with_errors_on_paused_time() {
     );
     sim.inject(Operation::ListZones, Fault::fail_next(1, 500));
     let started = tokio::time::Instant::now();
-    let answer = call(&sim, Method::GET, "/zones", None).await;
+    let answer = get(&sim, "/zones").await;
     assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR);
     assert!(started.elapsed() >= Duration::from_secs(30));
     let started = tokio::time::Instant::now();
-    assert_eq!(
-        call(&sim, Method::GET, "/zones", None).await.status,
-        StatusCode::OK
-    );
+    assert_eq!(get(&sim, "/zones").await.status, StatusCode::OK);
     assert!(started.elapsed() >= Duration::from_secs(30));
 }
 
@@ -124,14 +110,8 @@ async fn counters_and_log_record_every_request_without_credentials() {
     )
     .await;
     sim.inject(Operation::GetTunnel, Fault::fail_next(1, 500));
-    call(
-        &sim,
-        Method::GET,
-        &format!("{}/{id}?x=1", tunnels_path(&sim)),
-        None,
-    )
-    .await;
-    call(&sim, Method::GET, "/nowhere", None).await;
+    get(&sim, &format!("{}/{id}?x=1", tunnels_path(&sim))).await;
+    get(&sim, "/nowhere").await;
     assert_eq!(
         (
             sim.calls(Operation::CreateTunnel),

@@ -32,6 +32,12 @@ pub(super) struct Answer {
 }
 
 impl Answer {
+    /// `name` of every item of the result list.
+    pub fn names(&self) -> Vec<Value> {
+        let items = self.result().as_array().cloned().unwrap_or_default();
+        items.iter().map(|item| item["name"].clone()).collect()
+    }
+
     pub fn code(&self) -> i64 {
         self.body["errors"][0]["code"].as_i64().unwrap_or(0)
     }
@@ -42,6 +48,21 @@ impl Answer {
 }
 
 /// Sends a request with the test token; `body` is raw text so malformed JSON can be sent.
+/// The answer is an error envelope with this status, error code and first message.
+pub(super) fn assert_refused(answer: &Answer, status: StatusCode, code: i64, message: &str) {
+    assert_eq!(
+        (answer.status, answer.code()),
+        (status, code),
+        "{}",
+        answer.body
+    );
+    assert_eq!(
+        answer.body["errors"][0]["message"], message,
+        "{}",
+        answer.body
+    );
+}
+
 pub(super) async fn send_raw(
     sim: &Simulator,
     method: Method,
@@ -86,6 +107,11 @@ pub(super) async fn call(
         ("content-type", "application/json"),
     ];
     send_raw(sim, method, path, &headers, body.map(|b| b.to_string())).await
+}
+
+/// A GET of `path`.
+pub(super) async fn get(sim: &Simulator, path: &str) -> Answer {
+    call(sim, Method::GET, path, None).await
 }
 
 pub(super) fn tunnels_path(sim: &Simulator) -> String {

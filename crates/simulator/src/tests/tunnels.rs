@@ -33,13 +33,7 @@ async fn create_returns_credentials_and_a_token_holding_the_sent_secret() {
         json!({ "a": sim.account_id(), "t": id, "s": SECRET })
     );
 
-    let fetched = call(
-        &sim,
-        Method::GET,
-        &format!("{}/{id}/token", tunnels_path(&sim)),
-        None,
-    )
-    .await;
+    let fetched = get(&sim, &format!("{}/{id}/token", tunnels_path(&sim))).await;
     assert_eq!(fetched.result(), &Value::String(token.to_string()));
     assert_eq!(sim.tunnels()[0].tunnel_secret, SECRET);
     assert!(!format!("{:?}", sim.tunnels()).contains(SECRET));
@@ -80,11 +74,7 @@ async fn create_generates_a_secret_and_validates_the_body() {
     ];
     for (body, message) in cases {
         let answer = call(&sim, Method::POST, &path, Some(body)).await;
-        assert_eq!(
-            (answer.status, answer.code()),
-            (StatusCode::BAD_REQUEST, 1001)
-        );
-        assert_eq!(answer.body["errors"][0]["message"], message);
+        assert_refused(&answer, StatusCode::BAD_REQUEST, 1001, message);
         assert_eq!(
             (answer.body["success"].clone(), answer.result().clone()),
             (json!(false), Value::Null)
@@ -99,17 +89,18 @@ async fn duplicate_name_is_409_1013_until_the_tunnel_is_deleted() {
     let path = tunnels_path(&sim);
     let first = create_tunnel(&sim, "app").await;
     let clash = call(&sim, Method::POST, &path, Some(json!({ "name": "app" }))).await;
-    assert_eq!((clash.status, clash.code()), (StatusCode::CONFLICT, 1013));
-    assert_eq!(
-        clash.body["errors"][0]["message"],
-        "You already have a tunnel with this name. Delete the existing tunnel, or choose a different name for your new tunnel"
+    assert_refused(
+        &clash,
+        StatusCode::CONFLICT,
+        1013,
+        "You already have a tunnel with this name. Delete the existing tunnel, or choose a different name for your new tunnel",
     );
     let deleted = call(&sim, Method::DELETE, &format!("{path}/{first}"), None).await;
     assert_eq!(deleted.status, StatusCode::OK);
     assert!(deleted.result()["deleted_at"].is_string());
     let second = create_tunnel(&sim, "app").await;
     assert_ne!(first, second);
-    let got = call(&sim, Method::GET, &format!("{path}/{first}"), None).await;
+    let got = get(&sim, &format!("{path}/{first}")).await;
     assert_eq!(got.status, StatusCode::OK);
     assert!(got.result()["deleted_at"].is_string());
 }
@@ -123,13 +114,11 @@ async fn delete_with_connections_needs_cascade_or_cleanup() {
     assert!(sim.connect_tunnel(&a) && sim.connect_tunnel(&b) && sim.connect_tunnel(&b));
 
     let refused = call(&sim, Method::DELETE, &format!("{path}/{a}"), None).await;
-    assert_eq!(
-        (refused.status, refused.code()),
-        (StatusCode::BAD_REQUEST, 1022)
-    );
-    assert_eq!(
-        refused.body["errors"][0]["message"],
-        "Cannot delete tunnel because it has active connections"
+    assert_refused(
+        &refused,
+        StatusCode::BAD_REQUEST,
+        1022,
+        "Cannot delete tunnel because it has active connections",
     );
     let cascaded = call(
         &sim,
@@ -141,13 +130,11 @@ async fn delete_with_connections_needs_cascade_or_cleanup() {
     assert_eq!(cascaded.status, StatusCode::OK);
     assert_eq!(cascaded.result()["connections"], json!([]));
 
-    let listed = call(&sim, Method::GET, &format!("{path}/{b}/connections"), None).await;
+    let listed = get(&sim, &format!("{path}/{b}/connections")).await;
     let clients = listed.result().as_array().expect("array").clone();
     assert_eq!((clients.len(), listed.body.get("result_info")), (2, None));
     assert_eq!(
-        call(&sim, Method::GET, &format!("{path}/{b}"), None)
-            .await
-            .result()["status"],
+        get(&sim, &format!("{path}/{b}")).await.result()["status"],
         "healthy"
     );
     let one = clients[0]["id"].as_str().expect("client id");
@@ -172,9 +159,7 @@ async fn delete_with_connections_needs_cascade_or_cleanup() {
     )
     .await;
     assert_eq!(
-        call(&sim, Method::GET, &format!("{path}/{b}"), None)
-            .await
-            .result()["status"],
+        get(&sim, &format!("{path}/{b}")).await.result()["status"],
         "down"
     );
     assert_eq!(
@@ -189,18 +174,12 @@ async fn delete_with_connections_needs_cascade_or_cleanup() {
 async fn unknown_and_deleted_tunnels_answer_404_envelopes() {
     let sim = sim();
     let path = tunnels_path(&sim);
-    let unknown = call(
+    let unknown = get(
         &sim,
-        Method::GET,
         &format!("{path}/f70ff985-a4ef-4643-bbbc-4a0ed4fc8415"),
-        None,
     )
     .await;
-    assert_eq!(
-        (unknown.status, unknown.code()),
-        (StatusCode::NOT_FOUND, 1003)
-    );
-    assert_eq!(unknown.body["errors"][0]["message"], "Tunnel not found");
+    assert_refused(&unknown, StatusCode::NOT_FOUND, 1003, "Tunnel not found");
     assert_eq!(unknown.result(), &Value::Null);
 
     let id = create_tunnel(&sim, "gone").await;
@@ -208,13 +187,11 @@ async fn unknown_and_deleted_tunnels_answer_404_envelopes() {
     assert!(!sim.delete_tunnel_out_of_band(&id));
     for (method, suffix) in [(Method::DELETE, ""), (Method::GET, "/token")] {
         let answer = call(&sim, method, &format!("{path}/{id}{suffix}"), None).await;
-        assert_eq!(
-            (answer.status, answer.code()),
-            (StatusCode::NOT_FOUND, 1003)
-        );
-        assert_eq!(
-            answer.body["errors"][0]["message"],
-            "Tunnel has been deleted"
+        assert_refused(
+            &answer,
+            StatusCode::NOT_FOUND,
+            1003,
+            "Tunnel has been deleted",
         );
     }
 }
@@ -240,7 +217,7 @@ async fn list_filters_by_deletion_name_and_prefix() {
     let list = |query: &str| {
         let query = query.to_string();
         let (sim, path) = (sim.clone(), path.clone());
-        async move { names(call(&sim, Method::GET, &format!("{path}?{query}"), None).await) }
+        async move { names(get(&sim, &format!("{path}?{query}")).await) }
     };
     assert_eq!(list("is_deleted=false").await, vec!["vpc1-a", "other"]);
     assert_eq!(list("is_deleted=true").await, vec!["vpc1-b"]);
@@ -263,26 +240,13 @@ async fn tunnel_pages_are_stable_with_exact_result_info() {
     }
     let mut seen = Vec::new();
     for page in 1..=3 {
-        let answer = call(
-            &sim,
-            Method::GET,
-            &format!("{path}?per_page=2&page={page}"),
-            None,
-        )
-        .await;
+        let answer = get(&sim, &format!("{path}?per_page=2&page={page}")).await;
         let count = if page == 3 { 1 } else { 2 };
         assert_eq!(
             answer.body["result_info"],
             json!({ "page": page, "per_page": 2, "count": count, "total_count": 5, "total_pages": 3 })
         );
-        seen.extend(
-            answer
-                .result()
-                .as_array()
-                .expect("array")
-                .iter()
-                .map(|t| t["name"].clone()),
-        );
+        seen.extend(answer.names());
     }
     assert_eq!(seen, vec!["t0", "t1", "t2", "t3", "t4"]);
 }
@@ -292,7 +256,7 @@ async fn configuration_versions_increase_and_catch_all_is_enforced() {
     let sim = sim();
     let id = create_tunnel(&sim, "remote").await;
     let path = format!("{}/{id}/configurations", tunnels_path(&sim));
-    let empty = call(&sim, Method::GET, &path, None).await;
+    let empty = get(&sim, &path).await;
     assert_eq!(
         (
             empty.result()["version"].clone(),
@@ -309,7 +273,7 @@ async fn configuration_versions_increase_and_catch_all_is_enforced() {
         assert_eq!(put.status, StatusCode::OK);
         assert_eq!(put.result()["version"], version);
     }
-    let got = call(&sim, Method::GET, &path, None).await;
+    let got = get(&sim, &path).await;
     assert_eq!(got.result()["config"], config);
     assert_eq!(got.result()["tunnel_id"], id.as_str());
     assert_eq!(got.result()["account_id"], sim.account_id());

@@ -3,8 +3,8 @@
 pub mod helm;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceConversion, CustomResourceDefinition, JSONSchemaProps, ServiceReference,
-    ValidationRule, WebhookClientConfig, WebhookConversion,
+    CustomResourceConversion, CustomResourceDefinition, CustomResourceDefinitionVersion,
+    JSONSchemaProps, ServiceReference, ValidationRule, WebhookClientConfig, WebhookConversion,
 };
 use kube::core::crd::{CustomResourceExt, merge_crds};
 
@@ -86,11 +86,7 @@ pub fn tunnel_binding() -> CustomResourceDefinition {
 pub(crate) fn access_tunnel() -> CustomResourceDefinition {
     let mut crd = AccessTunnel::crd();
     for version in &mut crd.spec.versions {
-        let Some(root) = version
-            .schema
-            .as_mut()
-            .and_then(|s| s.open_api_v3_schema.as_mut())
-        else {
+        let Some(root) = schema_of(version) else {
             continue;
         };
         for (path, rule, message) in cel::ACCESS_RULES {
@@ -115,6 +111,14 @@ pub(crate) fn access_tunnel() -> CustomResourceDefinition {
     crd
 }
 
+/// The OpenAPI schema of one version, when it has one.
+fn schema_of(version: &mut CustomResourceDefinitionVersion) -> Option<&mut JSONSchemaProps> {
+    version
+        .schema
+        .as_mut()
+        .and_then(|s| s.open_api_v3_schema.as_mut())
+}
+
 /// Merging fails only when the versions disagree on group, kind or scope: a bug in this file,
 /// caught by the unit tests below.
 fn unreachable_merge(e: kube::core::crd::MergeError) -> CustomResourceDefinition {
@@ -133,11 +137,7 @@ fn finish_tunnel_kind(
                 "networking.cfargotunnel.com/v1alpha1 {kind} is deprecated; use v1alpha2 (size, image, nodeSelectors and tolerations move into spec.deployPatch)"
             ));
         }
-        let Some(root) = version
-            .schema
-            .as_mut()
-            .and_then(|s| s.open_api_v3_schema.as_mut())
-        else {
+        let Some(root) = schema_of(version) else {
             continue;
         };
         root.x_kubernetes_validations = Some(cel::ROOT_RULES.iter().map(to_rule).collect());
@@ -208,6 +208,15 @@ mod tests {
             .expect("version with schema")
     }
 
+    /// The schema of the top-level field `field` (`spec`, `status`) of a version.
+    fn field<'a>(
+        crd: &'a CustomResourceDefinition,
+        name: &str,
+        field: &str,
+    ) -> &'a JSONSchemaProps {
+        &version(crd, name).properties.as_ref().expect("properties")[field]
+    }
+
     #[test]
     fn tunnel_serves_two_versions_and_stores_v1alpha2() {
         let crd = tunnel(&ConversionService::default());
@@ -261,18 +270,12 @@ mod tests {
     #[test]
     fn v1alpha1_has_no_schema_defaults_for_size_and_image() {
         let crd = tunnel(&ConversionService::default());
-        let spec = &version(&crd, "v1alpha1")
-            .properties
-            .as_ref()
-            .expect("properties")["spec"];
+        let spec = field(&crd, "v1alpha1", "spec");
         let props = spec.properties.as_ref().expect("spec properties");
         assert!(props["size"].default.is_none());
         assert!(props["image"].default.is_none());
         assert!(!props.contains_key("deployPatch"));
-        let v2 = &version(&crd, "v1alpha2")
-            .properties
-            .as_ref()
-            .expect("properties")["spec"];
+        let v2 = field(&crd, "v1alpha2", "spec");
         assert_eq!(
             v2.properties.as_ref().expect("v2 spec")["deployPatch"]
                 .default
@@ -285,10 +288,7 @@ mod tests {
     #[test]
     fn conditions_are_a_list_map_keyed_by_type() {
         let crd = tunnel(&ConversionService::default());
-        let status = &version(&crd, "v1alpha2")
-            .properties
-            .as_ref()
-            .expect("properties")["status"];
+        let status = field(&crd, "v1alpha2", "status");
         let conditions = &status.properties.as_ref().expect("status properties")["conditions"];
         assert_eq!(conditions.x_kubernetes_list_type.as_deref(), Some("map"));
         assert_eq!(
