@@ -35,9 +35,11 @@ use crate::caches::{ProcessCaches, TermCaches, child_namespaces};
 use crate::leader::{LeaderElectionConfig, LeaderStatus, report_to_metrics, run_while_leading};
 use crate::metrics::Metrics;
 use crate::scope::Scope;
+use crate::term::cluster::wait_for_cluster_id;
 use crate::term::{Context, ControllerOptions};
 use crate::tunnel_reconciler;
 use crate::webhook::WebhookConfig;
+use cftunnel_cloudflare::RateLimiters;
 
 /// How long the process caches and start-up tasks may take to stop at the end.
 const PROCESS_GRACE: Duration = Duration::from_secs(5);
@@ -68,6 +70,8 @@ pub async fn run(
     } = settings;
     let process = Scope::root("process");
     let metrics = Metrics::process();
+    // One bucket per credential for the process: a 429 pause is kept across re-elections.
+    let limiters = RateLimiters::new();
     crate::startup::prepare(
         &process,
         &client,
@@ -117,6 +121,7 @@ pub async fn run(
                 watch.clone(),
                 caches.clone(),
                 metrics.clone(),
+                limiters.clone(),
             )
         },
     );
@@ -148,13 +153,17 @@ pub async fn run_term(
     watch: WatchScope,
     caches: ProcessCaches,
     metrics: Arc<Metrics>,
+    limiters: RateLimiters,
 ) {
+    let cluster = wait_for_cluster_id(&client, options.cluster_id.as_deref()).await;
     let ctx = Arc::new(Context::new(
         client.clone(),
         options,
         watch,
         term.clone(),
         metrics.clone(),
+        limiters,
+        cluster,
     ));
     let namespaces = child_namespaces(&ctx.scope, &ctx.options.cluster_resource_namespace);
     let children = TermCaches::start(&term, &client, &namespaces, &metrics);
@@ -188,5 +197,14 @@ pub async fn run_reconcilers(client: Client, options: ControllerOptions, watch: 
     let metrics = Metrics::process();
     let caches = ProcessCaches::start(&process, &client, &watch, &metrics);
     let term = process.child("term");
-    run_term(term, client, options, watch, caches, metrics).await;
+    run_term(
+        term,
+        client,
+        options,
+        watch,
+        caches,
+        metrics,
+        RateLimiters::new(),
+    )
+    .await;
 }

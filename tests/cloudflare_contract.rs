@@ -22,6 +22,7 @@ fn simulator() -> Simulator {
         account_name: "Contract".into(),
         account_id: None,
         zones: vec!["example.com".into()],
+        pending_zones: Vec::new(),
         tokens: vec![TOKEN.into()],
         api_keys: vec![("ops@example.com".into(), "global-key".into())],
     })

@@ -22,6 +22,8 @@ mod install_support;
 mod legacy;
 #[path = "tunnel_reconciler/metrics.rs"]
 mod metrics;
+#[path = "tunnel_reconciler/ownership.rs"]
+mod ownership;
 #[path = "leader_election/proxy.rs"]
 mod proxy;
 #[path = "tunnel_reconciler/routes.rs"]

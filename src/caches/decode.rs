@@ -7,7 +7,7 @@
 //! (its last decodable version, if any, stays in the store until the object is fixed or
 //! deleted), counted in [`undecodable_objects`] and logged once per resourceVersion with the
 //! field the decoder named.
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -44,7 +44,7 @@ where
         Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
         None => Api::all_with(client.clone(), &resource),
     };
-    let mut reported = HashSet::new();
+    let mut reported = Reported::new();
     watch(api, config)
         .default_backoff()
         .filter_map(move |event| {
@@ -60,7 +60,7 @@ where
 fn decode_event<K>(
     event: Event<DynamicObject>,
     store: &Store<K>,
-    reported: &mut HashSet<(String, String)>,
+    reported: &mut Reported,
 ) -> Option<Event<K>>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static,
@@ -75,33 +75,48 @@ where
             if let Some(namespace) = object.metadata.namespace.as_deref() {
                 reference = reference.within(namespace);
             }
-            match decode(object, reported) {
+            let key = object_key(&object);
+            let event = match decode(object, reported) {
                 Some(decoded) => Some(Event::Delete(decoded)),
                 None => store
                     .get(&reference)
                     .map(|stored| Event::Delete((*stored).clone())),
-            }
+            };
+            // A deleted object is never reported again: its entry goes with it.
+            reported.remove(&key);
+            event
         }
     }
 }
 
-/// Decodes one object; reports (once per object and resourceVersion) one that does not.
-pub fn decode<K>(object: DynamicObject, reported: &mut HashSet<(String, String)>) -> Option<K>
-where
-    K: Resource<DynamicType = ()> + DeserializeOwned,
-{
-    let key = format!(
+/// Objects reported as undecodable: `namespace/name` → the resourceVersion last reported. One
+/// entry per object that does not decode now; it goes once the object decodes or is deleted.
+pub type Reported = HashMap<String, String>;
+
+fn object_key(object: &DynamicObject) -> String {
+    format!(
         "{}/{}",
         object.metadata.namespace.as_deref().unwrap_or(""),
         object.metadata.name.as_deref().unwrap_or("")
-    );
+    )
+}
+
+/// Decodes one object; reports (once per object and resourceVersion) one that does not.
+pub fn decode<K>(object: DynamicObject, reported: &mut Reported) -> Option<K>
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned,
+{
+    let key = object_key(&object);
     let version = object.metadata.resource_version.clone().unwrap_or_default();
     let decoded = serde_json::to_value(&object).and_then(serde_json::from_value::<K>);
     match decoded {
-        Ok(typed) => Some(typed),
+        Ok(typed) => {
+            reported.remove(&key);
+            Some(typed)
+        }
         Err(error) => {
             UNDECODABLE.fetch_add(1, Ordering::Relaxed);
-            if reported.insert((key.clone(), version.clone())) {
+            if reported.insert(key.clone(), version.clone()).as_ref() != Some(&version) {
                 tracing::warn!(
                     kind = %K::kind(&()),
                     object = %key.trim_start_matches('/'),
@@ -141,7 +156,7 @@ mod tests {
     #[test]
     fn an_object_that_does_not_decode_is_skipped_and_counted() {
         let (store, _writer) = reflector::store::<Tunnel>();
-        let mut reported = HashSet::new();
+        let mut reported = Reported::new();
         let before = undecodable_objects();
         let bad = tunnel("bad", serde_json::json!({"cloudflare": "not an object"}));
         assert!(decode_event(Event::InitApply(bad.clone()), &store, &mut reported).is_none());
@@ -165,12 +180,37 @@ mod tests {
     #[test]
     fn a_deleted_object_that_no_longer_decodes_is_deleted_by_its_stored_version() {
         let (store, mut writer) = reflector::store::<Tunnel>();
-        let mut reported = HashSet::new();
+        let mut reported = Reported::new();
         let stored: Tunnel =
             decode(tunnel("t", good_spec()), &mut reported).expect("a decodable tunnel");
         writer.apply_watcher_event(&Event::Apply(stored));
         let bad = tunnel("t", serde_json::json!({"cloudflare": 3}));
         let event = decode_event(Event::Delete(bad), &store, &mut reported);
         assert!(matches!(event, Some(Event::Delete(t)) if t.metadata.name.as_deref() == Some("t")));
+    }
+
+    #[test]
+    fn the_reported_set_holds_only_objects_that_do_not_decode_now() {
+        let (store, _writer) = reflector::store::<Tunnel>();
+        let mut reported = Reported::new();
+        let bad = |name: &str| tunnel(name, serde_json::json!({"cloudflare": 3}));
+        for name in ["a", "b", "c"] {
+            decode_event(Event::Apply(bad(name)), &store, &mut reported);
+        }
+        assert_eq!(reported.len(), 3);
+        // Fixed: its entry goes.
+        decode_event(
+            Event::Apply(tunnel("a", good_spec())),
+            &store,
+            &mut reported,
+        );
+        // Deleted while broken: its entry goes too.
+        decode_event(Event::Delete(bad("b")), &store, &mut reported);
+        assert_eq!(reported.keys().collect::<Vec<_>>(), ["ns/c"]);
+        // A new version of a broken object is reported again, still one entry.
+        let mut newer = bad("c");
+        newer.metadata.resource_version = Some("8".into());
+        decode_event(Event::Apply(newer), &store, &mut reported);
+        assert_eq!(reported.get("ns/c").map(String::as_str), Some("8"));
     }
 }

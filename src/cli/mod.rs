@@ -57,6 +57,11 @@ pub struct RenderArgs {
     pub cloudflared_image: String,
 }
 
+/// `--cluster-id`: checked as the DNS marker needs it.
+fn parse_cluster_id(text: &str) -> Result<String, String> {
+    cftunnel_policy::dns::ClusterId::new(text).map(|id| id.as_str().to_string())
+}
+
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// HTTPS address of the webhook.
@@ -121,6 +126,12 @@ pub struct RunArgs {
     /// `always` never falls back; `never` writes one record per request.
     #[arg(long, default_value = "auto")]
     pub dns_batch: cftunnel_policy::dns::BatchMode,
+    /// This cluster's identity in the ownership marker and TXT of every DNS record it writes
+    /// (1 to 40 lowercase letters, digits or '-'). Default: the uid of the kube-system
+    /// Namespace, so two clusters are never the same owner; set it to keep the records of a
+    /// cluster rebuilt under the same identity.
+    #[arg(long, env = "CFTUNNEL_CLUSTER_ID", value_parser = parse_cluster_id)]
+    pub cluster_id: Option<String>,
     #[command(flatten)]
     pub startup: crate::startup::StartupArgs,
 }
@@ -248,6 +259,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         overwrite_unmanaged_dns: args.overwrite_unmanaged_dns,
         dns_txt_records: !args.no_dns_txt_records,
         dns_batch: args.dns_batch,
+        cluster_id: args.cluster_id,
         ..Default::default()
     };
     let settings = crate::wiring::Settings {

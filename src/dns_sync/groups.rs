@@ -28,7 +28,7 @@ use crate::term::Context;
 use crate::term::ReadyReason;
 use crate::term::conditions::find_ready;
 use crate::term::zones::{ZONE_LIST_MAX_AGE, ZONE_LIST_MIN_REFRESH, list_account_zones};
-use cftunnel_policy::dns::{AccountZone, TunnelDns, ZoneDns, no_zone_message, place};
+use cftunnel_policy::dns::{AccountZone, TunnelDns, ZoneDns, no_zone_message, pending_zone, place};
 use cftunnel_policy::routes::RouteTable;
 use cftunnel_policy::rules::route::in_domain;
 use cftunnel_types::TunnelIdentity;
@@ -57,6 +57,9 @@ pub(super) type Elsewhere = BTreeMap<TunnelIdentity, BTreeSet<AccountZone>>;
 pub(super) struct Wanted {
     pub groups: BTreeMap<GroupKey, ZoneDns>,
     pub unplaced: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
+    /// Hostnames written into a parent zone while their own zone is not active yet:
+    /// (pending zone, hostname, zone written into).
+    pub pending: BTreeMap<TunnelIdentity, BTreeSet<(String, String, String)>>,
 }
 
 /// The tunnel's own zone and account, from its status (`None`: it has no DNS yet).
@@ -76,10 +79,7 @@ fn own_zone(r: &TunnelRecord) -> Option<(String, AccountZone)> {
         .to_ascii_lowercase();
     Some((
         account,
-        AccountZone {
-            id: id.to_string(),
-            name: name.to_string(),
-        },
+        AccountZone::active(id.to_string(), name.to_string()),
     ))
 }
 
@@ -153,10 +153,7 @@ pub(super) fn wanted(
         for z in previous.filter(|z| !z.zone_id.is_empty()) {
             slot(
                 &mut placed,
-                &AccountZone {
-                    id: z.zone_id.clone(),
-                    name: z.zone_domain.clone(),
-                },
+                &AccountZone::active(z.zone_id.clone(), z.zone_domain.clone()),
             );
         }
         for host in dns_hostnames(table, r) {
@@ -166,6 +163,13 @@ pub(super) fn wanted(
             };
             match zone {
                 Some(zone) => {
+                    if let Some(pending) = zones.and_then(|zones| pending_zone(&host, zones)) {
+                        out.pending.entry(r.identity.clone()).or_default().insert((
+                            pending.name.clone(),
+                            host.clone(),
+                            zone.name.clone(),
+                        ));
+                    }
                     slot(&mut placed, &zone).insert(host);
                 }
                 None => {
@@ -211,6 +215,7 @@ pub(super) fn wanted(
                     tunnel_name: s.tunnel_name.clone().unwrap_or_default(),
                     hostnames,
                     txt_records,
+                    sweep: false,
                 });
         }
     }

@@ -36,6 +36,9 @@ pub struct DnsProblem {
 }
 
 pub(crate) const REASON_DNS_CONFLICT: &str = "DNSConflict";
+/// Another cftunnel cluster holds the hostname's record: not an error of this cluster. It is
+/// checked again at the drift interval, and taken over once that cluster lets go.
+pub(crate) const REASON_DNS_OTHER_CLUSTER: &str = "DNSHeldByOtherCluster";
 pub(crate) const REASON_DNS_ERROR: &str = "DNSError";
 
 struct GroupState {
@@ -148,17 +151,15 @@ pub struct DnsSync {
     resolved: Arc<Resolved>,
     /// Hostnames of the current input placed in no zone, per tunnel.
     unplaced: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
+    /// Hostnames waiting in a parent zone for their pending zone, already told in an Event.
+    pending_told: BTreeSet<(TunnelIdentity, String, String)>,
 }
 
 impl DnsSync {
     pub fn new(ctx: &Context) -> DnsSync {
         let o = &ctx.options;
         DnsSync {
-            options: DnsOptions {
-                overwrite_unmanaged: o.overwrite_unmanaged_dns,
-                batch: o.dns_batch,
-                ..DnsOptions::default()
-            },
+            options: ctx.dns_options(),
             txt_records: o.dns_txt_records,
             drift: (!o.drift_interval.is_zero()).then_some(o.drift_interval),
             retry_base: o.retry_base,
@@ -168,6 +169,7 @@ impl DnsSync {
             elsewhere: Elsewhere::new(),
             resolved: Arc::new(Resolved::default()),
             unplaced: BTreeMap::new(),
+            pending_told: BTreeSet::new(),
         }
     }
 
@@ -222,7 +224,11 @@ impl DnsSync {
             .map(|r| &r.identity)
             .collect();
         self.elsewhere.retain(|id, _| live.contains(id));
-        let Wanted { groups, unplaced } = wanted(
+        let Wanted {
+            groups,
+            unplaced,
+            pending,
+        } = wanted(
             table,
             records,
             self.txt_records,
@@ -230,17 +236,26 @@ impl DnsSync {
             &self.elsewhere,
             &self.resolved,
         );
+        self.tell_pending(ctx, &pending).await;
         let unplaced_changed = self.unplaced != unplaced;
         self.unplaced = unplaced;
         self.groups.retain(|key, _| groups.contains_key(key));
         let owners = own_zones(records);
+        // Groups with a zone not yet recorded in a tunnel's status wait for the next round.
+        let mut unrecorded: BTreeSet<GroupKey> = BTreeSet::new();
         for (key, zone) in &groups {
             for t in zone.tunnels.iter().filter(|t| !t.hostnames.is_empty()) {
                 if owners.get(&t.identity) != Some(&key.zone_id) {
-                    let placed = AccountZone {
-                        id: key.zone_id.clone(),
-                        name: zone.zone_name.clone(),
-                    };
+                    let placed = AccountZone::active(key.zone_id.clone(), zone.zone_name.clone());
+                    // Before any record goes there: a restart or a deletion must find the zone.
+                    let record = records.iter().find(|r| r.identity == t.identity);
+                    if let Some(record) = record
+                        && let Err(error) =
+                            super::previous_zones::record(ctx, record, &placed).await
+                    {
+                        tracing::warn!(tunnel = %t.identity, zone = %placed.name, %error, "zone not recorded in status yet; its records wait");
+                        unrecorded.insert(key.clone());
+                    }
                     ctx.dns_zones.add(&t.tunnel_id, &placed);
                     self.elsewhere
                         .entry(t.identity.clone())
@@ -251,6 +266,9 @@ impl DnsSync {
         }
         let now = Instant::now();
         for (key, zone) in groups.clone() {
+            if unrecorded.contains(&key) {
+                continue;
+            }
             let due = match self.groups.get(&key) {
                 // First sight (a start): only groups with something to write or remove.
                 None => zone.tunnels.iter().any(|t| {
@@ -269,6 +287,36 @@ impl DnsSync {
             publish.send_replace(Arc::new(self.view()));
         }
         self.release_previous_zones(ctx, &groups, records).await;
+    }
+
+    /// An Event on each tunnel with a hostname written into a parent zone because its own zone
+    /// is not active on Cloudflare yet (once per hostname and zone in a term).
+    async fn tell_pending(
+        &mut self,
+        ctx: &Context,
+        pending: &BTreeMap<TunnelIdentity, BTreeSet<(String, String, String)>>,
+    ) {
+        let now: BTreeSet<(TunnelIdentity, String, String)> = pending
+            .iter()
+            .flat_map(|(t, set)| {
+                set.iter()
+                    .map(|(z, h, _)| (t.clone(), z.clone(), h.clone()))
+            })
+            .collect();
+        for (tunnel, set) in pending {
+            for (zone, host, written) in set {
+                let key = (tunnel.clone(), zone.clone(), host.clone());
+                if self.pending_told.contains(&key) {
+                    continue;
+                }
+                let note = format!(
+                    "zone {zone} is not active on Cloudflare yet: the DNS record of {host} is written into {written} until it is"
+                );
+                tracing::info!(%tunnel, %zone, %host, "hostname waits in a parent zone for a pending zone");
+                crate::term::events::warning_on(ctx, tunnel, "ZonePending", note).await;
+            }
+        }
+        self.pending_told = now;
     }
 
     /// Drops from `status.previousZones` every zone whose group synced cleanly, with its
@@ -350,7 +398,14 @@ impl DnsSync {
                 }
             }
         }
+        // Hostnames another cluster holds are no failure: looked at again at the drift interval.
+        let waits_for_others = !clean
+            && outcome
+                .values()
+                .flatten()
+                .all(|p| p.reason == REASON_DNS_OTHER_CLUSTER);
         let failures = match self.groups.get(&key) {
+            _ if waits_for_others => 0,
             Some(state) if !clean => state.failures.saturating_add(1),
             None if !clean => 1,
             _ => 0,
@@ -358,6 +413,13 @@ impl DnsSync {
         let due = if clean {
             self.drift
                 .map(|_| Instant::now() + ctx.jittered_drift_interval())
+        } else if waits_for_others {
+            Some(
+                Instant::now()
+                    + self
+                        .drift
+                        .map_or(self.retry_max, |_| ctx.jittered_drift_interval()),
+            )
         } else {
             let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
             Some(Instant::now() + self.retry_base.saturating_mul(factor).min(self.retry_max))
@@ -429,7 +491,11 @@ async fn sync_once(
                 .map(|t| {
                     let conflicts = t.conflicts.iter().map(|c| DnsProblem {
                         hostname: Some(c.hostname.clone()),
-                        reason: REASON_DNS_CONFLICT,
+                        reason: if c.reason.is_other_cluster() {
+                            REASON_DNS_OTHER_CLUSTER
+                        } else {
+                            REASON_DNS_CONFLICT
+                        },
                         message: c.to_string(),
                     });
                     let invalid = t.invalid.iter().map(|i| DnsProblem {

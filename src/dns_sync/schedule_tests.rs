@@ -275,10 +275,7 @@ fn a_tunnel_is_settled_only_after_a_clean_sync_of_its_current_input() {
 }
 
 fn zone(id: &str, name: &str) -> AccountZone {
-    AccountZone {
-        id: id.into(),
-        name: name.into(),
-    }
+    AccountZone::active(id, name)
 }
 
 /// The directory of the test records' credential `s1` and account `acc`.

@@ -3,7 +3,7 @@
 use cftunnel_cloudflare::DnsRecord;
 
 use crate::dns_sync::zone::{Failure, Run, body_of, record_name};
-use cftunnel_policy::dns::{DesiredRecord, DnsAction, DnsChange};
+use cftunnel_policy::dns::{DesiredRecord, DnsAction, DnsChange, RecordRef};
 
 impl Run<'_> {
     /// Applies one hostname's changes in order; on a changed name, re-plans it once.
@@ -34,7 +34,38 @@ impl Run<'_> {
                 Err(Failure::NameChanged(error) | Failure::Failed(error)) => error,
             };
             self.report_failed(&group[done..], error);
+            if let Some(cname) = created_cname.as_deref() {
+                self.roll_back_cname(&group, cname).await;
+            }
             return;
+        }
+    }
+
+    /// The CNAME this group created goes again when a later change of the group (its TXT)
+    /// failed: no CNAME is left without the TXT that goes with it. The next sync plans the
+    /// hostname anew. A failed removal is reported with the group's failure.
+    async fn roll_back_cname(&mut self, group: &[DnsChange], cname: &str) {
+        let Some(created) = group
+            .iter()
+            .find(|c| matches!(c.action, DnsAction::Create(DesiredRecord::Cname { .. })))
+        else {
+            return;
+        };
+        let Some(record) = self.mirror.iter().find(|r| r.id == cname).cloned() else {
+            return;
+        };
+        let undo = DnsChange {
+            action: DnsAction::Delete {
+                current: RecordRef::of(&record),
+                take_over: false,
+            },
+            ..created.clone()
+        };
+        match self.apply(&undo.action, None).await {
+            Ok(_) => self.report_written(&undo, None),
+            Err(Failure::NameChanged(error) | Failure::Failed(error)) => {
+                self.report_failed(std::slice::from_ref(&undo), error)
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 //! What every reconcile shares: the Kubernetes client, the event recorder, the Cloudflare rate
-//! limiters (one per process, so every credential has exactly one bucket) and the options.
+//! limiters (the process's, so every credential has exactly one bucket and a 429 pause outlives
+//! a re-election) and the options.
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,6 +13,7 @@ use crate::caches::WatchScope;
 use crate::metrics::Metrics;
 use crate::scope::Scope;
 use cftunnel_cloudflare::{CloudflareClient, CloudflareError, Credentials, RateLimiters};
+use cftunnel_policy::dns::{BatchMemory, ClusterId, DnsOptions};
 
 /// Default namespace of ClusterTunnels' objects, apart from the operator's own namespace.
 pub const DEFAULT_CLUSTER_RESOURCE_NAMESPACE: &str = "cftunnel-tunnels";
@@ -47,6 +49,8 @@ pub struct ControllerOptions {
     /// `--deletion-pod-wait`: how long a deletion waits for cloudflared pods that still run
     /// (see `deletion_pods`).
     pub deletion_pod_wait: Duration,
+    /// `--cluster-id`; `None`: the uid of the kube-system Namespace ([`super::cluster`]).
+    pub cluster_id: Option<String>,
 }
 
 impl Default for ControllerOptions {
@@ -63,6 +67,7 @@ impl Default for ControllerOptions {
             dns_txt_records: true,
             dns_batch: cftunnel_policy::dns::BatchMode::Auto,
             deletion_pod_wait: DEFAULT_DELETION_POD_WAIT,
+            cluster_id: None,
         }
     }
 }
@@ -79,6 +84,10 @@ pub struct Context {
     pub term: Scope,
     /// The process's metrics; reconciles, DNS writes and Cloudflare calls record here.
     pub metrics: Arc<Metrics>,
+    /// This cluster's identity in the DNS ownership marker and TXT.
+    pub cluster: ClusterId,
+    /// What each zone allows of the batch call, shared by the DNS task and deletions.
+    batch_memory: BatchMemory,
     /// Every tunnel's routes, published by the route reconciler.
     pub routes: std::sync::Arc<cftunnel_policy::routes::RouteIndex>,
     /// Zone ids looked up by name, shared by every reconcile.
@@ -106,6 +115,8 @@ impl Context {
         scope: WatchScope,
         term: Scope,
         metrics: Arc<Metrics>,
+        limiters: RateLimiters,
+        cluster: ClusterId,
     ) -> Context {
         let reporter = Reporter {
             controller: "cftunnel".to_string(),
@@ -114,11 +125,13 @@ impl Context {
         Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
-            limiters: RateLimiters::new(),
+            limiters,
             options,
             scope,
             term,
             metrics,
+            cluster,
+            batch_memory: BatchMemory::default(),
             routes: Default::default(),
             zone_ids: Default::default(),
             zone_lists: Default::default(),
@@ -143,6 +156,17 @@ impl Context {
         match self.options.cloudflare_max_attempts {
             Some(attempts) => builder.max_attempts(attempts).build(),
             None => builder.build(),
+        }
+    }
+
+    /// The DNS options of every sync of this term, the DNS task's and the deletions' alike.
+    pub fn dns_options(&self) -> DnsOptions {
+        DnsOptions {
+            overwrite_unmanaged: self.options.overwrite_unmanaged_dns,
+            cluster_id: Some(self.cluster.clone()),
+            batch: self.options.dns_batch,
+            batch_memory: self.batch_memory.clone(),
+            ..DnsOptions::default()
         }
     }
 

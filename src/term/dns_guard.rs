@@ -22,7 +22,8 @@ const RETIRED_FOR: Duration = Duration::from_secs(3600);
 #[derive(Default)]
 pub struct DnsGuard {
     zones: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    retired: Mutex<HashMap<String, Instant>>,
+    /// Tunnel id → the uid of the object being deleted, and since when.
+    retired: Mutex<HashMap<String, (String, Instant)>>,
 }
 
 impl DnsGuard {
@@ -35,12 +36,22 @@ impl DnsGuard {
         lock.lock_owned().await
     }
 
-    /// Marks `tunnel_id` as being deleted: route syncs leave it out from now on.
-    pub(crate) fn retire(&self, tunnel_id: &str) {
+    /// Marks `tunnel_id` as being deleted with the object `uid`: route syncs leave it out from
+    /// now on.
+    pub(crate) fn retire(&self, tunnel_id: &str, uid: &str) {
         let now = Instant::now();
         let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
-        retired.retain(|_, at| now.saturating_duration_since(*at) <= RETIRED_FOR);
-        retired.insert(tunnel_id.to_string(), now);
+        retired.retain(|_, (_, at)| now.saturating_duration_since(*at) <= RETIRED_FOR);
+        retired.insert(tunnel_id.to_string(), (uid.to_string(), now));
+    }
+
+    /// Another object (`uid`) runs `tunnel_id` now (an existing tunnel named again after its
+    /// object was deleted): its routes get records again.
+    pub(crate) fn readmit(&self, tunnel_id: &str, uid: &str) {
+        let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        if retired.get(tunnel_id).is_some_and(|(by, _)| by != uid) {
+            retired.remove(tunnel_id);
+        }
     }
 
     pub(crate) fn is_retired(&self, tunnel_id: &str) -> bool {
@@ -107,7 +118,14 @@ mod tests {
         waiting.await.unwrap_or_else(|e| panic!("{e}"));
         drop(other_zone);
         assert!(!guard.is_retired("t1"));
-        guard.retire("t1");
+        guard.retire("t1", "uid-1");
         assert!(guard.is_retired("t1"));
+        guard.readmit("t1", "uid-1");
+        assert!(
+            guard.is_retired("t1"),
+            "the deleting object itself is not readmitted"
+        );
+        guard.readmit("t1", "uid-2");
+        assert!(!guard.is_retired("t1"), "a new object running the id is");
     }
 }

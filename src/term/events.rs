@@ -1,5 +1,10 @@
 //! Events on the tunnel object for each transition. Notes never carry secret values.
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType};
+
+use cftunnel_types::TunnelIdentity;
+use cftunnel_types::conversion;
+use cftunnel_types::names::GROUP;
 
 use super::adapters::TunnelKindAdapter;
 use super::context::Context;
@@ -45,4 +50,25 @@ pub async fn normal<K: TunnelKindAdapter>(ctx: &Context, obj: &K, reason: &str, 
 
 pub async fn warning<K: TunnelKindAdapter>(ctx: &Context, obj: &K, reason: &str, note: String) {
     publish(ctx, obj, EventType::Warning, reason, note).await;
+}
+
+/// A warning on the tunnel object `identity` names (for tasks that hold no copy of it).
+pub async fn warning_on(ctx: &Context, identity: &TunnelIdentity, reason: &str, note: String) {
+    let event = Event {
+        type_: EventType::Warning,
+        reason: reason.to_string(),
+        note: Some(bounded(note)),
+        action: "SyncDNS".to_string(),
+        secondary: None,
+    };
+    let reference = ObjectReference {
+        api_version: Some(format!("{GROUP}/{}", conversion::V1ALPHA2)),
+        kind: Some(identity.kind.as_str().to_string()),
+        namespace: (!identity.namespace.is_empty()).then(|| identity.namespace.clone()),
+        name: Some(identity.name.clone()),
+        ..ObjectReference::default()
+    };
+    if let Err(error) = ctx.recorder.publish(&event, &reference).await {
+        tracing::warn!(%error, reason, "event not recorded");
+    }
 }

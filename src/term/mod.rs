@@ -5,6 +5,7 @@
 //! reconciler and the route reconciler both use it; neither reaches into the other.
 pub mod adapters;
 pub mod claims;
+pub mod cluster;
 pub mod conditions;
 pub mod context;
 pub mod credentials;

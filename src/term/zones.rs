@@ -124,7 +124,9 @@ impl ZoneLists {
     }
 }
 
-/// Every zone of `account_id` the client's credential sees (all pages), names in lower case.
+/// Every zone of `account_id` the client's credential sees (all pages), names in lower case;
+/// a zone whose status is not `active` (a child zone added but not delegated yet) is marked
+/// inactive and takes no hostname.
 pub(crate) async fn list_account_zones(
     cf: &CloudflareClient,
     account_id: &str,
@@ -137,8 +139,8 @@ pub(crate) async fn list_account_zones(
     Ok(zones
         .into_iter()
         .map(|z| AccountZone {
-            id: z.id,
-            name: z.name.to_ascii_lowercase(),
+            inactive: z.status.as_deref().is_some_and(|s| s != "active"),
+            ..AccountZone::active(z.id, z.name.to_ascii_lowercase())
         })
         .collect())
 }
@@ -225,10 +227,7 @@ mod tests {
     }
 
     fn zone(name: &str) -> AccountZone {
-        AccountZone {
-            id: format!("id-{name}"),
-            name: name.to_string(),
-        }
+        AccountZone::active(format!("id-{name}"), name.to_string())
     }
 
     #[tokio::test]

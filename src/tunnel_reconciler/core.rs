@@ -150,6 +150,9 @@ async fn converge<K: TunnelKindAdapter>(
             }
             Err(error) => return Err(error),
         };
+    // An existing tunnel named again by a new object after its old object's deletion.
+    ctx.dns_guard
+        .readmit(&resolved.tunnel_id, &obj.uid().unwrap_or_default());
     let origin_ca_pem = setup::origin_ca(ctx, &namespace, spec.origin_ca_pool.as_deref()).await?;
     let facts = TunnelFacts {
         tunnel_id: resolved.tunnel_id.clone(),

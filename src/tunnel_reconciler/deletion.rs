@@ -24,7 +24,7 @@ use crate::term::context::Context;
 use crate::term::credentials::Stored;
 use crate::term::{credentials, events};
 use cftunnel_cloudflare::CloudflareClient;
-use cftunnel_policy::dns::{AccountZone, DnsOptions, TunnelDns, ZoneDns};
+use cftunnel_policy::dns::{AccountZone, TunnelDns, ZoneDns};
 use cftunnel_policy::render::ObjectNames;
 use cftunnel_policy::render::labels::selector_labels;
 use cftunnel_types::names::ANNOTATION_ABANDON_CLEANUP;
@@ -104,16 +104,15 @@ pub async fn cleanup<K: TunnelKindAdapter>(
         return Ok(None);
     };
     if let Some(id) = &target.tunnel_id {
-        ctx.dns_guard.retire(id);
+        ctx.dns_guard.retire(id, &obj.uid().unwrap_or_default());
     }
     let dns = async {
         let creds = &api_secret.credentials;
         let account = target.account_id.as_str();
-        let (zone_id, zone_name) =
-            deletion_target::zone(ctx, &cf, creds, account, &spec, &status).await?;
-        let others =
-            deletion_target::other_zones(ctx, &cf, creds, account, &status, &zone_id).await;
-        remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name, others).await
+        let own = deletion_target::zone(&status);
+        let own_id = own.as_ref().map_or("", |(id, _)| id.as_str());
+        let others = deletion_target::other_zones(ctx, &cf, creds, account, &status, own_id).await;
+        remove_dns_records(obj, ctx, &cf, &target, own, others, true).await
     };
     if let Err(error) = dns.await {
         if !abandons_cleanup(obj) {
@@ -222,7 +221,13 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
         &zone_id,
     )
     .await;
-    remove_dns_records(obj, ctx, &cf, &target, &zone_id, &zone_name, others).await
+    // A route sync that read its input before this deletion must not write them again after it.
+    ctx.dns_guard.retire(
+        &target.tunnel_id.clone().unwrap_or_default(),
+        &obj.uid().unwrap_or_default(),
+    );
+    let own = Some((zone_id, zone_name));
+    remove_dns_records(obj, ctx, &cf, &target, own, others, false).await
 }
 
 /// Has the user let this deletion finish without (all of) the clean-up on Cloudflare?
@@ -232,18 +237,19 @@ pub(crate) fn abandons_cleanup<K: TunnelKindAdapter>(obj: &K) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
-/// Removes every DNS record this tunnel owns (current or previous ids) before the tunnel goes:
-/// a sync with no hostname wanted of its zone, of every other zone the DNS sync placed its
-/// hostnames in, and of `routed` (the zones of the hostnames its `status.routes` lists). The
-/// route reconciler leaves a deleting tunnel out, so nothing re-creates them meanwhile.
+/// Removes every DNS record this cluster wrote for the tunnel (current or previous ids) before
+/// the object goes: a sync with no hostname wanted of its zone, of every other zone the DNS sync
+/// placed its hostnames in, and of `others` (previous zones, the zones of its `status.routes`).
+/// `sweep` (a tunnel cftunnel deletes): every CNAME pointing at it goes too, whoever wrote it.
+/// The route reconciler leaves a retired tunnel out, so nothing re-creates them meanwhile.
 async fn remove_dns_records<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
     cf: &CloudflareClient,
     target: &Target,
-    zone_id: &str,
-    zone_name: &str,
+    own: Option<(String, String)>,
     others: Vec<AccountZone>,
+    sweep: bool,
 ) -> Result<(), ReconcileError> {
     let mut ids = target.previous_tunnel_ids.clone();
     let tunnel_id = match &target.tunnel_id {
@@ -251,10 +257,10 @@ async fn remove_dns_records<K: TunnelKindAdapter>(
         None if ids.is_empty() => return Ok(()),
         None => ids.remove(0),
     };
-    let mut zones = vec![AccountZone {
-        id: zone_id.to_string(),
-        name: zone_name.to_string(),
-    }];
+    let mut zones: Vec<AccountZone> = own
+        .into_iter()
+        .map(|(id, name)| AccountZone::active(id, name))
+        .collect();
     let remembered = std::iter::once(&tunnel_id)
         .chain(&ids)
         .flat_map(|id| ctx.dns_zones.of(id));
@@ -273,10 +279,11 @@ async fn remove_dns_records<K: TunnelKindAdapter>(
                 tunnel_name: target.tunnel_name.clone(),
                 hostnames: Default::default(),
                 txt_records: true,
+                sweep,
             }],
         };
         let _zone_lock = ctx.dns_guard.lock(&zone.id).await;
-        let report = sync_zone(cf, &zone.id, &input, &DnsOptions::default())
+        let report = sync_zone(cf, &zone.id, &input, &ctx.dns_options())
             .await
             .map_err(|e| {
                 ReconcileError::cloudflare("removing the tunnel's DNS records", e.source)

@@ -121,29 +121,14 @@ async fn ours_by_name(
     Ok(ours.then_some(tunnel.id))
 }
 
-/// The zone the records are in: the one in status, else the one `spec.cloudflare.domain` names.
-pub async fn zone(
-    ctx: &Context,
-    cf: &CloudflareClient,
-    api_credentials: &cftunnel_cloudflare::Credentials,
-    account_id: &str,
-    spec: &TunnelSpec,
-    status: &TunnelStatus,
-) -> Result<(String, String), ReconcileError> {
-    if let (Some(id), Some(name)) = (
-        non_empty(status.zone_id.as_ref()),
-        non_empty(status.zone_domain.as_ref()),
-    ) {
-        return Ok((id.to_string(), name.to_string()));
-    }
-    let domain = spec.cloudflare.domain.clone();
-    let id = ctx
-        .zone_ids
-        .get_or_lookup(api_credentials, account_id, &domain, || {
-            setup::zone_id(cf, account_id, &domain)
-        })
-        .await?;
-    Ok((id, domain))
+/// The tunnel's own zone as status records it. `None` when its zone was never resolved (a
+/// typo in the domain, a token without Zone Read): no DNS record was ever written for it there,
+/// since the DNS sync starts from `status.zoneId`, so its deletion has nothing to clean there
+/// and must not wait for a zone that cannot be found.
+pub fn zone(status: &TunnelStatus) -> Option<(String, String)> {
+    let id = non_empty(status.zone_id.as_ref())?;
+    let name = non_empty(status.zone_domain.as_ref())?;
+    Some((id.to_string(), name.to_string()))
 }
 
 /// Zones other than `own_zone_id` that may hold the tunnel's records: every zone of
@@ -165,10 +150,7 @@ pub(crate) async fn other_zones(
         .iter()
         .flatten()
         .filter(|z| !z.zone_id.is_empty() && z.zone_id != own_zone_id)
-        .map(|z| AccountZone {
-            id: z.zone_id.clone(),
-            name: z.zone_domain.clone(),
-        })
+        .map(|z| AccountZone::active(z.zone_id.clone(), z.zone_domain.clone()))
         .collect();
     let hostnames: BTreeSet<String> = status
         .routes

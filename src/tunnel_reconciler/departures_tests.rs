@@ -45,6 +45,8 @@ async fn an_object_that_leaves_the_store_takes_its_memory_along_and_hands_its_tu
         WatchScope::default(),
         Scope::root("test"),
         crate::metrics::Metrics::process(),
+        cftunnel_cloudflare::RateLimiters::new(),
+        cftunnel_policy::dns::ClusterId::new("test-cluster").expect("cluster id"),
     ));
     let (tunnels, mut writer) = reflector::store::<Tunnel>();
     let (clusters, _) = reflector::store::<ClusterTunnel>();

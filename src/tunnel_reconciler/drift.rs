@@ -1,6 +1,8 @@
 //! Drift (docs/design.md §3.1 step 8): on a slow jittered interval, the tunnel in status must still exist on
-//! Cloudflare. A deleted newTunnel is recreated (its old id kept for DNS re-pointing); a deleted
-//! existingTunnel is reported, never recreated. Between checks no Cloudflare call is made.
+//! Cloudflare. A deleted newTunnel is recreated (its old id kept for DNS re-pointing); an
+//! existingTunnel named by its name follows the name (the tunnel that holds it now, e.g. after
+//! `cloudflared tunnel delete` and `create`, runs next, its records re-pointed); one named by
+//! id is reported, never recreated. Between checks no Cloudflare call is made.
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
@@ -87,7 +89,11 @@ pub async fn check<K: TunnelKindAdapter>(
         return Ok(());
     }
     let object = obj.display();
-    if spec.new_tunnel.is_none() {
+    let by_name = spec
+        .existing_tunnel
+        .as_ref()
+        .is_some_and(|e| non_empty(e.id.as_ref()).is_none());
+    if spec.new_tunnel.is_none() && !by_name {
         return Err(ReconcileError::blocked(
             ReadyReason::TunnelDeleted,
             format!(
@@ -95,14 +101,17 @@ pub async fn check<K: TunnelKindAdapter>(
             ),
         ));
     }
-    tracing::warn!(object = %object, tunnel_id = id, "tunnel deleted on Cloudflare; recreating it");
-    events::warning(
-        ctx,
-        &*obj,
-        ReadyReason::TunnelDeleted.as_str(),
-        format!("tunnel {id} was deleted on Cloudflare outside cftunnel; creating a new tunnel"),
-    )
-    .await;
+    let note = if by_name {
+        // The name is what the object asks for: whichever tunnel holds it now is the one to run.
+        tracing::warn!(object = %object, tunnel_id = id, "existing tunnel deleted on Cloudflare; resolving its name again");
+        format!(
+            "tunnel {id} was deleted on Cloudflare; running the tunnel that holds its name now, if any"
+        )
+    } else {
+        tracing::warn!(object = %object, tunnel_id = id, "tunnel deleted on Cloudflare; recreating it");
+        format!("tunnel {id} was deleted on Cloudflare outside cftunnel; creating a new tunnel")
+    };
+    events::warning(ctx, &*obj, ReadyReason::TunnelDeleted.as_str(), note).await;
     let previous = push_previous(status.previous_tunnel_ids.as_ref(), id);
     obj.object_api(&ctx.client)
         .patch_status(

@@ -294,3 +294,50 @@ async fn an_apex_route_gets_a_proxied_cname_at_the_apex_and_its_txt_at_managed_a
         env.assert_contract();
     }
 }
+
+/// The CNAME create passes, the TXT create after it is refused (400: not retried).
+fn refuse_the_txt(env: &Env) {
+    env.sim
+        .inject(Operation::CreateDnsRecord, Fault::fail_after(1, 400));
+}
+
+#[tokio::test]
+async fn one_record_at_a_time_a_refused_txt_takes_back_the_cname_created_before_it() {
+    let env = Env::new();
+    refuse_the_txt(&env);
+    let zone = zone(vec![tunnel("edge", ID_A, &["app.example.com"])]);
+    let report = env.sync(&zone).await;
+    assert_eq!(report.tunnels[0].errors.len(), 1, "{:?}", report.tunnels[0]);
+    assert_eq!(env.sim.calls(Operation::CreateDnsRecord), 2);
+    assert_eq!(env.sim.calls(Operation::DeleteDnsRecord), 1);
+    assert!(
+        env.records().is_empty(),
+        "no CNAME left without its TXT: {:?}",
+        env.records()
+    );
+    env.sim.clear_faults();
+    let again = env.sync(&zone).await;
+    assert!(again.tunnels[0].is_clean(), "{:?}", again.tunnels[0]);
+    assert!(env.record("CNAME", "app.example.com").is_some());
+    assert!(env.record("TXT", "_managed.app.example.com").is_some());
+}
+
+#[tokio::test]
+async fn after_the_batch_call_falls_back_a_refused_txt_takes_back_its_cname_too() {
+    let env = Env::with_mode(BatchMode::Auto);
+    env.sim
+        .inject(Operation::BatchDnsRecords, Fault::fail_next(100, 405));
+    refuse_the_txt(&env);
+    let zone = zone(vec![tunnel("edge", ID_A, &["app.example.com"])]);
+    let report = env.sync(&zone).await;
+    assert!(
+        !report.tunnels[0].errors.is_empty(),
+        "{:?}",
+        report.tunnels[0]
+    );
+    assert!(
+        env.records().is_empty(),
+        "no CNAME left without its TXT: {:?}",
+        env.records()
+    );
+}

@@ -75,6 +75,7 @@ async fn ten_re_elections_leave_the_same_watches_and_tasks() {
         },
         {
             let (operator, watch, caches) = (operator.clone(), watch.clone(), caches.clone());
+            let limiters = cftunnel_cloudflare::RateLimiters::new();
             move |term| {
                 cftunnel::wiring::run_term(
                     term,
@@ -83,6 +84,7 @@ async fn ten_re_elections_leave_the_same_watches_and_tasks() {
                     watch.clone(),
                     caches.clone(),
                     Metrics::process(),
+                    limiters.clone(),
                 )
             }
         },

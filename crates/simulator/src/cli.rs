@@ -24,6 +24,9 @@ pub struct SimArgs {
     /// Zone to create (repeatable); defaults to example.com.
     #[arg(long = "zone", value_name = "NAME")]
     pub zones: Vec<String>,
+    /// Zone to create with status `pending` (repeatable): in the account, not active yet.
+    #[arg(long = "pending-zone", value_name = "NAME")]
+    pub pending_zones: Vec<String>,
     /// API token to accept (repeatable); one random token is generated when none is given.
     #[arg(long = "token", value_name = "T")]
     pub tokens: Vec<String>,
@@ -38,6 +41,7 @@ impl std::fmt::Debug for SimArgs {
         f.debug_struct("SimArgs")
             .field("listen", &self.listen)
             .field("zones", &self.zones)
+            .field("pending_zones", &self.pending_zones)
             .field("tokens", &format_args!("<{} redacted>", self.tokens.len()))
             .field("account_name", &self.account_name)
             .finish()
@@ -61,6 +65,7 @@ impl SimArgs {
             account_name: self.account_name.clone(),
             account_id: None,
             zones,
+            pending_zones: self.pending_zones.clone(),
             tokens,
             api_keys: Vec::new(),
         }

@@ -31,6 +31,10 @@ enum FaultKind {
         remaining: u32,
         status: u16,
     },
+    FailAfter {
+        passing: u32,
+        status: u16,
+    },
 }
 
 impl Fault {
@@ -71,6 +75,14 @@ impl Fault {
         }
     }
 
+    /// The next `passing` calls go through, then one fails with `status` without any effect (a
+    /// later write of a sequence failing, e.g. the TXT after its CNAME).
+    pub fn fail_after(passing: u32, status: u16) -> Self {
+        Fault {
+            kind: FaultKind::FailAfter { passing, status },
+        }
+    }
+
     /// The next `n` calls apply their effect, then answer `status` (a commit followed by a lost reply).
     pub fn fail_after_apply(n: u32, status: u16) -> Self {
         Fault {
@@ -90,6 +102,7 @@ pub(crate) struct FaultSet {
     rate_limit_next: Option<(u32, u64)>,
     latency: Option<Duration>,
     fail_after_apply: Option<(u32, u16)>,
+    fail_after: Option<(u32, u16)>,
 }
 
 /// What the faults decided for one call, drawn under the state lock.
@@ -118,6 +131,7 @@ impl FaultSet {
             FaultKind::FailAfterApply { remaining, status } => {
                 self.fail_after_apply = Some((remaining, status))
             }
+            FaultKind::FailAfter { passing, status } => self.fail_after = Some((passing, status)),
         }
     }
 
@@ -131,6 +145,8 @@ impl FaultSet {
             plan.reject = Some(ApiError::rate_limited(retry_after));
         } else if let Some(status) = take_one(&mut self.fail_next) {
             plan.reject = Some(fault_error(status));
+        } else if let Some(status) = count_down(&mut self.fail_after) {
+            plan.reject = Some(fault_error(status));
         } else if let Some((probability, status)) = self.error_rate
             && rng.random_bool(probability)
         {
@@ -143,6 +159,17 @@ impl FaultSet {
         }
         plan
     }
+}
+
+/// Counts one passing call down; the call after the last passing one gets the payload, once.
+fn count_down<T: Copy>(slot: &mut Option<(u32, T)>) -> Option<T> {
+    let (passing, payload) = (*slot)?;
+    if passing == 0 {
+        *slot = None;
+        return Some(payload);
+    }
+    *slot = Some((passing - 1, payload));
+    None
 }
 
 /// Consumes one unit of a counted fault, returning its payload while any remain.
@@ -227,5 +254,16 @@ mod tests {
     fn a_429_status_becomes_the_rate_limit_envelope() {
         let error = fault_error(429);
         assert_eq!((error.code, error.retry_after), (971, Some(1)));
+    }
+
+    #[test]
+    fn fail_after_lets_calls_pass_then_fails_one() {
+        let mut set = FaultSet::default();
+        set.add(Fault::fail_after(2, 500));
+        let mut rng = StdRng::seed_from_u64(0);
+        let rejected: Vec<bool> = (0..5)
+            .map(|_| set.plan(&mut rng).reject.is_some())
+            .collect();
+        assert_eq!(rejected, [false, false, true, false, false]);
     }
 }

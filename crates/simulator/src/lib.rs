@@ -55,6 +55,9 @@ pub struct SimConfig {
     /// 32 lowercase hex; generated when `None`.
     pub account_id: Option<String>,
     pub zones: Vec<String>,
+    /// Zones created with status `pending` (added to the account, not active yet); created even
+    /// when not in `zones`.
+    pub pending_zones: Vec<String>,
     /// Accepted Bearer tokens.
     pub tokens: Vec<String>,
     /// Accepted `(X-Auth-Email, X-Auth-Key)` pairs.
@@ -67,6 +70,7 @@ impl Default for SimConfig {
             account_name: "cftunnel-sim".to_string(),
             account_id: None,
             zones: vec!["example.com".to_string()],
+            pending_zones: Vec::new(),
             tokens: Vec::new(),
             api_keys: Vec::new(),
         }
@@ -79,6 +83,7 @@ impl std::fmt::Debug for SimConfig {
             .field("account_name", &self.account_name)
             .field("account_id", &self.account_id)
             .field("zones", &self.zones)
+            .field("pending_zones", &self.pending_zones)
             .field("tokens", &format_args!("<{} redacted>", self.tokens.len()))
             .field(
                 "api_keys",
@@ -108,13 +113,24 @@ impl Simulator {
             .account_id
             .map(|id| id.to_ascii_lowercase())
             .unwrap_or_else(state::hex_id);
-        let state = State::new(
+        let mut zones = config.zones.clone();
+        zones.extend(config.pending_zones.iter().cloned());
+        let mut state = State::new(
             account_id,
             config.account_name,
-            &config.zones,
+            &zones,
             config.tokens,
             config.api_keys,
         );
+        for zone in state.zones.iter_mut() {
+            if config.pending_zones.iter().any(|p| {
+                p.trim()
+                    .trim_end_matches('.')
+                    .eq_ignore_ascii_case(&zone.name)
+            }) {
+                zone.status = "pending".into();
+            }
+        }
         Simulator {
             inner: Arc::new(Mutex::new(state)),
         }
@@ -156,6 +172,21 @@ impl Simulator {
             .iter()
             .map(|z| (z.name.clone(), z.id.clone()))
             .collect()
+    }
+
+    /// Sets a zone's status (`active`, `pending`, …), as Cloudflare moves it once its name
+    /// servers are delegated.
+    pub fn set_zone_status(&self, zone_name: &str, status: &str) -> bool {
+        let mut state = self.lock();
+        let Some(zone) = state
+            .zones
+            .iter_mut()
+            .find(|z| z.name.eq_ignore_ascii_case(zone_name))
+        else {
+            return false;
+        };
+        zone.status = status.to_string();
+        true
     }
 
     /// Sets a zone's plan (`free`, `pro`, `business`, `enterprise`; anything else is refused),

@@ -48,6 +48,8 @@ pub(crate) struct Zone {
     pub created_on: String,
     /// The plan's `legacy_id`: `free` (the default), `pro`, `business` or `enterprise`.
     pub plan: String,
+    /// `active`, or `pending` for a zone added but not delegated yet.
+    pub status: String,
 }
 
 impl Zone {
@@ -155,6 +157,7 @@ impl State {
                     name,
                     created_on: now.clone(),
                     plan: "free".into(),
+                    status: "active".into(),
                 });
             }
         }

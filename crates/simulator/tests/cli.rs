@@ -70,3 +70,65 @@ fn cloudflare_sim_refuses_a_non_loopback_listen_address() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("loopback"), "{stderr}");
 }
+
+#[test]
+fn a_pending_zone_is_listed_with_status_pending() {
+    let mut child = cloudflare_sim()
+        .args(["--listen", "127.0.0.1:0", "--zone", "example.com"])
+        .args(["--pending-zone", "dev.example.com", "--token", "t"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn simulator");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("ready line");
+    let ready: serde_json::Value = serde_json::from_str(&line).expect("ready line is JSON");
+    let url = ready["url"].as_str().expect("url").to_string();
+    let zones = ready["zones"].as_object().expect("zones").clone();
+    assert!(zones.contains_key("dev.example.com"), "{ready}");
+    cftunnel_sim::install_crypto_provider();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let list = |query: &'static str| {
+        let url = format!("{url}/zones{query}");
+        rt.block_on(async move {
+            let body: serde_json::Value = reqwest::Client::new()
+                .get(url)
+                .bearer_auth("t")
+                .send()
+                .await
+                .expect("GET /zones")
+                .json()
+                .await
+                .expect("JSON body");
+            body["result"]
+                .as_array()
+                .expect("result list")
+                .iter()
+                .map(|z| {
+                    (
+                        z["name"].as_str().unwrap_or("").to_string(),
+                        z["status"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+    };
+    let all = list("");
+    let active = list("?status=active");
+    child.kill().expect("stop simulator");
+    let _ = child.wait();
+    assert_eq!(
+        all,
+        vec![
+            ("example.com".to_string(), "active".to_string()),
+            ("dev.example.com".to_string(), "pending".to_string())
+        ]
+    );
+    assert_eq!(
+        active,
+        vec![("example.com".to_string(), "active".to_string())]
+    );
+}

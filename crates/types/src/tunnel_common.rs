@@ -147,11 +147,13 @@ pub struct TunnelStatus {
     /// The domain `zoneId` was resolved for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone_domain: Option<String>,
-    /// Zones this object's DNS records were written in before `spec.cloudflare.domain`
-    /// changed: recorded in the same write that moves `zoneId`, removed once that zone holds no
-    /// record of this tunnel any more (oldest first, bounded).
+    /// Zones other than `zoneId` that may hold DNS records of this object: the zone of an
+    /// earlier `spec.cloudflare.domain` (recorded in the same write that moves `zoneId`), and
+    /// each other zone of the account its hostnames were placed in (recorded before the first
+    /// record there). Each is removed once that zone holds no record of this tunnel any more,
+    /// so a restart, a failover or a deletion finds every zone to clean (oldest first, bounded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 10))]
+    #[schemars(length(max = 64))]
     pub previous_zones: Option<Vec<ZoneRef>>,
     /// Ids this object used before its tunnel was recreated (newest last, bounded).
     #[serde(default, skip_serializing_if = "Option::is_none")]

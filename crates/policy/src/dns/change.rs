@@ -236,6 +236,19 @@ pub enum ConflictReason {
     TxtNotManaged,
     /// Another tunnel of this operator routes the hostname and keeps the record.
     RoutedByOtherTunnel { winner: TunnelIdentity },
+    /// A `_managed` TXT naming this tunnel written by another cluster (its `Owner`).
+    OtherCluster { cluster: String },
+}
+
+impl ConflictReason {
+    /// Is the record another cftunnel cluster's (which may let go of it later)?
+    pub fn is_other_cluster(&self) -> bool {
+        match self {
+            Self::OtherCluster { .. } => true,
+            Self::OtherOwner { marker } => marker.contains(" cluster="),
+            _ => false,
+        }
+    }
 }
 
 impl fmt::Display for ConflictReason {
@@ -256,6 +269,9 @@ impl fmt::Display for ConflictReason {
             Self::TxtNotManaged => f.write_str("its content is not a tunnel ownership record"),
             Self::RoutedByOtherTunnel { winner } => {
                 write!(f, "the hostname is also routed by {winner}, which keeps the record")
+            }
+            Self::OtherCluster { cluster } => {
+                write!(f, "its TXT says cluster {cluster:?} owns it")
             }
         }
     }
@@ -279,6 +295,13 @@ impl fmt::Display for DnsConflict {
                 f,
                 "DNS record {} for {}: {}; route the hostname through one tunnel only",
                 self.record, self.hostname, self.reason
+            ),
+            reason if reason.is_other_cluster() => write!(
+                f,
+                "DNS record {} for {} is held by another cluster ({reason}); it stays with that \
+                 cluster, and {} takes it over at its next DNS check once the other cluster lets \
+                 go of the hostname",
+                self.record, self.hostname, self.tunnel
             ),
             _ => write!(
                 f,

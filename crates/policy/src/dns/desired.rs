@@ -28,6 +28,10 @@ pub struct TunnelDns {
     pub hostnames: BTreeSet<String>,
     /// Write the `_managed.` TXT (Go-operator compatibility); off deletes ours.
     pub txt_records: bool,
+    /// The tunnel is being deleted by cftunnel, which created it: every CNAME pointing at its
+    /// ids (and the `_managed` TXT naming it) would dangle, so each is taken as its own and
+    /// removed, whoever wrote it.
+    pub sweep: bool,
 }
 
 /// Every tunnel with routes (or records to remove) in one zone. When several tunnels want the

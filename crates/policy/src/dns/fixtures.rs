@@ -26,6 +26,7 @@ pub(super) fn tunnel(name: &str, id: &str, hostnames: &[&str]) -> TunnelDns {
         tunnel_name: format!("{name}-cf"),
         hostnames: hostnames.iter().map(|h| h.to_string()).collect(),
         txt_records: true,
+        sweep: false,
     }
 }
 

@@ -35,6 +35,8 @@ mod conflict_tests;
 #[cfg(test)]
 mod fixtures;
 #[cfg(test)]
+mod ownership_tests;
+#[cfg(test)]
 mod plan_props;
 #[cfg(test)]
 mod plan_tests;
@@ -51,4 +53,4 @@ pub use marker::{ClusterId, MARKER_PREFIX, MAX_COMMENT_CHARS, ownership_marker};
 pub use ownership::{Ours, Owner};
 pub use plan::plan_zone;
 pub use txt::{ManagedTxt, TXT_PREFIX, managed_txt_name, quote_txt, unquote_txt};
-pub use zones::{AccountZone, MAX_ZONES_NAMED, no_zone_message, place};
+pub use zones::{AccountZone, MAX_ZONES_NAMED, no_zone_message, pending_zone, place};

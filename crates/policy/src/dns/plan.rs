@@ -173,7 +173,7 @@ impl<'a> Planner<'a> {
         for record in self.records_at(hostname) {
             if record.is_type(DnsRecordType::Cname) {
                 match self.ours.cname_owner(record, &txts, wildcard) {
-                    Owner::Tunnel(t) => found.cnames.push((record, t)),
+                    Owner::Tunnel(t) | Owner::Adoptable(t) => found.cnames.push((record, t)),
                     Owner::Foreign(reason) => found.blockers.push((record, reason)),
                 }
             } else if blocks_cname(record) {
@@ -182,7 +182,7 @@ impl<'a> Planner<'a> {
         }
         for record in txts.into_iter().filter(|_| owns_txt) {
             match self.ours.txt_owner(record) {
-                Owner::Tunnel(_) => found.txts.push(record),
+                Owner::Tunnel(_) | Owner::Adoptable(_) => found.txts.push(record),
                 Owner::Foreign(reason) => found.foreign_txts.push((record, reason)),
             }
         }

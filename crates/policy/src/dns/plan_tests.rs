@@ -102,16 +102,15 @@ fn records_of_a_previous_tunnel_id_are_repointed() {
 #[test]
 fn a_hostname_no_longer_routed_loses_its_cname_then_its_txt() {
     let zone = zone(vec![tunnel("edge", ID_A, &[])]);
-    let target = format!("{ID_A}.cfargotunnel.com");
     let actual = [
         record(
             "t1",
             "TXT",
             "_managed.old.example.com",
             &go_txt("c1", "edge-cf", ID_A),
-            None,
+            Some(&marker("edge")),
         ),
-        cname_record("c1", "old.example.com", &target, None),
+        ours("c1", "old.example.com", ID_A, "edge"),
     ];
     let plan = plan(&zone, &actual);
     assert_eq!(

@@ -10,6 +10,20 @@ use crate::rules::route::in_domain;
 pub struct AccountZone {
     pub id: String,
     pub name: String,
+    /// Not active on Cloudflare yet (`pending`, `initializing`, `moved`, …): it takes no
+    /// hostname, since resolvers are not sent to it; its hostnames go to the parent zone.
+    pub inactive: bool,
+}
+
+impl AccountZone {
+    /// An active zone.
+    pub fn active(id: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            inactive: false,
+        }
+    }
 }
 
 /// Most zone names a "no zone" message lists (an account may hold thousands).
@@ -17,10 +31,21 @@ pub const MAX_ZONES_NAMED: usize = 10;
 
 /// The zone `fqdn` belongs to: the longest zone name that is a suffix of it (case-insensitive,
 /// at a label boundary); `None` when no zone of `zones` holds it.
+/// Inactive zones are passed over.
 pub fn place<'z>(fqdn: &str, zones: &'z [AccountZone]) -> Option<&'z AccountZone> {
     zones
         .iter()
-        .filter(|z| !z.name.is_empty() && in_domain(fqdn, &z.name))
+        .filter(|z| !z.inactive && !z.name.is_empty() && in_domain(fqdn, &z.name))
+        .max_by_key(|z| z.name.len())
+}
+
+/// The inactive zone that would hold `fqdn` were it active: one nested deeper than the zone
+/// [`place`] chose (so the hostname waits in the parent for it).
+pub fn pending_zone<'z>(fqdn: &str, zones: &'z [AccountZone]) -> Option<&'z AccountZone> {
+    let placed = place(fqdn, zones).map_or(0, |z| z.name.len());
+    zones
+        .iter()
+        .filter(|z| z.inactive && z.name.len() > placed && in_domain(fqdn, &z.name))
         .max_by_key(|z| z.name.len())
 }
 
@@ -56,15 +81,33 @@ mod tests {
         names
             .iter()
             .enumerate()
-            .map(|(i, n)| AccountZone {
-                id: format!("z{i}"),
-                name: n.to_string(),
-            })
+            .map(|(i, n)| AccountZone::active(format!("z{i}"), n.to_string()))
             .collect()
     }
 
     fn placed<'z>(fqdn: &str, zones: &'z [AccountZone]) -> Option<&'z str> {
         place(fqdn, zones).map(|z| z.name.as_str())
+    }
+
+    #[test]
+    fn an_inactive_child_zone_takes_no_hostname_until_it_is_active() {
+        let mut z = zones(&["example.com", "dev.example.com"]);
+        z[1].inactive = true;
+        assert_eq!(placed("app.dev.example.com", &z), Some("example.com"));
+        assert_eq!(
+            pending_zone("app.dev.example.com", &z).map(|z| z.name.as_str()),
+            Some("dev.example.com")
+        );
+        assert_eq!(pending_zone("app.example.com", &z), None);
+        z[1].inactive = false;
+        assert_eq!(placed("app.dev.example.com", &z), Some("dev.example.com"));
+        assert_eq!(pending_zone("app.dev.example.com", &z), None);
+        // An inactive zone alone holds nothing.
+        let lone = [AccountZone {
+            inactive: true,
+            ..AccountZone::active("z9", "other.net")
+        }];
+        assert_eq!(placed("a.other.net", &lone), None);
     }
 
     #[test]
@@ -127,7 +170,7 @@ mod tests {
             let fqdn = host.join(".");
             let names: Vec<String> = zone_labels.iter().map(|l| l.join(".")).collect();
             let z: Vec<AccountZone> = names.iter().enumerate()
-                .map(|(i, n)| AccountZone { id: i.to_string(), name: n.clone() })
+                .map(|(i, n)| AccountZone::active(i.to_string(), n.clone()))
                 .collect();
             let is_suffix = |zone: &str| {
                 let zl: Vec<&str> = zone.split('.').collect();

@@ -44,7 +44,7 @@ pub(super) fn list_zones(state: &State, ctx: &Ctx) -> Result<Reply, ApiError> {
         .zones
         .iter()
         .filter(|z| q.get("name").is_none_or(|f| matches_operator(&z.name, f)))
-        .filter(|_| q.get("status").is_none_or(|s| s == "active"))
+        .filter(|z| q.get("status").is_none_or(|s| s == z.status))
         .filter(|_| {
             q.get("account.id")
                 .is_none_or(|id| id.eq_ignore_ascii_case(&state.account_id))
@@ -71,7 +71,7 @@ fn zone_json(state: &State, zone: &Zone) -> Value {
     json!({
         "id": zone.id,
         "name": zone.name,
-        "status": "active",
+        "status": zone.status,
         "paused": false,
         "type": "full",
         "development_mode": 0,

@@ -19,6 +19,7 @@ pub(super) fn sim() -> Simulator {
         account_name: "Test Account".into(),
         account_id: None,
         zones: vec!["example.com".into(), "example.org".into()],
+        pending_zones: Vec::new(),
         tokens: vec![TOKEN.into()],
         api_keys: vec![("ops@example.com".into(), "global-key".into())],
     })

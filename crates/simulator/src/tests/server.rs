@@ -73,6 +73,7 @@ async fn refuses_to_listen_off_loopback() {
     let args = SimArgs {
         listen: "0.0.0.0:0".parse::<SocketAddr>().expect("addr"),
         zones: vec![],
+        pending_zones: vec![],
         tokens: vec![],
         account_name: "x".into(),
     };
