@@ -1,9 +1,10 @@
 //! The ownership marker cftunnel writes into the `comment` of its DNS records.
 //!
-//! `cftunnel <tunnel identity>`, e.g. `cftunnel Tunnel shop/edge` or `cftunnel ClusterTunnel
-//! edge`, followed by ` cluster=<id>` when the operator runs with a cluster id (two clusters
-//! sharing one zone can then hold same-named tunnels). A marker is compared as a whole string:
-//! a comment is ours only if it is exactly the marker we would write.
+//! `cftunnel <tunnel identity> cluster=<id>`, e.g. `cftunnel Tunnel shop/edge cluster=<uid>`:
+//! the operator always runs with a cluster id, so two clusters sharing one zone, even with the
+//! same manifests, are never the same owner. The form without a cluster is what cftunnel wrote
+//! before; such records are adopted, never deleted (`ownership.rs`). A marker is compared as a
+//! whole string: a comment is ours only if it is exactly the marker we would write.
 use std::fmt;
 
 use sha2::{Digest, Sha256};
