@@ -119,3 +119,34 @@ async fn an_object_that_leaves_the_store_takes_its_memory_along_and_hands_its_tu
     assert!(rerun_rx.try_recv().is_err(), "re-run once");
     following.abort();
 }
+
+#[tokio::test]
+async fn terms_of_one_process_share_its_rate_limiters_so_a_pause_outlives_a_reelection() {
+    let config = kube::Config::new(
+        "http://127.0.0.1:9"
+            .parse()
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let client = kube::Client::try_from(config).unwrap_or_else(|e| panic!("{e}"));
+    let process = cftunnel_cloudflare::RateLimiters::new();
+    let term = |n: &'static str| {
+        Context::new(
+            client.clone(),
+            ControllerOptions::default(),
+            WatchScope::default(),
+            Scope::root(n),
+            crate::metrics::Metrics::process(),
+            process.clone(),
+            cftunnel_policy::dns::ClusterId::new("test-cluster").expect("cluster id"),
+        )
+    };
+    let (first, second) = (term("first"), term("second"));
+    let credentials = cftunnel_cloudflare::Credentials::ApiToken("t".into());
+    let rate = cftunnel_cloudflare::RateLimit::default();
+    let paused = first.limiters.limiter(&credentials, rate);
+    let next = second.limiters.limiter(&credentials, rate);
+    assert!(
+        Arc::ptr_eq(&paused, &next),
+        "the next term's client waits out the 429 pause of the last one"
+    );
+}
