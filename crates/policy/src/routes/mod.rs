@@ -7,8 +7,8 @@
 //! - Routes are indexed per tunnel **identity**: a Tunnel `shop/edge`, a Tunnel `blog/edge` and
 //!   a ClusterTunnel `edge` are three tunnels that never share a route.
 //! - What a source declares is read by the functions admission uses
-//!   (`admission::binding::subject_route`, `admission::service::annotation_route`) and checked
-//!   by the same rules (`admission::route::check_fields`): a route admission would refuse is
+//!   (`rules::binding::subject_route`, `rules::service::annotation_route`) and checked
+//!   by the same rules (`rules::route::check_fields`): a route admission would refuse is
 //!   refused here with the same message (`InvalidRoute`), so nothing cloudflared would reject
 //!   reaches a config. The default hostname `<service>.<tunnel domain>` is checked the same way.
 //! - **Stored bindings keep the Go operator's routing** (ratcheting): a `protocol` that is not one
