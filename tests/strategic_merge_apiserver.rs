@@ -254,7 +254,12 @@ async fn every_rendered_object_is_accepted_by_the_api_server() {
         .await
         .expect("secret");
     Api::<ConfigMap>::namespaced(client.clone(), &namespace)
-        .create(&pp, &r.config_map)
+        .create(
+            &pp,
+            r.config_map
+                .as_ref()
+                .expect("a local tunnel has its config.yaml"),
+        )
         .await
         .expect("cm");
     Api::<PodDisruptionBudget>::namespaced(client.clone(), &namespace)

@@ -26,6 +26,8 @@ mod metrics;
 mod ownership;
 #[path = "leader_election/proxy.rs"]
 mod proxy;
+#[path = "tunnel_reconciler/remote.rs"]
+mod remote;
 #[path = "tunnel_reconciler/routes.rs"]
 mod routes;
 #[path = "tunnel_reconciler/takeover.rs"]

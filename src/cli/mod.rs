@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use cftunnel_policy::rules::duration::parse_duration;
+use cftunnel_types::ConfigSource;
 
 use crate::telemetry::{self, LogFormat};
 use cftunnel_types::crds::{self, ConversionService};
@@ -55,6 +56,22 @@ pub struct RenderArgs {
     /// cloudflared image, pinned (a `latest` or untagged image is refused).
     #[arg(long, default_value = crate::term::DEFAULT_CLOUDFLARED_IMAGE)]
     pub cloudflared_image: String,
+    /// `configSource` of the tunnels whose spec names none: `Local` or `Cloudflare`.
+    #[arg(long, default_value = "Local", value_parser = parse_config_source)]
+    pub default_config_source: ConfigSource,
+}
+
+/// `Local` or `Cloudflare`, in any case.
+fn parse_config_source(text: &str) -> Result<ConfigSource, String> {
+    if text.eq_ignore_ascii_case("local") {
+        Ok(ConfigSource::Local)
+    } else if text.eq_ignore_ascii_case("cloudflare") {
+        Ok(ConfigSource::Cloudflare)
+    } else {
+        Err(format!(
+            "{text:?} is not a config source; use Local or Cloudflare"
+        ))
+    }
 }
 
 /// `--cluster-id`: checked as the DNS marker needs it.
@@ -132,6 +149,11 @@ pub struct RunArgs {
     /// cluster rebuilt under the same identity.
     #[arg(long, env = "CFTUNNEL_CLUSTER_ID", value_parser = parse_cluster_id)]
     pub cluster_id: Option<String>,
+    /// Where cloudflared takes its rules from for a tunnel whose spec names no `configSource`:
+    /// `Local` (a rendered config.yaml; a route change rolls the pods) or `Cloudflare` (pushed
+    /// to the tunnel's configuration, applied live).
+    #[arg(long, default_value = "Local", value_parser = parse_config_source)]
+    pub default_config_source: ConfigSource,
     #[command(flatten)]
     pub startup: crate::startup::StartupArgs,
 }
@@ -260,6 +282,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         dns_txt_records: !args.no_dns_txt_records,
         dns_batch: args.dns_batch,
         cluster_id: args.cluster_id,
+        default_config_source: args.default_config_source,
         ..Default::default()
     };
     let settings = crate::wiring::Settings {
@@ -321,6 +344,7 @@ fn render_manifests(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     let settings = crate::cli::render::RenderSettings {
         cluster_resource_namespace: args.cluster_resource_namespace.clone(),
         cloudflared_image: args.cloudflared_image.clone(),
+        default_config_source: args.default_config_source,
     };
     let code = crate::cli::render::run(
         &args.files,

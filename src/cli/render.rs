@@ -11,13 +11,15 @@ use std::io::{Read, Write};
 
 use serde_json::Value;
 
-use crate::tunnel_reconciler::render_input::{TunnelFacts, render_options, tunnel_input};
+use crate::tunnel_reconciler::render_input::{
+    TunnelFacts, render_options, tunnel_input, with_config_source,
+};
 use cftunnel_policy::render::{self, OwnerIdentity, TunnelCredentials};
 use cftunnel_policy::routes::compute_routes;
 use cftunnel_policy::rules::facts::referenced;
 use cftunnel_policy::validate::decode::{Decoded, Outcome, TunnelObject, decode, plain_service};
 use cftunnel_policy::validate::{DEFAULT_NAMESPACE, EXIT_UNREADABLE, read_or_report};
-use cftunnel_types::TunnelKind;
+use cftunnel_types::{ConfigSource, TunnelKind};
 
 /// Tunnel id rendered when the input carries no `status.tunnelId`.
 pub(crate) const PLACEHOLDER_TUNNEL_ID: &str = "00000000-0000-0000-0000-000000000000";
@@ -33,6 +35,8 @@ pub const REDACTED: &str = "REDACTED";
 pub(crate) struct RenderSettings {
     pub cluster_resource_namespace: String,
     pub cloudflared_image: String,
+    /// For tunnels whose spec names no `configSource`.
+    pub default_config_source: ConfigSource,
 }
 
 fn non_empty(value: Option<&String>) -> Option<String> {
@@ -133,7 +137,8 @@ pub fn run(
     for (document, tunnel) in tunnels {
         let owner = identity(&tunnel, &document.value, settings);
         let routes = table.routes_of(&referenced(tunnel.kind, &tunnel.namespace, &tunnel.name));
-        let input = tunnel_input(owner, tunnel.spec.clone(), offline_facts(&tunnel), routes);
+        let spec = with_config_source(tunnel.spec.clone(), settings.default_config_source);
+        let input = tunnel_input(owner, spec, offline_facts(&tunnel), routes);
         match render::render_all(&input, &options).and_then(|r| r.to_yaml()) {
             Ok(text) => {
                 yaml.push_str(&text);
@@ -201,6 +206,7 @@ spec:
         let settings = RenderSettings {
             cluster_resource_namespace: "cftunnel-tunnels".into(),
             cloudflared_image: "cloudflare/cloudflared:2026.11.0".into(),
+            default_config_source: ConfigSource::Local,
         };
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = run(

@@ -20,6 +20,7 @@ pub mod task;
 mod tunnels;
 mod zone;
 
+pub(crate) use previous_zones::MAX_ZONES as MAX_RECORDED_ZONES;
 pub use report::{DnsWriteError, TunnelDnsReport, WriteKind, WrittenRecord, ZoneDnsReport};
 pub use schedule::{DnsProblem, DnsSync, DnsView};
 pub use tunnels::TunnelRecord;

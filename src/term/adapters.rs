@@ -179,6 +179,7 @@ fn cluster_spec_as_tunnel_spec(spec: &ClusterTunnelSpec) -> TunnelSpec {
         no_tls_verify: spec.no_tls_verify,
         origin_ca_pool: spec.origin_ca_pool.clone(),
         allowed_routes: spec.allowed_routes.clone(),
+        config_source: spec.config_source,
         deploy_patch: spec.deploy_patch.clone(),
     }
 }

@@ -14,6 +14,7 @@ use crate::metrics::Metrics;
 use crate::scope::Scope;
 use cftunnel_cloudflare::{CloudflareClient, CloudflareError, Credentials, RateLimiters};
 use cftunnel_policy::dns::{BatchMemory, ClusterId, DnsOptions};
+use cftunnel_types::ConfigSource;
 
 /// Default namespace of ClusterTunnels' objects, apart from the operator's own namespace.
 pub const DEFAULT_CLUSTER_RESOURCE_NAMESPACE: &str = "cftunnel-tunnels";
@@ -51,6 +52,9 @@ pub struct ControllerOptions {
     pub deletion_pod_wait: Duration,
     /// `--cluster-id`; `None`: the uid of the kube-system Namespace ([`super::cluster`]).
     pub cluster_id: Option<String>,
+    /// `--default-config-source`: where cloudflared takes its rules from for a tunnel whose
+    /// spec names no `configSource`.
+    pub default_config_source: ConfigSource,
 }
 
 impl Default for ControllerOptions {
@@ -68,6 +72,7 @@ impl Default for ControllerOptions {
             dns_batch: cftunnel_policy::dns::BatchMode::Auto,
             deletion_pod_wait: DEFAULT_DELETION_POD_WAIT,
             cluster_id: None,
+            default_config_source: ConfigSource::Local,
         }
     }
 }

@@ -92,6 +92,31 @@ where
     Ok(())
 }
 
+/// Deletes `name` when the object `uid` controls it; another's, or none, is left alone.
+async fn delete_if_controlled<K>(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+) -> Result<(), ReconcileError>
+where
+    K: ManagedKind,
+{
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), namespace);
+    let live = api
+        .get_metadata_opt(name)
+        .await
+        .map_err(|e| ReconcileError::kube("reading a managed object", e))?;
+    if live.is_some_and(|l| controlled_by(&l.metadata, uid)) {
+        match api.delete(name, &Default::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.is_not_found() => {}
+            Err(e) => return Err(ReconcileError::kube("deleting a managed object", e)),
+        }
+    }
+    Ok(())
+}
+
 fn to_json<T: Serialize>(object: &T) -> Result<Value, ReconcileError> {
     serde_json::to_value(object).map_err(|e| RenderError::Encode(e.to_string()).into())
 }
@@ -113,20 +138,28 @@ pub(crate) async fn apply_all(
     };
     let sa = to_json(&rendered.service_account)?;
     let secret = to_json(&rendered.secret)?;
-    let cm = to_json(&rendered.config_map)?;
+    let cm = rendered.config_map.as_ref().map(to_json).transpose()?;
     let pdb = to_json(&rendered.pdb)?;
     let deployment = &rendered.deployment;
     ensure_controlled::<ServiceAccount>(ctx, namespace, &name(&sa), uid, owner).await?;
     ensure_controlled::<Secret>(ctx, namespace, &name(&secret), uid, owner).await?;
-    ensure_controlled::<ConfigMap>(ctx, namespace, &name(&cm), uid, owner).await?;
+    if let Some(cm) = &cm {
+        ensure_controlled::<ConfigMap>(ctx, namespace, &name(cm), uid, owner).await?;
+    }
     ensure_controlled::<Deployment>(ctx, namespace, &name(deployment), uid, owner).await?;
     ensure_controlled::<PodDisruptionBudget>(ctx, namespace, &name(&pdb), uid, owner).await?;
     apply::<ServiceAccount>(ctx, namespace, &name(&sa), &sa).await?;
     apply::<Secret>(ctx, namespace, &name(&secret), &secret).await?;
-    apply::<ConfigMap>(ctx, namespace, &name(&cm), &cm).await?;
+    if let Some(cm) = &cm {
+        apply::<ConfigMap>(ctx, namespace, &name(cm), cm).await?;
+    }
     let took_over =
         takeover::prepare_deployment(ctx, namespace, &name(deployment), deployment).await?;
     apply::<Deployment>(ctx, namespace, &name(deployment), deployment).await?;
+    if cm.is_none() {
+        // Switched to `configSource: Cloudflare`: no pod reads a config.yaml any more.
+        delete_if_controlled::<ConfigMap>(ctx, namespace, &name(deployment), uid).await?;
+    }
     if let Some(note) = took_over {
         takeover::record(ctx, namespace, deployment, note).await;
     }

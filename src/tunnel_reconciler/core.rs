@@ -5,8 +5,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
-use super::render_input::{TunnelFacts, render_options, tunnel_input};
-use super::{apply, deletion, drift, go_cluster_workload, secret_guard, setup, status};
+use super::render_input::{TunnelFacts, render_options, tunnel_input, with_config_source};
+use super::{apply, deletion, drift, go_cluster_workload, remote, secret_guard, setup, status};
 use crate::term::ReconcileError;
 use crate::term::adapters::TunnelKindAdapter;
 use crate::term::conditions::ReadyReason;
@@ -107,7 +107,7 @@ async fn converge<K: TunnelKindAdapter>(
         // The route caches are still listing: rendering now would drop every ingress rule.
         return Ok(Action::requeue(ROUTES_WAIT));
     };
-    let spec = obj.tunnel_spec();
+    let spec = with_config_source(obj.tunnel_spec(), ctx.options.default_config_source);
     let (is_new, is_existing) = spec.tunnel_sources();
     if is_new == is_existing {
         return Err(ReconcileError::blocked(
@@ -138,7 +138,7 @@ async fn converge<K: TunnelKindAdapter>(
     let cf = ctx
         .cloudflare(api_secret.credentials.clone())
         .map_err(|source| ReconcileError::cloudflare("building the Cloudflare client", source))?;
-    drift::check(current, ctx, &cf, &spec).await?;
+    let drift_checked = drift::check(current, ctx, &cf, &spec).await?;
     let obj = &*current;
     let resolved =
         match setup::resolve(obj, ctx, &cf, &spec, &api_secret, managed_secret.as_ref()).await {
@@ -163,6 +163,11 @@ async fn converge<K: TunnelKindAdapter>(
     let input = tunnel_input(identity, spec, facts, routes.routes);
     let rendered = render::render_all(&input, &render_options(&ctx.options.cloudflared_image))?;
     apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
+    if let Some(config) = &rendered.remote_config {
+        // Before Ready: the tunnel serves these rules only once Cloudflare holds them.
+        remote::ensure_pushed(current, ctx, &cf, &resolved, config, drift_checked).await?;
+    }
+    let obj = &*current;
     status::ensure_labels(obj, ctx, &input).await?;
     status::report_ready(obj, ctx, &resolved, &routes.entries).await?;
     if let Some(wait) = go_cluster_workload::retire(obj, ctx, &input.identity).await? {

@@ -51,20 +51,21 @@ fn existing_targets_status(spec: &TunnelSpec, status: &TunnelStatus, id: &str) -
 }
 
 /// Checks the tunnel when a check is due; on a recreate, `obj`'s status is updated in place so
-/// the rest of the reconcile creates a new tunnel.
+/// the rest of the reconcile creates a new tunnel. `true` when a check ran (the configuration
+/// of a remotely-managed tunnel is then checked too).
 pub async fn check<K: TunnelKindAdapter>(
     obj: &mut K,
     ctx: &Context,
     cf: &CloudflareClient,
     spec: &TunnelSpec,
-) -> Result<(), ReconcileError> {
+) -> Result<bool, ReconcileError> {
     let uid = obj.uid().unwrap_or_default();
     let status = obj.tunnel_status().cloned().unwrap_or_default();
     let (Some(id), Some(account_id)) = (
         non_empty(status.tunnel_id.as_ref()),
         non_empty(status.account_id.as_ref()),
     ) else {
-        return Ok(());
+        return Ok(false);
     };
     let ready = find_ready(status.conditions.as_ref());
     let is_ready = ready.is_some_and(|c| c.status == "True");
@@ -72,7 +73,7 @@ pub async fn check<K: TunnelKindAdapter>(
     let targets = spec.new_tunnel.is_some() || existing_targets_status(spec, &status, id);
     let due = targets && ((is_ready && ctx.drift_due(&uid)) || reported_deleted);
     if !due {
-        return Ok(());
+        return Ok(false);
     }
     let gone = match cf.get_tunnel(account_id, id).await {
         Ok(tunnel) => tunnel.is_deleted(),
@@ -86,7 +87,7 @@ pub async fn check<K: TunnelKindAdapter>(
     };
     ctx.drift_checked(&uid);
     if !gone {
-        return Ok(());
+        return Ok(true);
     }
     let object = obj.display();
     let by_name = spec
@@ -129,7 +130,7 @@ pub async fn check<K: TunnelKindAdapter>(
         .get_or_insert_with(TunnelStatus::default);
     local.tunnel_id = None;
     local.previous_tunnel_ids = Some(previous);
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]

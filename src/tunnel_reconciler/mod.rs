@@ -14,6 +14,7 @@ mod departures;
 pub mod drift;
 pub(crate) mod go_cluster_workload;
 pub mod legacy;
+pub(crate) mod remote;
 pub(crate) mod render_input;
 pub(crate) mod secret_guard;
 pub mod setup;

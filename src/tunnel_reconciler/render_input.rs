@@ -2,7 +2,7 @@
 //! so the offline output is exactly what the reconciler applies for the same facts.
 use cftunnel_policy::render::{OwnerIdentity, RenderOptions, TunnelCredentials, TunnelInput};
 use cftunnel_policy::routes::Route;
-use cftunnel_types::TunnelSpec;
+use cftunnel_types::{ConfigSource, TunnelSpec};
 
 /// What is known about the tunnel itself: resolved on Cloudflare, or read from the input offline.
 #[derive(Clone, Debug)]
@@ -12,6 +12,17 @@ pub struct TunnelFacts {
     pub credentials: TunnelCredentials,
     /// `tls.crt` of the `originCaPool` Secret, when known.
     pub origin_ca_pem: Option<String>,
+}
+
+/// `spec` with its effective `configSource`: its own, else the operator's default.
+pub(crate) fn with_config_source(mut spec: TunnelSpec, default: ConfigSource) -> TunnelSpec {
+    spec.config_source = Some(spec.config_source.unwrap_or(default));
+    spec
+}
+
+/// Does `spec` (after [`with_config_source`]) keep its configuration on Cloudflare?
+pub(crate) fn is_remote(spec: &TunnelSpec) -> bool {
+    spec.config_source == Some(ConfigSource::Cloudflare)
 }
 
 /// The renderer input of one Tunnel or ClusterTunnel; `routes` are its share of

@@ -6,6 +6,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, ResourceExt};
 use rand::RngCore;
 
+use super::render_input::is_remote;
 use super::{apply, legacy, status};
 use crate::term::ReconcileError;
 use crate::term::adapters::TunnelKindAdapter;
@@ -55,7 +56,21 @@ pub(crate) async fn resolve<K: TunnelKindAdapter>(
     let account_id = account_id(cf, spec, &status).await?;
     let stored = credentials::stored(managed_secret);
     let (tunnel_id, tunnel_name, creds) = if let Some(new) = &spec.new_tunnel {
-        new_tunnel(obj, ctx, cf, &account_id, &new.name, &status, stored).await?
+        let source = if is_remote(spec) {
+            ConfigSrc::Cloudflare
+        } else {
+            ConfigSrc::Local
+        };
+        new_tunnel(
+            obj,
+            ctx,
+            cf,
+            &account_id,
+            (&new.name, source),
+            &status,
+            stored,
+        )
+        .await?
     } else {
         existing_tunnel(cf, &account_id, spec, api_secret, &status, stored).await?
     };
@@ -166,7 +181,7 @@ async fn new_tunnel<K: TunnelKindAdapter>(
     ctx: &Context,
     cf: &CloudflareClient,
     account_id: &str,
-    name: &str,
+    (name, config_src): (&str, ConfigSrc),
     status: &TunnelStatus,
     stored: Stored,
 ) -> Result<TunnelFacts, ReconcileError> {
@@ -210,7 +225,7 @@ async fn new_tunnel<K: TunnelKindAdapter>(
         }
     }
     match cf
-        .create_tunnel(account_id, name, &secret, ConfigSrc::Local)
+        .create_tunnel(account_id, name, &secret, config_src)
         .await
     {
         Ok(tunnel) => Ok(created(ctx, obj, account_id, tunnel, &secret).await),
@@ -379,11 +394,11 @@ async fn existing_tunnel(
             ));
         }
     };
-    if tunnel.is_remotely_managed() {
+    if tunnel.is_remotely_managed() && !is_remote(spec) {
         return Err(ReconcileError::blocked(
             ReadyReason::RemotelyManagedTunnel,
             format!(
-                "tunnel {} ({}) is managed in the Cloudflare dashboard (config_src: cloudflare), which would silently ignore the routes cftunnel renders; use a locally managed tunnel",
+                "tunnel {} ({}) is managed in the Cloudflare dashboard (config_src: cloudflare), which would silently ignore the routes cftunnel renders; set spec.configSource: Cloudflare to let cftunnel push its routes there (it then owns the tunnel's configuration), or use a locally managed tunnel",
                 tunnel.name, tunnel.id
             ),
         ));

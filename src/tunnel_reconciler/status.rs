@@ -93,7 +93,7 @@ pub(crate) fn previous_zones_after_move(
 }
 
 /// Most zones kept in `status.previousZones` (the CRD bounds the list to this).
-pub(crate) const MAX_PREVIOUS_ZONES: usize = 10;
+pub(crate) const MAX_PREVIOUS_ZONES: usize = crate::dns_sync::MAX_RECORDED_ZONES;
 
 /// Sets `Ready` and publishes an Event when its reason changes.
 async fn set_ready<K: TunnelKindAdapter>(

@@ -53,7 +53,9 @@ pub use records::{
 pub use retry::{DEFAULT_RETRY_AFTER, MAX_RETRY_AFTER, RetryPolicy};
 pub use token::TunnelToken;
 pub use transport::{MAX_BODY_BYTES, Transport};
-pub use tunnels::{MAX_TUNNELS_PER_PAGE, MIN_TUNNEL_SECRET_BYTES, TunnelFilter};
+pub use tunnels::{
+    MAX_TUNNELS_PER_PAGE, MIN_TUNNEL_SECRET_BYTES, TunnelConfiguration, TunnelFilter,
+};
 pub use write_gate::WriteGate;
 pub use zones::{MAX_ZONES_PER_PAGE, ZoneFilter};
 

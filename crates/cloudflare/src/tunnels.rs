@@ -196,3 +196,57 @@ fn connections_path<'a>(account_id: &'a str, tunnel_id: &'a str) -> [&'a str; 5]
         "connections",
     ]
 }
+
+/// A tunnel's configuration on Cloudflare (remotely-managed tunnels).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct TunnelConfiguration {
+    /// Grows with each PUT; cloudflared applies only a version newer than the one it runs.
+    #[serde(default)]
+    pub version: i64,
+    /// `{"ingress": [...], "originRequest": {...}}`; `null` before the first PUT.
+    #[serde(default)]
+    pub config: Option<serde_json::Value>,
+}
+
+impl CloudflareClient {
+    /// The configuration Cloudflare holds for the tunnel.
+    pub async fn tunnel_configuration(
+        &self,
+        account_id: &str,
+        tunnel_id: &str,
+    ) -> Result<TunnelConfiguration, CloudflareError> {
+        let path = [
+            "accounts",
+            account_id,
+            "cfd_tunnel",
+            tunnel_id,
+            "configurations",
+        ];
+        self.fetch(Call::get("tunnel.config.get", &path)).await
+    }
+
+    /// Replaces the whole configuration (there is no per-rule or conditional update: whoever
+    /// writes last wins). Answers the new version.
+    pub async fn put_tunnel_configuration(
+        &self,
+        account_id: &str,
+        tunnel_id: &str,
+        config: &serde_json::Value,
+    ) -> Result<TunnelConfiguration, CloudflareError> {
+        let path = [
+            "accounts",
+            account_id,
+            "cfd_tunnel",
+            tunnel_id,
+            "configurations",
+        ];
+        let body = serde_json::json!({ "config": config });
+        self.fetch(Call::with_json(
+            "tunnel.config.put",
+            Method::PUT,
+            &path,
+            &body,
+        )?)
+        .await
+    }
+}

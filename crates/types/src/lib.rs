@@ -15,6 +15,6 @@ pub use binding::{TunnelBinding, TunnelBindingStatus};
 pub use identity::{TunnelIdentity, TunnelKind};
 pub use tunnel::v1alpha2::{ClusterTunnel, ClusterTunnelSpec, Tunnel, TunnelSpec};
 pub use tunnel_common::{
-    AllowedRoutes, CloudflareDetails, ExistingTunnel, NewTunnel, RouteNamespaces, RouteStatus,
-    TunnelStatus, ZoneRef,
+    AllowedRoutes, CloudflareDetails, ConfigSource, ExistingTunnel, NewTunnel, RouteNamespaces,
+    RouteStatus, TunnelStatus, ZoneRef,
 };

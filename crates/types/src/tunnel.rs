@@ -11,7 +11,7 @@ macro_rules! tunnel_kinds {
         use schemars::JsonSchema;
         use serde::{Deserialize, Serialize};
 
-        use crate::tunnel_common::{AllowedRoutes, CloudflareDetails, ExistingTunnel, NewTunnel, TunnelStatus};
+        use crate::tunnel_common::{AllowedRoutes, CloudflareDetails, ConfigSource, ExistingTunnel, NewTunnel, TunnelStatus};
 
         tunnel_kinds!(@kind TunnelSpec, "Tunnel", $version, $doc, [namespaced,], { $($extra)* });
         tunnel_kinds!(@kind ClusterTunnelSpec, "ClusterTunnel", $version, $doc, [], { $($extra)* });
@@ -56,6 +56,12 @@ macro_rules! tunnel_kinds {
             /// Which namespaces may bind routes to this tunnel (`All`, `Same` or `Selector`).
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub allowed_routes: Option<AllowedRoutes>,
+            /// Where cloudflared takes its ingress rules from: `Local` (a rendered config.yaml;
+            /// a route change rolls the pods) or `Cloudflare` (the tunnel's configuration on
+            /// Cloudflare, applied live). Unset: cftunnel's `--default-config-source`, `Local`
+            /// unless set otherwise.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub config_source: Option<ConfigSource>,
             $($extra)*
         }
 

@@ -12,6 +12,17 @@ pub struct NewTunnel {
     pub name: String,
 }
 
+/// Where cloudflared takes its ingress rules from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum ConfigSource {
+    /// A config.yaml in a ConfigMap, rendered by cftunnel: a route change rolls the pods.
+    #[default]
+    Local,
+    /// Cloudflare's configuration of the tunnel, pushed by cftunnel: cloudflared runs from its
+    /// connector token and applies a route change live, without a restart.
+    Cloudflare,
+}
+
 /// Run a tunnel that already exists on Cloudflare; it is never deleted by cftunnel.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 pub struct ExistingTunnel {
@@ -167,4 +178,13 @@ pub struct TunnelStatus {
     pub conditions: Option<Vec<Condition>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routes: Option<Vec<RouteStatus>>,
+    /// `configSource: Cloudflare`: the version of the tunnel's configuration cftunnel last
+    /// pushed (Cloudflare's number, growing with each push).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_version: Option<i64>,
+    /// Digest of the configuration last pushed: a push happens only when the rendered one
+    /// differs, and drift compares Cloudflare's against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub config_hash: Option<String>,
 }

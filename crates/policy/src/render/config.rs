@@ -9,6 +9,8 @@ use crate::rules::service_url::service_problem;
 
 pub(crate) const CONFIG_KEY: &str = "config.yaml";
 pub const CREDENTIALS_KEY: &str = "credentials.json";
+/// Key of the managed Secret holding the connector token (`configSource: Cloudflare`).
+pub const TOKEN_KEY: &str = "token";
 pub(crate) const CREDS_DIR: &str = "/etc/cloudflared/creds";
 pub(crate) const CONFIG_DIR: &str = "/etc/cloudflared/config";
 pub(crate) const CERTS_DIR: &str = "/etc/cloudflared/certs";
@@ -52,8 +54,20 @@ fn ca_path(key: &str) -> String {
     format!("{CERTS_DIR}/{key}")
 }
 
-/// The text of config.yaml for `input`.
-pub(crate) fn render_config(input: &TunnelInput) -> Result<String, RenderError> {
+/// One ingress rule as both forms carry it: a route, or the catch-all (no hostname, no path).
+pub(crate) struct IngressRule {
+    pub hostname: Option<String>,
+    pub path: Option<String>,
+    pub service: String,
+    pub origin_request: OriginRequest,
+}
+
+/// The tunnel-wide `originRequest` and the ingress rules of `input`, in cloudflared's order
+/// (most specific first, catch-all last): what config.yaml and the configuration pushed to
+/// Cloudflare both hold.
+pub(crate) fn ingress_rules(
+    input: &TunnelInput,
+) -> Result<(OriginRequest, Vec<IngressRule>), RenderError> {
     let spec = &input.spec;
     let has_ca_pool = spec
         .origin_ca_pool
@@ -81,22 +95,37 @@ pub(crate) fn render_config(input: &TunnelInput) -> Result<String, RenderError> 
             }
             origin_request.ca_pool = Some(ca_path(&key));
         }
-        ingress.push(Rule {
-            hostname: Some(&route.hostname),
-            path: route.path.as_deref(),
-            service: &route.service,
+        ingress.push(IngressRule {
+            hostname: Some(route.hostname.clone()),
+            path: route.path.clone(),
+            service: route.service.clone(),
             origin_request,
         });
     }
     if let Some(reason) = service_problem(&spec.fallback_target) {
         return Err(RenderError::InvalidFallback { reason });
     }
-    ingress.push(Rule {
+    ingress.push(IngressRule {
         hostname: None,
         path: None,
-        service: &spec.fallback_target,
+        service: spec.fallback_target.clone(),
         origin_request: OriginRequest::default(),
     });
+    Ok((top, ingress))
+}
+
+/// The text of config.yaml for `input`.
+pub(crate) fn render_config(input: &TunnelInput) -> Result<String, RenderError> {
+    let (top, rules) = ingress_rules(input)?;
+    let ingress = rules
+        .iter()
+        .map(|r| Rule {
+            hostname: r.hostname.as_deref(),
+            path: r.path.as_deref(),
+            service: &r.service,
+            origin_request: r.origin_request.clone(),
+        })
+        .collect();
     let file = ConfigFile {
         tunnel: &input.tunnel_id,
         credentials_file: format!("{CREDS_DIR}/{CREDENTIALS_KEY}"),

@@ -8,6 +8,7 @@ pub mod ingress;
 pub mod input;
 pub mod labels;
 pub mod objects;
+pub mod remote;
 pub mod strategic_merge;
 pub mod strategic_merge_keys;
 
@@ -15,6 +16,8 @@ pub mod strategic_merge_keys;
 mod cloudflared_check;
 #[cfg(test)]
 pub(crate) mod record;
+#[cfg(test)]
+mod remote_tests;
 #[cfg(test)]
 mod route_proptests;
 #[cfg(test)]
@@ -28,6 +31,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde::Serialize;
 use serde_json::Value;
+
+use cftunnel_types::ConfigSource;
 
 pub use deploy_patch::DeployPatchError;
 pub use input::{OwnerIdentity, RenderOptions, TunnelCredentials, TunnelInput};
@@ -79,7 +84,10 @@ impl RenderError {
 pub struct Rendered {
     pub service_account: ServiceAccount,
     pub secret: Secret,
-    pub config_map: ConfigMap,
+    /// config.yaml; `None` for a tunnel whose configuration is on Cloudflare.
+    pub config_map: Option<ConfigMap>,
+    /// `configSource: Cloudflare`: the configuration to push (cloudflared takes it from there).
+    pub remote_config: Option<Value>,
     /// Full `apps/v1` Deployment JSON (kept as JSON so `deployPatch` fields newer than our API
     /// types survive).
     pub deployment: Value,
@@ -93,7 +101,11 @@ impl fmt::Debug for Rendered {
         f.debug_struct("Rendered")
             .field("service_account", &self.service_account.metadata.name)
             .field("secret", &self.secret.metadata.name)
-            .field("config_map", &self.config_map.metadata.name)
+            .field(
+                "config_map",
+                &self.config_map.as_ref().map(|c| &c.metadata.name),
+            )
+            .field("remote_config", &self.remote_config.is_some())
             .field("deployment", &self.deployment.pointer("/metadata/name"))
             .field("pdb", &self.pdb.metadata.name)
             .field("checksum", &self.checksum)
@@ -108,13 +120,13 @@ fn to_json<T: Serialize>(object: &T) -> Result<Value, RenderError> {
 impl Rendered {
     /// Every object as JSON, in apply order.
     pub fn objects(&self) -> Result<Vec<Value>, RenderError> {
-        Ok(vec![
-            to_json(&self.service_account)?,
-            to_json(&self.secret)?,
-            to_json(&self.config_map)?,
-            self.deployment.clone(),
-            to_json(&self.pdb)?,
-        ])
+        let mut objects = vec![to_json(&self.service_account)?, to_json(&self.secret)?];
+        if let Some(config_map) = &self.config_map {
+            objects.push(to_json(config_map)?);
+        }
+        objects.push(self.deployment.clone());
+        objects.push(to_json(&self.pdb)?);
+        Ok(objects)
     }
 
     /// Multi-document YAML in apply order; keys sorted, so equal renders print equal bytes.
@@ -166,7 +178,12 @@ pub fn render_all(input: &TunnelInput, options: &RenderOptions) -> Result<Render
         owner: objects::owner_reference(identity),
         selector,
     };
-    let config_yaml = config::render_config(input)?;
+    let remote = input.spec.config_source == Some(ConfigSource::Cloudflare);
+    let (config_yaml, remote_config) = if remote {
+        (String::new(), Some(remote::remote_config(input)?))
+    } else {
+        (config::render_config(input)?, None)
+    };
     let credentials_json = credentials_file(&input.credentials)?;
     let origin_ca_pool = input
         .spec
@@ -190,6 +207,7 @@ pub fn render_all(input: &TunnelInput, options: &RenderOptions) -> Result<Render
             protocol,
             checksum: &sum,
             origin_ca_pool,
+            remote,
         },
     );
     if let Some(pod_spec) = deployment.pointer_mut("/spec/template/spec") {
@@ -200,12 +218,29 @@ pub fn render_all(input: &TunnelInput, options: &RenderOptions) -> Result<Render
         deploy_patch::apply_deploy_patch(&deployment, &patch, &common.selector, harden)?;
     Ok(Rendered {
         service_account: objects::service_account(&common),
-        secret: objects::secret(&common, &credentials_json),
-        config_map: objects::config_map(&common, &config_yaml),
+        secret: objects::secret(
+            &common,
+            &credentials_json,
+            remote.then(|| connector_token(input)).as_deref(),
+        ),
+        config_map: (!remote).then(|| objects::config_map(&common, &config_yaml)),
+        remote_config,
         deployment,
         pdb: objects::pod_disruption_budget(&common),
         checksum: sum,
     })
+}
+
+/// The connector token cloudflared runs a remotely-managed tunnel with: what Cloudflare's
+/// token endpoint hands out for it, built from the same credentials.
+fn connector_token(input: &TunnelInput) -> String {
+    cftunnel_cloudflare::TunnelToken {
+        account_tag: input.credentials.account_tag.clone(),
+        tunnel_id: input.credentials.tunnel_id.clone(),
+        secret: cftunnel_cloudflare::SecretString::new(input.credentials.secret_b64.clone()),
+        endpoint: None,
+    }
+    .encode()
 }
 
 /// credentials.json as cloudflared reads it (reference C.5); `Endpoint` empty.

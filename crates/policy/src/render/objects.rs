@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::config::{
     CERTS_DIR, CONFIG_DIR, CONFIG_KEY, CREDENTIALS_KEY, CREDS_DIR, METRICS_ADDRESS, METRICS_PORT,
+    TOKEN_KEY,
 };
 use super::input::OwnerIdentity;
 use crate::hardening::CLOUDFLARED_CONTAINER;
@@ -92,14 +93,19 @@ pub fn service_account(common: &Common) -> ServiceAccount {
     }
 }
 
-pub fn secret(common: &Common, credentials_json: &[u8]) -> Secret {
+/// credentials.json, and for a remotely-managed tunnel the connector token beside it.
+pub fn secret(common: &Common, credentials_json: &[u8], token: Option<&str>) -> Secret {
+    let mut data = BTreeMap::from([(
+        CREDENTIALS_KEY.to_string(),
+        ByteString(credentials_json.to_vec()),
+    )]);
+    if let Some(token) = token {
+        data.insert(TOKEN_KEY.to_string(), ByteString(token.as_bytes().to_vec()));
+    }
     Secret {
         metadata: common.meta(&common.names.workload),
         type_: Some("Opaque".into()),
-        data: Some(BTreeMap::from([(
-            CREDENTIALS_KEY.to_string(),
-            ByteString(credentials_json.to_vec()),
-        )])),
+        data: Some(data),
         ..Secret::default()
     }
 }
@@ -138,34 +144,57 @@ pub struct WorkloadParams<'a> {
     pub checksum: &'a str,
     /// The `originCaPool` Secret to mount, if any.
     pub origin_ca_pool: Option<&'a str>,
+    /// `configSource: Cloudflare`: cloudflared runs from the connector token (env from the
+    /// Secret, never an argument), with no credentials file and no config.yaml.
+    pub remote: bool,
 }
 
 /// The cloudflared Deployment, before hardening and `deployPatch`.
 pub fn deployment(common: &Common, params: &WorkloadParams<'_>) -> Value {
-    let mut mounts = vec![
-        json!({"name": "creds", "mountPath": CREDS_DIR, "readOnly": true}),
-        json!({"name": "config", "mountPath": CONFIG_DIR, "readOnly": true}),
-    ];
-    let mut volumes = vec![
-        json!({"name": "creds", "secret": {"secretName": common.names.workload}}),
-        json!({"name": "config", "configMap": {"name": common.names.workload}}),
-    ];
+    let (mut mounts, mut volumes) = if params.remote {
+        (Vec::new(), Vec::new())
+    } else {
+        (
+            vec![
+                json!({"name": "creds", "mountPath": CREDS_DIR, "readOnly": true}),
+                json!({"name": "config", "mountPath": CONFIG_DIR, "readOnly": true}),
+            ],
+            vec![
+                json!({"name": "creds", "secret": {"secretName": common.names.workload}}),
+                json!({"name": "config", "configMap": {"name": common.names.workload}}),
+            ],
+        )
+    };
     if let Some(pool) = params.origin_ca_pool {
         mounts.push(json!({"name": "certs", "mountPath": CERTS_DIR, "readOnly": true}));
         volumes.push(json!({"name": "certs", "secret": {"secretName": pool}}));
     }
-    let args = [
-        "tunnel",
-        "--protocol",
-        params.protocol,
-        "--config",
-        &format!("{CONFIG_DIR}/{CONFIG_KEY}"),
-        "--metrics",
-        METRICS_ADDRESS,
-        "run",
-    ];
+    let config_file = format!("{CONFIG_DIR}/{CONFIG_KEY}");
+    let args: Vec<&str> = if params.remote {
+        vec![
+            "tunnel",
+            "--no-autoupdate",
+            "--protocol",
+            params.protocol,
+            "--metrics",
+            METRICS_ADDRESS,
+            "run",
+        ]
+    } else {
+        vec![
+            "tunnel",
+            "--protocol",
+            params.protocol,
+            "--config",
+            &config_file,
+            "--metrics",
+            METRICS_ADDRESS,
+            "run",
+        ]
+    };
+
     let metadata = serde_json::to_value(common.meta(&common.names.workload)).unwrap_or_default();
-    json!({
+    let mut deployment = json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": metadata,
@@ -195,5 +224,26 @@ pub fn deployment(common: &Common, params: &WorkloadParams<'_>) -> Value {
                 }
             }
         }
-    })
+    });
+    // No empty lists: the API server stores none, so the live object would always differ.
+    if let Some(pod) = deployment.pointer_mut("/spec/template/spec")
+        && pod["volumes"].as_array().is_some_and(Vec::is_empty)
+        && let Some(pod) = pod.as_object_mut()
+    {
+        pod.remove("volumes");
+    }
+    if let Some(container) = deployment.pointer_mut("/spec/template/spec/containers/0")
+        && container["volumeMounts"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+        && let Some(container) = container.as_object_mut()
+    {
+        container.remove("volumeMounts");
+    }
+    if params.remote
+        && let Some(container) = deployment.pointer_mut("/spec/template/spec/containers/0")
+    {
+        container["env"] = json!([{"name": "TUNNEL_TOKEN", "valueFrom": {"secretKeyRef": {"name": common.names.workload, "key": TOKEN_KEY}}}]);
+    }
+    deployment
 }

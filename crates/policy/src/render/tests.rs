@@ -6,10 +6,10 @@ use crate::routes::Route;
 use crate::routes::fixtures::route;
 use cftunnel_types::{TunnelKind, TunnelSpec};
 
-const ID: &str = "6ff42ae2-765d-4adf-8112-31c55c1551ef";
-const SECRET: &str = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I=";
+pub(super) const ID: &str = "6ff42ae2-765d-4adf-8112-31c55c1551ef";
+pub(super) const SECRET: &str = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I=";
 
-fn spec(extra: Value) -> TunnelSpec {
+pub(super) fn spec(extra: Value) -> TunnelSpec {
     let mut spec = json!({
         "newTunnel": {"name": "shop"},
         "cloudflare": {"domain": "example.com", "secret": "cf-api", "accountId": "0123456789abcdef0123456789abcdef"}
@@ -20,7 +20,7 @@ fn spec(extra: Value) -> TunnelSpec {
     serde_json::from_value(spec).expect("valid spec")
 }
 
-fn five_routes() -> Vec<Route> {
+pub(super) fn five_routes() -> Vec<Route> {
     let mut secure = route("secure.example.com", None, "https://secure.shop.svc:443");
     secure.origin_request.no_tls_verify = Some(true);
     vec![
@@ -40,7 +40,7 @@ fn five_routes() -> Vec<Route> {
     ]
 }
 
-fn input(kind: TunnelKind, spec: TunnelSpec, routes: Vec<Route>) -> TunnelInput {
+pub(super) fn input(kind: TunnelKind, spec: TunnelSpec, routes: Vec<Route>) -> TunnelInput {
     TunnelInput {
         identity: OwnerIdentity {
             kind,
@@ -63,7 +63,7 @@ fn input(kind: TunnelKind, spec: TunnelSpec, routes: Vec<Route>) -> TunnelInput 
     }
 }
 
-fn options() -> RenderOptions {
+pub(super) fn options() -> RenderOptions {
     RenderOptions {
         cloudflared_image: "cloudflare/cloudflared:2026.11.0".into(),
     }
@@ -73,9 +73,11 @@ fn render(input: &TunnelInput) -> Rendered {
     render_all(input, &options()).expect("renders")
 }
 
-fn config_text(rendered: &Rendered) -> String {
+pub(super) fn config_text(rendered: &Rendered) -> String {
     rendered
         .config_map
+        .as_ref()
+        .expect("a local tunnel has its config.yaml")
         .data
         .as_ref()
         .and_then(|d| d.get("config.yaml"))
@@ -364,6 +366,8 @@ fn a_long_tunnel_name_omits_its_label_and_never_fails() {
     let rendered = render(&tunnel);
     let labels = rendered
         .config_map
+        .as_ref()
+        .expect("config.yaml")
         .metadata
         .labels
         .clone()

@@ -220,12 +220,42 @@ pub(super) fn put_config(state: &mut State, ctx: &Ctx) -> Result<Reply, ApiError
     tunnel.config = Some(config);
     tunnel.config_version += 1;
     tunnel.config_updated_at = now();
+    // A tunnel whose configuration is on Cloudflare is remotely managed from then on.
+    tunnel.config_src = "cloudflare".into();
     let tunnel = find(state, ctx)?;
     Ok(Reply::new(config_json(state, tunnel)))
 }
 
+/// Durations of `originRequest` in the configurations API: whole seconds, not Go duration text.
+const SECONDS_FIELDS: [&str; 4] = [
+    "connectTimeout",
+    "tlsTimeout",
+    "keepAliveTimeout",
+    "tcpKeepAlive",
+];
+
+fn validate_origin_request(at: &str, value: Option<&Value>) -> Result<(), ApiError> {
+    let Some(value) = value else { return Ok(()) };
+    let Some(fields) = value.as_object() else {
+        return Err(ApiError::invalid_request(format!(
+            "{at}.originRequest must be an object"
+        )));
+    };
+    for name in SECONDS_FIELDS {
+        if let Some(v) = fields.get(name)
+            && !v.is_u64()
+        {
+            return Err(ApiError::invalid_request(format!(
+                "{at}.originRequest.{name} must be a whole number of seconds, not {v}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// cloudflared's rule: every rule names a service and only the last one catches all.
 fn validate_ingress(config: &Map<String, Value>) -> Result<(), ApiError> {
+    validate_origin_request("config", config.get("originRequest"))?;
     let Some(ingress) = config.get("ingress") else {
         return Ok(());
     };
@@ -233,6 +263,10 @@ fn validate_ingress(config: &Map<String, Value>) -> Result<(), ApiError> {
         .as_array()
         .ok_or_else(|| ApiError::invalid_request("`config.ingress` must be an array"))?;
     for (index, rule) in rules.iter().enumerate() {
+        validate_origin_request(
+            &format!("ingress rule #{}", index + 1),
+            rule.get("originRequest"),
+        )?;
         if !rule.get("service").is_some_and(Value::is_string) {
             return Err(ApiError::invalid_request(format!(
                 "ingress rule #{} has no `service`",

@@ -1,0 +1,134 @@
+//! Remotely-managed tunnels (`configSource: Cloudflare`): the rendered ingress is pushed to the
+//! tunnel's configuration on Cloudflare, which cloudflared applies live, without a restart.
+//!
+//! One PUT per effective change: the digest of what was last pushed is kept in
+//! `status.configHash` (and its version in `status.configVersion`), so an unchanged render
+//! pushes nothing and asks Cloudflare nothing. At the drift interval the configuration is read
+//! back; one changed elsewhere (the dashboard, another tool) is put back, with an Event naming
+//! what differed. A PUT replaces the whole document, so cftunnel owns the configuration of a
+//! tunnel in this mode.
+use std::collections::BTreeSet;
+
+use kube::ResourceExt;
+use kube::api::{Patch, PatchParams};
+use serde_json::{Value, json};
+
+use super::setup::Resolved;
+use crate::term::adapters::TunnelKindAdapter;
+use crate::term::context::Context;
+use crate::term::{ReconcileError, events};
+use cftunnel_cloudflare::CloudflareClient;
+use cftunnel_policy::render::remote::config_digest;
+use cftunnel_types::TunnelStatus;
+
+/// Pushes `config` unless Cloudflare holds it already: as far as `status.configHash` tells, or,
+/// when `verify` (a drift check ran), as far as Cloudflare answers.
+pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
+    obj: &mut K,
+    ctx: &Context,
+    cf: &CloudflareClient,
+    resolved: &Resolved,
+    config: &Value,
+    verify: bool,
+) -> Result<(), ReconcileError> {
+    let digest = config_digest(config);
+    let status = obj.tunnel_status().cloned().unwrap_or_default();
+    let pushed =
+        status.config_hash.as_deref() == Some(digest.as_str()) && status.config_version.is_some();
+    let account = &resolved.account_id;
+    let tunnel = &resolved.tunnel_id;
+    if pushed && !verify {
+        return Ok(());
+    }
+    if pushed {
+        let held = cf
+            .tunnel_configuration(account, tunnel)
+            .await
+            .map_err(|e| ReconcileError::cloudflare("reading the tunnel's configuration", e))?;
+        let theirs = held.config.unwrap_or(Value::Null);
+        if config_digest(&theirs) == digest {
+            return Ok(());
+        }
+        let note = format!(
+            "the configuration of tunnel {tunnel} on Cloudflare (version {}) was changed outside cftunnel ({}); putting cftunnel's back",
+            held.version,
+            difference(config, &theirs)
+        );
+        tracing::warn!(object = %obj.display(), tunnel = %tunnel, "tunnel configuration changed outside cftunnel; restoring it");
+        events::warning(ctx, &*obj, "ConfigurationRestored", note).await;
+    }
+    let answer = cf
+        .put_tunnel_configuration(account, tunnel, config)
+        .await
+        .map_err(|e| ReconcileError::cloudflare("pushing the tunnel's configuration", e))?;
+    obj.object_api(&ctx.client)
+        .patch_status(
+            &obj.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": {
+                "configVersion": answer.version,
+                "configHash": digest,
+            }})),
+        )
+        .await
+        .map_err(|e| ReconcileError::kube("recording the pushed configuration", e))?;
+    tracing::info!(object = %obj.display(), tunnel = %tunnel, version = answer.version, "tunnel configuration pushed");
+    let local = obj
+        .tunnel_status_mut()
+        .get_or_insert_with(TunnelStatus::default);
+    local.config_version = Some(answer.version);
+    local.config_hash = Some(digest);
+    Ok(())
+}
+
+/// The hostnames of an ingress document, `*` for the catch-all.
+fn hostnames(config: &Value) -> BTreeSet<String> {
+    config["ingress"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|rule| {
+            let host = rule["hostname"].as_str().unwrap_or("*");
+            match rule["path"].as_str() {
+                Some(path) => format!("{host}{path}"),
+                None => host.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// What differs between ours and theirs, in words: rules added and removed, else "rules changed".
+fn difference(ours: &Value, theirs: &Value) -> String {
+    let (ours, theirs) = (hostnames(ours), hostnames(theirs));
+    let added: Vec<&String> = theirs.difference(&ours).collect();
+    let removed: Vec<&String> = ours.difference(&theirs).collect();
+    let mut parts = Vec::new();
+    if !added.is_empty() {
+        parts.push(format!("rules added for {added:?}"));
+    }
+    if !removed.is_empty() {
+        parts.push(format!("rules removed for {removed:?}"));
+    }
+    if parts.is_empty() {
+        "the rules' settings changed".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_difference_names_rules_added_and_removed() {
+        let ours = json!({"ingress": [{"hostname": "a.example.com", "service": "http://a"}, {"service": "http_status:404"}]});
+        let theirs = json!({"ingress": [{"hostname": "x.example.com", "service": "http://x"}, {"service": "http_status:404"}]});
+        assert_eq!(
+            difference(&ours, &theirs),
+            "rules added for [\"x.example.com\"], rules removed for [\"a.example.com\"]"
+        );
+        let tweaked = json!({"ingress": [{"hostname": "a.example.com", "service": "http://b"}, {"service": "http_status:404"}]});
+        assert_eq!(difference(&ours, &tweaked), "the rules' settings changed");
+    }
+}
