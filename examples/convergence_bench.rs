@@ -42,6 +42,10 @@ struct Args {
     /// The `cftunnel` binary to benchmark (default: next to this example's directory).
     #[arg(long)]
     cftunnel: Option<PathBuf>,
+    /// Every Tunnel's `spec.configSource`: `Local` (config.yaml, a rollout per route change) or
+    /// `Cloudflare` (the ingress pushed to the tunnel's configuration).
+    #[arg(long, default_value = "Local")]
+    config_source: String,
 }
 
 #[tokio::main]
@@ -61,6 +65,11 @@ async fn main() -> anyhow::Result<()> {
     let cloudflare = sim.serve("127.0.0.1:0".parse()?).await?;
     let client = plane.admin_client()?;
     let plan = Plan::new(&args, &sim.account_id());
+    let remote = match args.config_source.as_str() {
+        "Local" => false,
+        "Cloudflare" => true,
+        other => bail!("--config-source is Local or Cloudflare, not {other:?}"),
+    };
     let tunnels = plan.tunnel_count();
     let routes = plan.hostnames.len();
     println!(
@@ -91,6 +100,20 @@ async fn main() -> anyhow::Result<()> {
         Ok(tunnel_progress(&client).await?.1 == routes)
     })
     .await?;
+    let pushed = match remote {
+        true => {
+            let pushed = wait(started, &mut operator, "every route pushed", || async {
+                Ok(pushed_hostnames(&sim) == plan.hostnames)
+            })
+            .await?;
+            println!(
+                "  every route in a pushed configuration after {:.1}s",
+                pushed.as_secs_f64()
+            );
+            Some(pushed)
+        }
+        false => None,
+    };
     let first = Phase {
         calls: calls_by_operation(&sim),
         rollouts: extra_rollouts(&client).await?,
@@ -120,7 +143,8 @@ async fn main() -> anyhow::Result<()> {
     let _ = restarted;
     operator.stop()?;
 
-    report(&args, tunnels, routes, ready, dns, &first, &restart);
+    let at = Milestones { ready, dns, pushed };
+    report(&args, tunnels, routes, &at, &first, &restart);
     cloudflare.shutdown().await;
     plane.stop().await;
     Ok(())
@@ -132,6 +156,7 @@ struct Plan {
     namespaces: usize,
     tunnels_per_namespace: usize,
     routes_per_tunnel: usize,
+    config_source: String,
     hostnames: BTreeSet<String>,
 }
 
@@ -142,6 +167,7 @@ impl Plan {
             namespaces: args.namespaces,
             tunnels_per_namespace: args.tunnels_per_namespace,
             routes_per_tunnel: args.routes_per_tunnel,
+            config_source: args.config_source.clone(),
             hostnames: BTreeSet::new(),
         };
         for (ns, tunnel) in plan.tunnels() {
@@ -192,6 +218,7 @@ impl Plan {
             objects.push(object::<Tunnel>(
                 json!({"name": tunnel, "namespace": ns}),
                 json!({"spec": {"newTunnel": {"name": format!("{ns}-{tunnel}")},
+                    "configSource": self.config_source,
                     "cloudflare": {"domain": ZONE, "secret": "cloudflare", "accountId": self.account_id}}}),
             ));
         }
@@ -423,6 +450,22 @@ fn dns_complete(sim: &Simulator, hostnames: &BTreeSet<String>) -> bool {
     cnames == hostnames.len() && txts == hostnames.len()
 }
 
+/// The hostnames of every rule of every tunnel's configuration at Cloudflare.
+fn pushed_hostnames(sim: &Simulator) -> BTreeSet<String> {
+    sim.tunnels()
+        .into_iter()
+        .filter_map(|t| t.config)
+        .flat_map(|config| {
+            config["ingress"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r["hostname"].as_str().map(str::to_string))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 fn calls_by_operation(sim: &Simulator) -> BTreeMap<Operation, u64> {
     Operation::ALL
         .into_iter()
@@ -543,15 +586,24 @@ impl Phase {
     }
 }
 
+/// When the first convergence reached each milestone, from the first create.
+#[derive(Clone, Copy)]
+struct Milestones {
+    ready: Duration,
+    dns: Duration,
+    /// Every route in a pushed configuration (Cloudflare mode only).
+    pushed: Option<Duration>,
+}
+
 fn report(
     args: &Args,
     tunnels: usize,
     routes: usize,
-    ready: Duration,
-    dns: Duration,
+    at: &Milestones,
     first: &Phase,
     restart: &Phase,
 ) {
+    let Milestones { ready, dns, pushed } = *at;
     println!(
         "\n| phase | tunnels | routes | all Ready | all DNS records | Cloudflare calls (writes) | extra rollouts | operator peak RSS |"
     );
@@ -577,11 +629,27 @@ fn report(
         first.dns_writes(),
         restart.dns_writes()
     );
+    if let Some(pushed) = pushed {
+        println!(
+            "configuration PUTs: first convergence {} (every route pushed after {:.0} s), restart {}",
+            first.calls.get(&Operation::PutConfiguration).unwrap_or(&0),
+            pushed.as_secs_f64(),
+            restart
+                .calls
+                .get(&Operation::PutConfiguration)
+                .unwrap_or(&0),
+        );
+    }
+    println!(
+        "calls per route: first convergence {:.2}, restart {:.2}",
+        first.total() as f64 / routes.max(1) as f64,
+        restart.total() as f64 / routes.max(1) as f64
+    );
     println!("first convergence calls: {}", first.breakdown());
     println!("restart calls: {}", restart.breakdown());
     println!(
-        "({} namespaces × {} tunnels × {} routes)",
-        args.namespaces, args.tunnels_per_namespace, args.routes_per_tunnel
+        "({} namespaces × {} tunnels × {} routes, configSource {})",
+        args.namespaces, args.tunnels_per_namespace, args.routes_per_tunnel, args.config_source
     );
 }
 

@@ -135,6 +135,40 @@ async fn every_client_operation_round_trips_and_validates() {
         "the token carries the secret that was sent"
     );
 
+    // A remotely-managed tunnel's configuration: versions grow with each PUT.
+    let remote = cf
+        .create_tunnel(
+            &account,
+            "contract-remote",
+            &[8u8; 32],
+            ConfigSrc::Cloudflare,
+        )
+        .await
+        .expect("create remote");
+    assert!(remote.is_remotely_managed());
+    let config = json!({
+        "ingress": [
+            {"hostname": "app.example.com", "service": "http://web.apps.svc:80",
+             "originRequest": {"connectTimeout": 30, "noTLSVerify": true}},
+            {"service": "http_status:404"}
+        ],
+        "originRequest": {"keepAliveTimeout": 90}
+    });
+    let first = cf
+        .put_tunnel_configuration(&account, &remote.id, &config)
+        .await
+        .expect("put configuration");
+    let second = cf
+        .put_tunnel_configuration(&account, &remote.id, &config)
+        .await
+        .expect("put configuration again");
+    assert!(second.version > first.version, "{first:?} then {second:?}");
+    let held = cf
+        .tunnel_configuration(&account, &remote.id)
+        .await
+        .expect("get configuration");
+    assert_eq!((held.version, held.config), (second.version, Some(config)));
+
     assert!(sim.connect_tunnel(&tunnel.id));
     assert_eq!(
         cf.list_tunnel_connections(&account, &tunnel.id)
@@ -314,14 +348,7 @@ async fn every_client_operation_round_trips_and_validates() {
         log.iter().filter_map(|l| l.operation).collect();
     let expected: std::collections::BTreeSet<Operation> = Operation::ALL
         .into_iter()
-        .filter(|op| {
-            !matches!(
-                op,
-                Operation::GetConfiguration
-                    | Operation::PutConfiguration
-                    | Operation::VerifyAccountToken
-            )
-        })
+        .filter(|op| !matches!(op, Operation::VerifyAccountToken))
         .collect();
     assert_eq!(
         used, expected,
@@ -411,4 +438,77 @@ fn the_validator_catches_a_body_the_schema_forbids() {
         )
         .is_err()
     );
+}
+
+/// The simulator's check of a PUT configuration agrees with the real cloudflared's check of the
+/// same rules at start-up (`ingress validate`), for the rules the simulator checks: a service on
+/// every rule, the catch-all last and only last. Needs `CFTUNNEL_CLOUDFLARED`.
+#[tokio::test]
+async fn the_simulator_refuses_a_configuration_exactly_when_cloudflared_does() {
+    let cloudflared = match std::env::var_os("CFTUNNEL_CLOUDFLARED") {
+        Some(path) if !path.is_empty() => std::path::PathBuf::from(path),
+        _ => panic!("set CFTUNNEL_CLOUDFLARED to a cloudflared binary"),
+    };
+    let sim = simulator();
+    let cf = client(&sim, Credentials::ApiToken(TOKEN.into()));
+    let account = sim.account_id();
+    let tunnel = cf
+        .create_tunnel(&account, "rules", &[9u8; 32], ConfigSrc::Cloudflare)
+        .await
+        .expect("create");
+    let app = json!({"hostname": "app.example.com", "service": "http://web:80"});
+    let cases = [
+        (
+            "a route, then the catch-all",
+            json!([app, {"service": "http_status:404"}]),
+        ),
+        ("no catch-all", json!([app])),
+        (
+            "the catch-all first",
+            json!([{"service": "http_status:404"}, app]),
+        ),
+        (
+            "a `*` hostname last",
+            json!([app, {"hostname": "*", "service": "http_status:404"}]),
+        ),
+        (
+            "a path-only rule, then the catch-all",
+            json!([{"path": "^/api", "service": "http://api:80"}, {"service": "http_status:404"}]),
+        ),
+        (
+            "a path on the last rule",
+            json!([app, {"hostname": "*", "path": "^/x", "service": "http_status:404"}]),
+        ),
+        (
+            "a rule without a service",
+            json!([{"hostname": "app.example.com"}, {"service": "http_status:404"}]),
+        ),
+        (
+            "only the catch-all",
+            json!([{"service": "http_status:503"}]),
+        ),
+    ];
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("config.yaml");
+    for (name, ingress) in cases {
+        let document = json!({ "ingress": ingress });
+        let simulated = cf
+            .put_tunnel_configuration(&account, &tunnel.id, &document)
+            .await
+            .is_ok();
+        std::fs::write(&file, document.to_string()).expect("write");
+        let output = std::process::Command::new(&cloudflared)
+            .args(["tunnel", "--config"])
+            .arg(&file)
+            .args(["ingress", "validate"])
+            .output()
+            .expect("run cloudflared");
+        assert_eq!(
+            simulated,
+            output.status.success(),
+            "{name}: the simulator {} it, cloudflared says: {}",
+            if simulated { "accepts" } else { "refuses" },
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }

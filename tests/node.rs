@@ -23,6 +23,8 @@ mod install;
 mod install_support;
 #[path = "node/pods.rs"]
 mod pods;
+#[path = "node/remote.rs"]
+mod remote;
 #[path = "node/tunnel.rs"]
 mod tunnel;
 #[path = "node/uninstall.rs"]
@@ -115,6 +117,8 @@ fn cftunnel_installs_and_runs_on_a_real_node() {
         step("webhook through its Service");
         tunnel::tunnel_runs_hardened_cloudflared(&plane, &cf).await;
         step("tunnel with hardened cloudflared");
+        remote::remote_tunnel_changes_routes_without_a_restart(&plane, &cf).await;
+        step("remotely-managed tunnel");
         failover::leader_pod_deletion_fails_over(&plane, &cf.sim.account_id()).await;
         step("failover");
         failover::eviction_respects_the_disruption_budget(&plane).await;

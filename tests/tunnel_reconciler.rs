@@ -28,6 +28,8 @@ mod ownership;
 mod proxy;
 #[path = "tunnel_reconciler/remote.rs"]
 mod remote;
+#[path = "tunnel_reconciler/remote_connector.rs"]
+mod remote_connector;
 #[path = "tunnel_reconciler/routes.rs"]
 mod routes;
 #[path = "tunnel_reconciler/takeover.rs"]

@@ -163,9 +163,9 @@ async fn converge<K: TunnelKindAdapter>(
     let input = tunnel_input(identity, spec, facts, routes.routes);
     let rendered = render::render_all(&input, &render_options(&ctx.options.cloudflared_image))?;
     apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
-    if let Some(config) = &rendered.remote_config {
+    if let Some(config) = remote::config_to_push(current, &input, &rendered)? {
         // Before Ready: the tunnel serves these rules only once Cloudflare holds them.
-        remote::ensure_pushed(current, ctx, &cf, &resolved, config, drift_checked).await?;
+        remote::ensure_pushed(current, ctx, &cf, &resolved, &config, drift_checked).await?;
     }
     let obj = &*current;
     status::ensure_labels(obj, ctx, &input).await?;

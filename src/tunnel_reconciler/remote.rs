@@ -18,8 +18,31 @@ use crate::term::adapters::TunnelKindAdapter;
 use crate::term::context::Context;
 use crate::term::{ReconcileError, events};
 use cftunnel_cloudflare::CloudflareClient;
-use cftunnel_policy::render::remote::config_digest;
+use cftunnel_policy::render::remote::{config_digest, remote_config};
+use cftunnel_policy::render::{Rendered, TunnelInput};
 use cftunnel_types::TunnelStatus;
+
+/// The configuration Cloudflare must hold for this tunnel, if any: the rendered one in
+/// Cloudflare mode; in Local mode too once a configuration was pushed (`status.configVersion`).
+/// No call turns a remotely-managed tunnel back into a local one, and the edge hands cloudflared
+/// the pushed configuration, which overrides its config.yaml; so after a switch back to Local
+/// the pushed copy is kept equal to config.yaml.
+pub(crate) fn config_to_push<K: TunnelKindAdapter>(
+    obj: &K,
+    input: &TunnelInput,
+    rendered: &Rendered,
+) -> Result<Option<Value>, ReconcileError> {
+    if let Some(config) = &rendered.remote_config {
+        return Ok(Some(config.clone()));
+    }
+    let pushed_before = obj
+        .tunnel_status()
+        .is_some_and(|s| s.config_version.is_some());
+    match pushed_before {
+        true => Ok(Some(remote_config(input)?)),
+        false => Ok(None),
+    }
+}
 
 /// Pushes `config` unless Cloudflare holds it already: as far as `status.configHash` tells, or,
 /// when `verify` (a drift check ran), as far as Cloudflare answers.

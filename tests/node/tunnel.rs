@@ -48,12 +48,17 @@ tunnelRef: {{kind: Tunnel, name: {tunnel}}}
 
 /// The Tunnel (deployPatch: one replica, local edge).
 pub fn tunnel_manifest(tunnel: &str, account_id: &str) -> String {
+    tunnel_manifest_with(tunnel, account_id, "")
+}
+
+/// [`tunnel_manifest`] with more lines of `spec` (each indented two spaces, ending in `\n`).
+pub fn tunnel_manifest_with(tunnel: &str, account_id: &str, more_spec: &str) -> String {
     format!(
         r#"apiVersion: networking.cfargotunnel.com/v1alpha2
 kind: Tunnel
 metadata: {{name: {tunnel}}}
 spec:
-  newTunnel: {{name: {tunnel}-node-test}}
+{more_spec}  newTunnel: {{name: {tunnel}-node-test}}
   cloudflare: {{domain: {ZONE}, secret: cloudflare-secrets, accountId: {account_id}}}
   deployPatch: |
     spec:
@@ -77,7 +82,7 @@ pub async fn apply_tunnel_after_its_routes(
     ns: &str,
     tunnel: &str,
     service: &str,
-    account_id: &str,
+    tunnel_manifest: &str,
 ) {
     let (ok, printed) = apply(plane, ns, &route_manifests(tunnel, service));
     assert!(ok, "{printed}");
@@ -96,12 +101,12 @@ pub async fn apply_tunnel_after_its_routes(
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    let (ok, printed) = apply(plane, ns, &tunnel_manifest(tunnel, account_id));
+    let (ok, printed) = apply(plane, ns, tunnel_manifest);
     assert!(ok, "{printed}");
 }
 
 /// The running cloudflared pods of Deployment `name` (selected by its ReplicaSets' hash).
-async fn running_pods(plane: &ControlPlane, ns: &str) -> Vec<Pod> {
+pub async fn running_pods(plane: &ControlPlane, ns: &str) -> Vec<Pod> {
     let pods: Api<Pod> = Api::namespaced(plane.admin_client().expect("client"), ns);
     let list = pods
         .list(&ListParams::default().labels("cfargotunnel.com/app=cloudflared"))
@@ -121,7 +126,7 @@ fn checksum_of(pod: &Pod) -> Option<String> {
 }
 
 /// GET from a pod's metrics server (port 2000) over the pod network.
-async fn metrics_get(pod: &Pod, path: &str) -> Option<(u16, String)> {
+pub async fn metrics_get(pod: &Pod, path: &str) -> Option<(u16, String)> {
     let ip = pod.status.as_ref()?.pod_ip.clone()?;
     let response = reqwest::get(format!("http://{ip}:2000{path}")).await.ok()?;
     let status = response.status().as_u16();
@@ -134,7 +139,8 @@ pub async fn tunnel_runs_hardened_cloudflared(plane: &ControlPlane, cf: &Cloudfl
         .create_namespace("node-tunnel")
         .await
         .expect("namespace");
-    apply_tunnel_after_its_routes(plane, &ns, "shop", "web", &cf.sim.account_id()).await;
+    let manifest = tunnel_manifest("shop", &cf.sim.account_id());
+    apply_tunnel_after_its_routes(plane, &ns, "shop", "web", &manifest).await;
 
     let pod = poll_until(
         "the cloudflared pod of Tunnel shop running",

@@ -43,7 +43,7 @@ fn pushed_rules(h: &Harness, id: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn wait_rules(h: &Harness, id: &str, wanted: &[(&str, &str)]) {
+pub(crate) async fn wait_rules(h: &Harness, id: &str, wanted: &[(&str, &str)]) {
     let wanted: Vec<(String, String)> = wanted
         .iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))
@@ -337,6 +337,26 @@ async fn switching_modes_costs_one_rollout_each_way_and_keeps_the_dns_records() 
     .unwrap_or_else(|e| panic!("{e}"));
     h.wait_reason(&h.tunnels(), "edge", "Ready").await;
     assert_eq!(generation().await, local + 2, "one rollout back");
+    // The tunnel stays remotely managed at Cloudflare, whose copy cloudflared would apply over
+    // config.yaml: a route added in Local mode reaches that copy too.
+    assert_eq!(sim_tunnel(&h, &id).config_src, "cloudflare");
+    create_service(&h, "api", 80, json!({}), json!({})).await;
+    create_binding(
+        &h,
+        "api",
+        json!([{"name": "api", "spec": {"fqdn": "api.example.com"}}]),
+    )
+    .await;
+    wait_rules(
+        &h,
+        &id,
+        &[
+            ("api.example.com", &format!("http://api.{}.svc:80", h.ns)),
+            ("app.example.com", &format!("http://web.{}.svc:80", h.ns)),
+            ("*", "http_status:404"),
+        ],
+    )
+    .await;
     let now = crate::routes::wait_records(&h, "app.example.com", 1).await;
     assert_eq!(now[0].id, records[0].id, "the same record, untouched");
     assert_eq!(now[0].content, records[0].content);

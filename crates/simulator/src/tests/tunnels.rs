@@ -283,6 +283,14 @@ async fn configuration_versions_increase_and_catch_all_is_enforced() {
         (refused.status, refused.code()),
         (StatusCode::BAD_REQUEST, 1001)
     );
+    let text = json!({ "config": { "ingress": [{ "service": "http_status:404",
+        "originRequest": { "connectTimeout": "30s" } }] } });
+    let refused = call(&sim, Method::PUT, &path, Some(text)).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        refused.body["errors"][0]["message"],
+        "Invalid request: ingress rule #1.originRequest.connectTimeout must be a whole number of seconds, not \"30s\""
+    );
     let missing = call(&sim, Method::PUT, &path, Some(json!({}))).await;
     assert_eq!(
         missing.body["errors"][0]["message"],
