@@ -13,7 +13,9 @@ use kube::api::ListParams;
 use super::common::{apply, kubectl};
 use super::install::{Cloudflare, ZONE};
 use super::pods::{POLL, WAIT};
-use super::tunnel::{apply_tunnel_after_its_routes, running_pods, tunnel_manifest_with};
+use super::tunnel::{
+    apply_tunnel_after_its_routes, cloudflared_pod, running_pods, tunnel_manifest_with,
+};
 
 const TUNNEL: &str = "relay";
 /// Service names, so hostnames (`<service>.<zone>`) other than those of the Local-mode scenario
@@ -77,21 +79,7 @@ pub async fn remote_tunnel_changes_routes_without_a_restart(plane: &ControlPlane
     let manifest =
         tunnel_manifest_with(TUNNEL, &cf.sim.account_id(), "  configSource: Cloudflare\n");
     apply_tunnel_after_its_routes(plane, &ns, TUNNEL, FIRST, &manifest).await;
-    let pod = poll_until(
-        "the cloudflared pod of Tunnel relay running",
-        WAIT * 2,
-        POLL,
-        || async { running_pods(plane, &ns).await.into_iter().next() },
-    )
-    .await
-    .unwrap_or_else(|e| {
-        let (_, out) = kubectl(
-            plane,
-            &["get", "tunnel,deploy,pods,events", "-n", &ns, "-o", "wide"],
-            "",
-        );
-        panic!("{e}\n{out}")
-    });
+    let pod = cloudflared_pod(plane, &ns, TUNNEL).await;
     let name = pod.metadata.name.clone().expect("pod name");
     let uid = pod.metadata.uid.clone().expect("pod uid");
     let tunnel = cf

@@ -142,21 +142,7 @@ pub async fn tunnel_runs_hardened_cloudflared(plane: &ControlPlane, cf: &Cloudfl
     let manifest = tunnel_manifest("shop", &cf.sim.account_id());
     apply_tunnel_after_its_routes(plane, &ns, "shop", "web", &manifest).await;
 
-    let pod = poll_until(
-        "the cloudflared pod of Tunnel shop running",
-        WAIT * 2,
-        POLL,
-        || async { running_pods(plane, &ns).await.into_iter().next() },
-    )
-    .await
-    .unwrap_or_else(|e| {
-        let (_, out) = kubectl(
-            plane,
-            &["get", "tunnel,deploy,pods,events", "-n", &ns, "-o", "wide"],
-            "",
-        );
-        panic!("{e}\n{out}")
-    });
+    let pod = cloudflared_pod(plane, &ns, "shop").await;
     let name = pod.metadata.name.clone().expect("pod name");
     let pid = container_pid(plane, &ns, &name, "cloudflared").await;
     assert_eq!(
@@ -354,4 +340,24 @@ async fn route_change_rolls_out_keeping_the_old_pod(plane: &ControlPlane, ns: &s
     let new_name = new.metadata.name.clone().expect("name");
     let pid = container_pid(plane, ns, &new_name, "cloudflared").await;
     assert_eq!(Enforced::of_pid(pid), Enforced::hardened());
+}
+
+/// The first running cloudflared pod in `ns` (the Tunnel's), waiting for it; the namespace's
+/// tunnels, Deployments, pods and Events are printed when it never runs.
+pub async fn cloudflared_pod(plane: &ControlPlane, ns: &str, tunnel: &str) -> Pod {
+    poll_until(
+        &format!("the cloudflared pod of Tunnel {tunnel} running"),
+        WAIT * 2,
+        POLL,
+        || async { running_pods(plane, ns).await.into_iter().next() },
+    )
+    .await
+    .unwrap_or_else(|e| {
+        let (_, out) = kubectl(
+            plane,
+            &["get", "tunnel,deploy,pods,events", "-n", ns, "-o", "wide"],
+            "",
+        );
+        panic!("{e}\n{out}")
+    })
 }

@@ -123,30 +123,8 @@ async fn a_tunnel_in_cloudflare_mode_is_pushed_its_routes_and_changes_them_witho
     wait_rules(&h, &id, &[("*", "http_status:404")]).await;
 
     // cloudflared runs from the token in the managed Secret, never from an argument.
-    let deployment = deployments(&h).get("edge").await.expect("deployment");
-    let container = &deployment
-        .spec
-        .template
-        .spec
-        .as_ref()
-        .expect("pod")
-        .containers[0];
-    let env = container.env.clone().unwrap_or_default();
-    let from = env
-        .iter()
-        .find(|e| e.name == "TUNNEL_TOKEN")
-        .and_then(|e| e.value_from.as_ref())
-        .and_then(|v| v.secret_key_ref.as_ref())
-        .expect("TUNNEL_TOKEN from a Secret");
-    let secret = h.secrets().get(&from.name).await.expect("managed secret");
-    let token = secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get(&from.key))
-        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
-        .expect("token");
+    let (args, token) = super::remote_connector::connector(&h).await;
     assert_eq!(TunnelToken::decode(&token).expect("a token").tunnel_id, id);
-    let args = container.args.clone().unwrap_or_default();
     assert!(!args.iter().any(|a| a.contains(&token)), "{args:?}");
     assert!(!args.iter().any(|a| a == "--config"), "{args:?}");
     let config_maps: Api<ConfigMap> = Api::namespaced(h.admin.clone(), &h.ns);

@@ -37,7 +37,7 @@ fn cloudflared() -> PathBuf {
 }
 
 /// The container's args and the value of its `TUNNEL_TOKEN`, read from the Secret it names.
-async fn connector(h: &Harness) -> (Vec<String>, String) {
+pub(crate) async fn connector(h: &Harness) -> (Vec<String>, String) {
     let deployments: Api<Deployment> = Api::namespaced(h.admin.clone(), &h.ns);
     let deployment = deployments.get("edge").await.expect("deployment");
     let pod = deployment.spec.template.spec.expect("pod");
