@@ -20,7 +20,7 @@ use serde::Deserialize;
 
 use super::record::render_recorded_table;
 use crate::routes::record::{RECORD_ENV, RecordedTable};
-use crate::routes::{OriginRequest, Route};
+use crate::routes::{ANY_HOST, OriginRequest, PathKind, Route};
 use crate::routes::{Serving, serving_route_for_url};
 
 const CLOUDFLARED_ENV: &str = "CFTUNNEL_CLOUDFLARED";
@@ -41,6 +41,8 @@ fn cloudflared() -> PathBuf {
 struct RecordedRoute {
     hostname: String,
     path: Option<String>,
+    #[serde(rename = "pathKind", default)]
+    path_kind: PathKind,
     service: String,
 }
 
@@ -133,6 +135,7 @@ fn record_the_suite(dir: &Path) -> Vec<Case> {
                 .map(|r| Route {
                     hostname: r.hostname,
                     path: r.path,
+                    path_kind: r.path_kind,
                     service: r.service,
                     origin_request: OriginRequest::default(),
                 })
@@ -177,6 +180,7 @@ fn urls(routes: &[Route]) -> BTreeSet<String> {
     let mut out = BTreeSet::from(["https://example.net/".to_string()]);
     for route in routes {
         let host = match route.hostname.strip_prefix("*.") {
+            _ if route.hostname == ANY_HOST => "any.example.net".to_string(),
             Some(parent) => {
                 out.insert(format!("https://y.z.{parent}/"));
                 out.insert(format!("https://{parent}/"));
@@ -214,6 +218,7 @@ fn urls(routes: &[Route]) -> BTreeSet<String> {
 /// The index in the rendered rules of what the model says serves `url`.
 fn expected_rule(case: &Case, url: &str) -> usize {
     match serving_route_for_url(&case.routes, url) {
+        Some(Serving::Route(route)) if route.matches_everything() => case.rules.len() - 1,
         Some(Serving::Route(route)) => case
             .rules
             .iter()

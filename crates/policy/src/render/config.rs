@@ -79,7 +79,14 @@ pub(crate) fn ingress_rules(
         ..OriginRequest::default()
     };
     let mut ingress = Vec::with_capacity(input.routes.len() + 1);
-    for route in ordered_routes(&input.routes)? {
+    let mut ordered = ordered_routes(&input.routes)?;
+    // A route for every host and path is the catch-all itself (cloudflared takes such a rule
+    // only last); it replaces `fallbackTarget`.
+    let catch_all = ordered.last().filter(|r| r.matches_everything()).copied();
+    if catch_all.is_some() {
+        ordered.pop();
+    }
+    for route in ordered.into_iter().chain(catch_all) {
         let mut origin_request = route.origin_request.clone();
         if let Some(key) = origin_request.ca_pool.take() {
             if !has_ca_pool {
@@ -96,11 +103,14 @@ pub(crate) fn ingress_rules(
             origin_request.ca_pool = Some(ca_path(&key));
         }
         ingress.push(IngressRule {
-            hostname: Some(route.hostname.clone()),
+            hostname: (!route.matches_everything()).then(|| route.hostname.clone()),
             path: route.path.clone(),
             service: route.service.clone(),
             origin_request,
         });
+    }
+    if catch_all.is_some() {
+        return Ok((top, ingress));
     }
     if let Some(reason) = service_problem(&spec.fallback_target) {
         return Err(RenderError::InvalidFallback { reason });

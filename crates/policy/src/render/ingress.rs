@@ -1,15 +1,16 @@
 //! Ingress rule order and the checks cloudflared applies to rules (reference C.3), so a render
 //! never produces a config that crash-loops cloudflared.
-use std::cmp::Reverse;
-
 use super::RenderError;
-use crate::routes::Route;
+use crate::routes::{ANY_HOST, Route};
 use crate::rules::service_url::service_problem;
 
 /// Why a hostname cannot be a (non-catch-all) ingress rule, if it cannot.
 pub(crate) fn hostname_problem(hostname: &str) -> Option<&'static str> {
-    if hostname.is_empty() || hostname == "*" {
-        return Some("would match every host, and only the final catch-all rule may do that");
+    if hostname.is_empty() {
+        return Some("is empty; use * for every host");
+    }
+    if hostname == ANY_HOST {
+        return None;
     }
     if hostname.contains(':') {
         return Some("must not carry a port");
@@ -24,26 +25,9 @@ pub(crate) fn hostname_problem(hostname: &str) -> Option<&'static str> {
     None
 }
 
-/// Sort key by specificity: exact hosts before wildcards, deeper wildcards before broader ones,
-/// longer paths first, then hostname and path so the order never depends on input order.
-fn specificity(route: &Route) -> (bool, Reverse<usize>, Reverse<usize>, &str, &str) {
-    let wildcard = route.hostname.starts_with("*.");
-    let depth = if wildcard {
-        route.hostname.split('.').count()
-    } else {
-        0
-    };
-    let path = route.path.as_deref().unwrap_or("");
-    (
-        wildcard,
-        Reverse(depth),
-        Reverse(path.len()),
-        route.hostname.as_str(),
-        path,
-    )
-}
-
-/// The routes as cloudflared must see them: checked, de-duplicated by refusal, sorted.
+/// The routes as cloudflared must see them: checked, de-duplicated by refusal, sorted by
+/// [`Route::precedence`]. A route for every host and path sorts last: the caller makes it the
+/// catch-all.
 pub(crate) fn ordered_routes(routes: &[Route]) -> Result<Vec<&Route>, RenderError> {
     for route in routes {
         if let Some(reason) = hostname_problem(&route.hostname) {
@@ -66,14 +50,15 @@ pub(crate) fn ordered_routes(routes: &[Route]) -> Result<Vec<&Route>, RenderErro
         }
     }
     let mut sorted: Vec<&Route> = routes.iter().collect();
-    sorted.sort_by(|a, b| specificity(a).cmp(&specificity(b)));
-    if let Some(pair) = sorted
-        .windows(2)
-        .find(|w| w[0].hostname == w[1].hostname && w[0].path == w[1].path)
+    sorted.sort_by(|a, b| a.precedence().cmp(&b.precedence()));
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(twice) = sorted
+        .iter()
+        .find(|r| !seen.insert((r.hostname.as_str(), r.path.as_deref())))
     {
         return Err(RenderError::DuplicateRoute {
-            hostname: pair[0].hostname.clone(),
-            path: pair[0].path.clone().unwrap_or_default(),
+            hostname: twice.hostname.clone(),
+            path: twice.path.clone().unwrap_or_default(),
         });
     }
     Ok(sorted)
@@ -88,6 +73,7 @@ mod tests {
         Route {
             hostname: hostname.into(),
             path: path.map(Into::into),
+            path_kind: Default::default(),
             service: "http://web.shop.svc:80".into(),
             origin_request: OriginRequest::default(),
         }
@@ -126,10 +112,7 @@ mod tests {
     #[test]
     fn refuses_what_cloudflared_refuses() {
         for (host, reason) in [
-            (
-                "*",
-                "hostname would match every host, and only the final catch-all rule may do that",
-            ),
+            ("", "hostname is empty; use * for every host"),
             (
                 "a.*.example.com",
                 "hostname may hold `*` only as its whole first label, e.g. *.example.com",

@@ -23,11 +23,17 @@ fn record_config_in(dir: &Path, input: &TunnelInput, config: &str) {
     let routes: Vec<serde_json::Value> = input
         .routes
         .iter()
-        .map(|r| json!({"hostname": r.hostname, "path": r.path, "service": r.service}))
+        .map(|r| json!({"hostname": r.hostname, "path": r.path, "pathKind": r.path_kind, "service": r.service}))
         .collect();
+    // A route for every host and path replaces `fallbackTarget` as the catch-all.
+    let fallback = input
+        .routes
+        .iter()
+        .find(|r| r.matches_everything())
+        .map_or(&input.spec.fallback_target, |r| &r.service);
     let body = json!({
         "routes": routes,
-        "fallback": input.spec.fallback_target,
+        "fallback": fallback,
         "config": config,
     });
     write_in(dir, "config", &body);

@@ -123,6 +123,80 @@ ingress:
 }
 
 #[test]
+fn typed_paths_sort_exact_then_longest_prefix_and_a_route_for_everything_is_the_catch_all() {
+    use crate::routes::PathKind;
+    let typed = |host: &str, kind: PathKind, path: Option<&str>, service: &str| Route {
+        path_kind: kind,
+        ..route(host, path, service)
+    };
+    let mut default = route(crate::routes::ANY_HOST, None, "http://default.shop.svc:80");
+    default.origin_request.http_host_header = Some("default.example.com".into());
+    let routes = vec![
+        default,
+        typed(
+            "*",
+            PathKind::Prefix,
+            Some("^/static(/|$)"),
+            "http://static.shop.svc:80",
+        ),
+        typed(
+            "app.example.com",
+            PathKind::Prefix,
+            Some("^/foo(/|$)"),
+            "http://prefix.shop.svc:80",
+        ),
+        typed(
+            "app.example.com",
+            PathKind::Exact,
+            Some("^/foo$"),
+            "http://exact.shop.svc:80",
+        ),
+        typed(
+            "app.example.com",
+            PathKind::Prefix,
+            Some("^/foo/bar(/|$)"),
+            "http://deeper.shop.svc:80",
+        ),
+        route(
+            "app.example.com",
+            Some("^/foo/bar/baz/long"),
+            "http://regex.shop.svc:80",
+        ),
+        route("*.example.com", None, "http://wild.shop.svc:80"),
+    ];
+    let mut reversed = routes.clone();
+    reversed.reverse();
+    let expected = "\
+ingress:
+- hostname: app.example.com
+  path: ^/foo$
+  service: http://exact.shop.svc:80
+- hostname: app.example.com
+  path: ^/foo/bar(/|$)
+  service: http://deeper.shop.svc:80
+- hostname: app.example.com
+  path: ^/foo(/|$)
+  service: http://prefix.shop.svc:80
+- hostname: app.example.com
+  path: ^/foo/bar/baz/long
+  service: http://regex.shop.svc:80
+- hostname: '*.example.com'
+  service: http://wild.shop.svc:80
+- hostname: '*'
+  path: ^/static(/|$)
+  service: http://static.shop.svc:80
+- service: http://default.shop.svc:80
+  originRequest:
+    httpHostHeader: default.example.com
+";
+    for routes in [routes, reversed] {
+        let text = config_text(&render(&input(TunnelKind::Tunnel, spec(json!({})), routes)));
+        let ingress = text.split_once("ingress:\n").map(|(_, i)| i).unwrap_or("");
+        assert_eq!(format!("ingress:\n{ingress}"), expected);
+    }
+}
+
+#[test]
 fn a_route_that_sets_nothing_never_turns_the_tunnels_no_tls_verify_off() {
     let mut h2 = route("h2.example.com", None, "https://h2.shop.svc:443");
     h2.origin_request.http2_origin = Some(true);

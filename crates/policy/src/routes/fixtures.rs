@@ -107,6 +107,7 @@ pub(crate) fn route(hostname: &str, path: Option<&str>, service: &str) -> Route 
     Route {
         hostname: hostname.into(),
         path: path.map(Into::into),
+        path_kind: Default::default(),
         service: service.into(),
         origin_request: OriginRequest::default(),
     }

@@ -77,6 +77,7 @@ mod tests {
             routes: vec![Route {
                 hostname: host.into(),
                 path: None,
+                path_kind: Default::default(),
                 service: "http://web.ns.svc:80".into(),
                 origin_request: OriginRequest::default(),
             }],

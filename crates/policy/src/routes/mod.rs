@@ -40,6 +40,7 @@
 mod backend;
 mod index;
 mod model;
+mod path;
 #[cfg(test)]
 pub(crate) mod record;
 mod route;
@@ -61,7 +62,7 @@ mod target_tests;
 
 pub use index::{RouteIndex, changed_tunnels};
 pub use model::compute_routes;
-pub use route::{OriginRequest, Route};
+pub use route::{ANY_HOST, OriginRequest, PathKind, Precedence, Route};
 pub use serve::{Serving, serving_route, serving_route_for_url};
 pub use table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus, TunnelRoutes};
 pub use world::{RouteWorld, SourceKind, SourceRef};

@@ -5,7 +5,7 @@ use super::backend::{BackendFields, backend};
 use super::source::{Declared, ServiceIndex, Source, from_binding, from_service};
 use super::table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus};
 use super::world::{RouteWorld, SourceRef};
-use crate::routes::{OriginRequest, Route};
+use crate::routes::{ANY_HOST, OriginRequest, Route};
 use crate::rules::route::{Field, RouteInput, check_fields, check_fqdn, deny_not_admitted};
 use crate::rules::view::admits_namespace;
 use crate::rules::{TunnelFacts, Verdict};
@@ -53,11 +53,14 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
                     routes.routes.push(Route {
                         hostname: entry.hostname.clone(),
                         path: entry.path.clone(),
+                        path_kind: declared.path_kind,
                         service: entry.service.clone(),
                         origin_request: origin_request(&declared.input, tunnel),
                     });
-                    let disabled = names.entry(entry.hostname.clone()).or_insert(true);
-                    *disabled &= source.disable_dns;
+                    if entry.hostname != ANY_HOST {
+                        let disabled = names.entry(entry.hostname.clone()).or_insert(true);
+                        *disabled &= source.disable_dns;
+                    }
                 }
                 routes.entries.push(entry.clone());
             }
@@ -194,9 +197,7 @@ fn route_source(
                 port: declared.port_field.clone(),
             },
         );
-        let path = Some(declared.input.path_value())
-            .filter(|p| !p.is_empty())
-            .map(str::to_string);
+        let path = declared.path.clone();
         for (fqdn, field) in fqdns {
             let (reason, message) = match (&gate, &invalid, source.tunnel.as_ref()) {
                 (Some((reason, message)), _, _) => (*reason, message.clone()),

@@ -1,4 +1,6 @@
 //! What one route is once the model has resolved it: the ingress rule a tunnel's config gets.
+use std::cmp::Reverse;
+
 use serde::{Deserialize, Serialize};
 
 /// cloudflared `originRequest` settings a route's source set explicitly; `None` = not set, so
@@ -39,14 +41,90 @@ impl OriginRequest {
     }
 }
 
+/// The hostname of a route that matches every host (an Ingress rule without `host`, an
+/// HTTPRoute on a listener without hostname): it gets no DNS name, sorts after every named
+/// host, and with no path it is the tunnel's catch-all itself.
+pub const ANY_HOST: &str = "*";
+
+/// How a route's path was declared, which decides its place among the routes of one hostname
+/// (docs/design.md §3.2): `Exact` first, then `Prefix` (longer first), then `Regex` (longer
+/// pattern first), then a route without a path.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub enum PathKind {
+    /// `^/foo$`: this path only.
+    Exact,
+    /// `^/foo(/|$)`: the path and everything below it, element by element.
+    Prefix,
+    /// A cloudflared path regex as written (bindings, Service annotations, Ingress
+    /// `ImplementationSpecific`).
+    #[default]
+    Regex,
+}
+
+/// The rank of a route in cloudflared's first-match order: smaller is tried first.
+pub type Precedence<'r> = (
+    u8,
+    Reverse<usize>,
+    bool,
+    PathKind,
+    Reverse<usize>,
+    &'r str,
+    &'r str,
+);
+
 /// One routed hostname (plus optional path) and where it goes; conflicts are already resolved.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Route {
-    /// Exact host (`app.example.com`) or wildcard (`*.example.com`).
+    /// Exact host (`app.example.com`), wildcard (`*.example.com`) or every host ([`ANY_HOST`]).
     pub hostname: String,
     /// Go RE2 regex matched against the request path.
     pub path: Option<String>,
+    /// How `path` was declared (its regex says what it matches; this says where it sorts).
+    #[serde(default, skip_serializing_if = "is_regex")]
+    pub path_kind: PathKind,
     /// cloudflared service, e.g. `http://web.shop.svc:80` or `http_status:404`.
     pub service: String,
     pub origin_request: OriginRequest,
+}
+
+fn is_regex(kind: &PathKind) -> bool {
+    *kind == PathKind::Regex
+}
+
+impl Route {
+    /// Where this route sorts among a tunnel's rules, the first match serving: exact hosts,
+    /// then wildcards (more labels first), then every host; within one host, a path before none,
+    /// then [`PathKind`] order, then the longer pattern; then hostname and path text, so the
+    /// order never depends on input order.
+    pub fn precedence(&self) -> Precedence<'_> {
+        let host_class = if self.hostname == ANY_HOST {
+            2
+        } else if self.hostname.starts_with("*.") {
+            1
+        } else {
+            0
+        };
+        let depth = if host_class == 1 {
+            self.hostname.split('.').count()
+        } else {
+            0
+        };
+        let path = self.path.as_deref().unwrap_or("");
+        (
+            host_class,
+            Reverse(depth),
+            self.path.is_none(),
+            self.path_kind,
+            Reverse(path.len()),
+            self.hostname.as_str(),
+            path,
+        )
+    }
+
+    /// Does this route match every request, so that it can only be the catch-all?
+    pub fn matches_everything(&self) -> bool {
+        self.hostname == ANY_HOST && self.path.is_none()
+    }
 }

@@ -11,14 +11,17 @@
 //! - `*.example.com` matches every name that ends in `.example.com`, however deep
 //!   (`a.b.example.com`), but not `example.com` itself.
 //! - a port in the request (`app.example.com:8443`) is not part of the hostname.
+//! - `*` ([`ANY_HOST`]) matches every host.
 //!
-//! Of the routes that match, the most specific serves: an exact hostname before any wildcard, a
-//! wildcard with more labels before a broader one, a route with a path before one without, a
-//! longer path pattern before a shorter one, then the smaller hostname and path text. When no
-//! route matches, the tunnel's catch-all (`fallbackTarget`) serves.
+//! Of the routes that match, the first in [`Route::precedence`] order serves: an exact hostname
+//! before any wildcard, a wildcard with more labels before a broader one, both before `*`; then
+//! a route with a path before one without, an exact path before a prefix before a regex, a
+//! longer one before a shorter one; then the smaller hostname and path text. When no route
+//! matches, the tunnel's catch-all (`fallbackTarget`) serves; a route for every host and path
+//! is that catch-all (and is answered as itself).
 use regex::Regex;
 
-use crate::routes::Route;
+use crate::routes::{ANY_HOST, Route};
 
 /// The answer of [`serving_route`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,21 +30,12 @@ pub enum Serving<'r> {
     CatchAll,
 }
 
-/// How specific a matching route is; smaller serves first.
-type Rank<'r> = (
-    bool,
-    std::cmp::Reverse<usize>,
-    std::cmp::Reverse<usize>,
-    &'r str,
-    &'r str,
-);
-
 /// The route of `routes` that serves a request for `host` (no port) and `path`.
 pub fn serving_route<'r>(routes: &'r [Route], host: &str, path: &str) -> Serving<'r> {
     routes
         .iter()
         .filter(|route| host_matches(&route.hostname, host) && path_matches(route, path))
-        .min_by_key(|route| rank(route))
+        .min_by_key(|route| route.precedence())
         .map_or(Serving::CatchAll, Serving::Route)
 }
 
@@ -98,6 +92,9 @@ fn percent_decode(text: &str) -> Option<String> {
 }
 
 fn host_matches(rule: &str, host: &str) -> bool {
+    if rule == ANY_HOST {
+        return true;
+    }
     match rule.strip_prefix('*') {
         Some(suffix) if suffix.starts_with('.') => host.ends_with(suffix),
         _ => rule == host,
@@ -111,19 +108,6 @@ fn path_matches(route: &Route, path: &str) -> bool {
         None => true,
         Some(pattern) => Regex::new(pattern).is_ok_and(|re| re.is_match(path)),
     }
-}
-
-fn rank(route: &Route) -> Rank<'_> {
-    let wildcard = route.hostname.starts_with("*.");
-    let labels = route.hostname.split('.').count();
-    let path = route.path.as_deref().unwrap_or("");
-    (
-        wildcard,
-        std::cmp::Reverse(if wildcard { labels } else { 0 }),
-        std::cmp::Reverse(path.len()),
-        route.hostname.as_str(),
-        path,
-    )
 }
 
 #[cfg(test)]

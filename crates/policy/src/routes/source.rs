@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Service;
 
+use super::path::typed_path;
+use super::route::PathKind;
 use super::world::{Age, SourceKind, SourceRef};
 use crate::rules::facts::referenced;
 use crate::rules::route::{self, Field, RouteInput};
@@ -33,6 +35,10 @@ pub(super) struct Source<'w> {
 /// One route a source declares: a binding subject, or a labelled Service's annotations.
 pub(super) struct Declared<'w> {
     pub input: RouteInput<'w>,
+    /// The regex of the path match (`input.path` as written, or a typed match's), `None` for
+    /// every path.
+    pub path: Option<String>,
+    pub path_kind: PathKind,
     /// Field-level problems found before the tunnel is known (subject kind and name, booleans).
     pub problems: Verdict,
     /// What admission refuses today but the Go operator served, and how the route is served
@@ -76,6 +82,8 @@ pub(super) fn from_binding<'w>(
             };
             let legacy = legacy_subject(i, subject, &mut input, &mut subject_problems);
             Declared {
+                path: typed_path(PathKind::Regex, input.path_value()),
+                path_kind: PathKind::Regex,
                 input,
                 problems: subject_problems,
                 legacy,
@@ -150,8 +158,11 @@ pub(super) fn from_service(svc: &Service) -> Option<Source<'_>> {
         TunnelKind::Tunnel => LABEL_EXPOSE_TUNNEL,
         TunnelKind::ClusterTunnel => LABEL_EXPOSE_CLUSTER_TUNNEL,
     };
+    let input = service::annotation_route(name, namespace, annotations);
     let declared = Declared {
-        input: service::annotation_route(name, namespace, annotations),
+        path: typed_path(PathKind::Regex, input.path_value()),
+        path_kind: PathKind::Regex,
+        input,
         problems,
         legacy: Vec::new(),
         service: Some(svc),
