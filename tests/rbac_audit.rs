@@ -1,6 +1,6 @@
 //! The shipped RBAC allows every API call cftunnel makes. `cftunnel run` runs as its
 //! ServiceAccount under manifests/rbac.yaml (self-managed certificates, leader election, both
-//! tunnel kinds, a TunnelBinding, a labelled Service, a user-managed cloudflared Deployment and
+//! tunnel kinds, a TunnelBinding, a labelled Service, an Ingress of cftunnel's class, a user-managed cloudflared Deployment and
 //! DaemonSet stamped by the checksum watcher, then deletion of it all) while the API server's
 //! audit log records every request with its user and response code: none of the operator's
 //! requests may be answered 403, and each kind of call the code makes must be in the log.
@@ -183,6 +183,11 @@ const EXPECTED_CALLS: &[(&str, &str)] = &[
     ("patch", "networking.cfargotunnel.com/tunnelbindings/status"),
     ("list", "services"),
     ("watch", "services"),
+    ("list", "networking.k8s.io/ingresses"),
+    ("watch", "networking.k8s.io/ingresses"),
+    ("patch", "networking.k8s.io/ingresses/status"),
+    ("list", "networking.k8s.io/ingressclasses"),
+    ("watch", "networking.k8s.io/ingressclasses"),
     ("list", "namespaces"),
     ("watch", "namespaces"),
     ("get", "configmaps"),
@@ -309,6 +314,31 @@ async fn every_call_of_cftunnel_run_is_allowed_by_the_shipped_rbac() {
         }),
     )
     .await;
+    let classes: Api<k8s_openapi::api::networking::v1::IngressClass> = Api::all(admin.clone());
+    create(
+        &classes,
+        json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+            "metadata": {"name": "rbac-audit"},
+            "spec": {"controller": "cfargotunnel.com/cftunnel",
+                     "parameters": {"apiGroup": "networking.cfargotunnel.com", "kind": "Tunnel",
+                                    "name": "shop", "scope": "Namespace", "namespace": ns}},
+        }),
+    )
+    .await;
+    let ingresses: Api<k8s_openapi::api::networking::v1::Ingress> =
+        Api::namespaced(admin.clone(), &ns);
+    create(
+        &ingresses,
+        json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "web"},
+            "spec": {"ingressClassName": "rbac-audit", "rules": [{"host": "ing.example.com",
+                "http": {"paths": [{"path": "/", "pathType": "Prefix",
+                    "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]},
+        }),
+    )
+    .await;
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), &ns);
     let daemon_sets: Api<DaemonSet> = Api::namespaced(admin.clone(), &ns);
     create(&deployments, workload("Deployment", "user-cloudflared")).await;
@@ -324,6 +354,14 @@ async fn every_call_of_cftunnel_run_is_allowed_by_the_shipped_rbac() {
     .await;
     wait_ready(&bindings, "web", |b| {
         ready_condition(serde_json::to_value(&b.status).ok().as_ref())
+    })
+    .await;
+    wait_ready(&ingresses, "web", |i| {
+        i.status
+            .as_ref()
+            .and_then(|s| s.load_balancer.as_ref())
+            .and_then(|lb| lb.ingress.as_ref())
+            .is_some_and(|list| !list.is_empty())
     })
     .await;
     wait_ready(&deployments, "user-cloudflared", |d| {

@@ -281,6 +281,68 @@ fn render_routes_bindings_and_labelled_services_and_the_older_binding_owns_a_hos
     );
 }
 
+const INGRESS: &str = r#"apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: ClusterTunnel
+metadata: {name: edge}
+spec:
+  newTunnel: {name: edge}
+  cloudflare: {domain: example.com, secret: cloudflare-api, accountId: 0123456789abcdef0123456789abcdef}
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: cftunnel}
+spec:
+  controller: cfargotunnel.com/cftunnel
+  parameters: {apiGroup: networking.cfargotunnel.com, kind: ClusterTunnel, name: edge, scope: Cluster}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  ports: [{name: http, port: 8080}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: shop, namespace: shop}
+spec:
+  ingressClassName: cftunnel
+  defaultBackend: {service: {name: web, port: {name: http}}}
+  rules:
+    - host: app.example.com
+      http:
+        paths:
+          - {path: /api, pathType: Prefix, backend: {service: {name: web, port: {number: 8080}}}}
+          - {path: /api/v1, pathType: Exact, backend: {service: {name: web, port: {number: 8080}}}}
+"#;
+
+#[test]
+fn render_routes_an_ingress_with_typed_paths_and_its_default_backend_as_the_catch_all() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("ingress.yaml");
+    std::fs::write(&file, INGRESS).expect("write");
+    let (out, stderr) = render(&file, "cftunnel-tunnels");
+    let docs: Vec<Value> = out
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_yaml_ng::from_str(d).expect("yaml"))
+        .collect();
+    let config: Value = serde_yaml_ng::from_str(
+        by_kind(&docs, "ConfigMap")["data"]["config.yaml"]
+            .as_str()
+            .expect("config.yaml"),
+    )
+    .expect("config yaml");
+    assert_eq!(
+        config["ingress"],
+        json!([
+            {"hostname": "app.example.com", "path": "^/api/v1$", "service": "http://web.shop.svc:8080"},
+            {"hostname": "app.example.com", "path": "^/api(/|$)", "service": "http://web.shop.svc:8080"},
+            {"service": "http://web.shop.svc:8080"},
+        ])
+    );
+    assert_eq!(stderr, "");
+}
+
 const ACCESS_TOKEN_ID: &str = "0f1e2d3c.access.render";
 const ACCESS_TOKEN_SECRET: &str = "render-test-service-token-value";
 

@@ -17,6 +17,8 @@ mod domain_change;
 mod drift_chaos;
 #[path = "tunnel_reconciler/harness.rs"]
 mod harness;
+#[path = "tunnel_reconciler/ingress.rs"]
+mod ingress;
 mod install_support;
 #[path = "tunnel_reconciler/legacy.rs"]
 mod legacy;

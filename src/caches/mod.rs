@@ -2,7 +2,7 @@
 //!
 //! - [`ProcessCaches`] run in every replica, for the whole process: Tunnels, ClusterTunnels and
 //!   TunnelBindings (decoded object by object, see [`decode`]), Services (stripped to what
-//!   routes read) and namespace labels (metadata only). The admission view
+//!   routes read), namespace labels (metadata only), Ingresses and IngressClasses. The admission view
 //!   ([`crate::admission_view`]) and, in the leader, the route table ([`crate::route_reconciler`]) and the
 //!   tunnel controllers (their own kind's trigger) are built from them, so the leader watches
 //!   these kinds once, not three times.
@@ -10,7 +10,7 @@
 //!   ConfigMaps, Deployments and DaemonSets labelled `app=cloudflared`. Both tunnel
 //!   controllers and the checksum watcher read them.
 //!
-//! A leader therefore runs 5 + 4 watches (one more of each term kind when `--watch-namespace`
+//! A leader therefore runs 7 + 4 watches (one more of each term kind when `--watch-namespace`
 //! differs from the cluster-resource namespace: children of ClusterTunnels live there).
 //! The ConfigMap watch has no label selector: the checksum watcher follows the ConfigMaps that
 //! user-managed cloudflared workloads mount, which carry no label of cftunnel's. It is
@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceSpec};
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::core::PartialObjectMeta;
 use kube::{Api, Client};
 use tokio::sync::watch;
@@ -33,7 +34,7 @@ pub use shared::{Shared, keep, typed};
 
 use crate::metrics::Metrics;
 use crate::scope::Scope;
-use cftunnel_types::names::{APP_CLOUDFLARED, LABEL_APP};
+use cftunnel_types::names::{ANNOTATION_LEGACY_INGRESS_CLASS, APP_CLOUDFLARED, LABEL_APP};
 use cftunnel_types::{ClusterTunnel, Tunnel, TunnelBinding};
 
 /// The watches every replica runs (the webhook needs them), shared with the leader's term.
@@ -45,11 +46,15 @@ pub struct ProcessCaches {
     /// Services of the watched namespaces, stripped by [`strip_service`].
     pub services: Shared<Service>,
     pub namespaces: Shared<PartialObjectMeta<Namespace>>,
+    /// Ingresses of the watched namespaces, stripped by [`strip_ingress`].
+    pub ingresses: Shared<Ingress>,
+    /// IngressClasses (cluster-scoped): whose Ingress is whose, and its tunnel.
+    pub ingress_classes: Shared<IngressClass>,
     generation: Arc<watch::Sender<u64>>,
 }
 
 impl ProcessCaches {
-    /// Starts the five watches as tasks of `scope`.
+    /// Starts the seven watches as tasks of `scope`.
     pub fn start(
         scope: &Scope,
         client: &Client,
@@ -104,12 +109,30 @@ impl ProcessCaches {
             keep,
             generation.clone(),
         );
+        let ingresses = Shared::start(
+            scope,
+            metrics,
+            "ingresses",
+            |_| typed(namespaced::<Ingress>(client, ns), config("")),
+            strip_ingress,
+            generation.clone(),
+        );
+        let ingress_classes = Shared::start(
+            scope,
+            metrics,
+            "ingressclasses",
+            |_| typed(Api::<IngressClass>::all(client.clone()), config("")),
+            strip_managed_fields,
+            generation.clone(),
+        );
         ProcessCaches {
             tunnels,
             cluster_tunnels,
             bindings,
             services,
             namespaces,
+            ingresses,
+            ingress_classes,
             generation,
         }
     }
@@ -123,6 +146,8 @@ impl ProcessCaches {
         self.bindings.listed().await;
         self.services.listed().await;
         self.namespaces.listed().await;
+        self.ingresses.listed().await;
+        self.ingress_classes.listed().await;
     }
 
     /// A counter bumped on every event of any of these watches.
@@ -250,6 +275,18 @@ pub(crate) fn strip_service(service: &mut Service) {
         ..ServiceSpec::default()
     });
     service.status = None;
+}
+
+/// Keeps what routes read of an Ingress: all but managed fields and annotations that are not
+/// cftunnel's or the older class annotation. Its status stays: the status writer compares it.
+pub(crate) fn strip_ingress(ingress: &mut Ingress) {
+    let meta = &mut ingress.metadata;
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.retain(|k, _| {
+            k.starts_with(ANNOTATION_PREFIX) || k == ANNOTATION_LEGACY_INGRESS_CLASS
+        });
+    }
 }
 
 fn strip_managed_fields<K: kube::Resource>(object: &mut K) {

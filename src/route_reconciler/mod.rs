@@ -6,6 +6,7 @@
 //!
 //! A burst of edits is debounced into one computation (and so one render, one rollout per
 //! tunnel). A tunnel's own DNS records are removed by its deletion, before the tunnel itself.
+mod ingress_status;
 mod status;
 mod world;
 
@@ -70,7 +71,7 @@ pub async fn run(
         })));
         let view = view_rx.borrow().clone();
         statuses
-            .write(&ctx, &table, &view, &records, &bindings)
+            .write(&ctx, &table, &view, &records, &bindings, &cache.ingresses())
             .await;
         tokio::select! {
             _ = cache.changed() => tokio::time::sleep(DEBOUNCE).await,

@@ -1,9 +1,11 @@
 //! What the route reconciler writes on the objects that declare routes: TunnelBinding status
-//! (`hostnames`, `services`, `Ready`) and its finalizer; Events on labelled Services (a Service's
-//! status is not ours to write). Writes happen only when something changed.
+//! (`hostnames`, `services`, `Ready`) and its finalizer; Events on labelled Services and
+//! Ingresses (no condition of ours goes in their status; an Ingress's `status.loadBalancer` is
+//! written by [`super::ingress_status`]). Writes happen only when something changed.
 use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
@@ -26,6 +28,8 @@ use cftunnel_types::{TunnelIdentity, TunnelKind};
 #[derive(Default)]
 pub(crate) struct StatusWriter {
     reported: HashMap<SourceRef, (String, String)>,
+    /// Ingress (uid, generation) pairs already told that the edge terminates their TLS.
+    tls_told: std::collections::HashSet<(String, i64)>,
 }
 
 /// The tunnel a binding names (kind in any case; a Tunnel in the binding's namespace).
@@ -167,6 +171,7 @@ impl StatusWriter {
         dns: &DnsView,
         records: &[TunnelRecord],
         bindings: &[std::sync::Arc<TunnelBinding>],
+        ingresses: &[std::sync::Arc<Ingress>],
     ) {
         for binding in bindings {
             if let Err(error) = self.write_binding(ctx, table, dns, records, binding).await {
@@ -174,6 +179,8 @@ impl StatusWriter {
             }
         }
         self.write_services(ctx, table, dns).await;
+        super::ingress_status::write_ingresses(ctx, table, records, ingresses, &mut self.tls_told)
+            .await;
     }
 
     async fn write_binding(
@@ -243,12 +250,13 @@ impl StatusWriter {
         Ok(())
     }
 
-    /// One Event per change of a labelled Service's outcome (Warning unless routed).
+    /// One Event per change of the outcome of a labelled Service or an Ingress (Warning unless
+    /// routed): neither has a status condition of ours.
     async fn write_services(&mut self, ctx: &Context, table: &RouteTable, dns: &DnsView) {
         let services = table
             .sources
             .iter()
-            .filter(|(r, _)| r.kind == SourceKind::Service);
+            .filter(|(r, _)| matches!(r.kind, SourceKind::Service | SourceKind::Ingress));
         let mut seen = Vec::new();
         for (source_ref, source) in services {
             seen.push(source_ref.clone());
@@ -279,16 +287,19 @@ impl StatusWriter {
                 action: "Route".to_string(),
                 secondary: None,
             };
-            let reference = ObjectReference {
-                api_version: Some("v1".to_string()),
-                kind: Some("Service".to_string()),
-                namespace: Some(source_ref.namespace.clone()),
-                name: Some(source_ref.name.clone()),
-                uid: Some(source_ref.uid.clone()).filter(|u| !u.is_empty()),
-                ..ObjectReference::default()
+            let reference = match source_ref.kind {
+                SourceKind::Ingress => super::ingress_status::ingress_reference(source_ref),
+                _ => ObjectReference {
+                    api_version: Some("v1".to_string()),
+                    kind: Some("Service".to_string()),
+                    namespace: Some(source_ref.namespace.clone()),
+                    name: Some(source_ref.name.clone()),
+                    uid: Some(source_ref.uid.clone()).filter(|u| !u.is_empty()),
+                    ..ObjectReference::default()
+                },
             };
             if let Err(error) = ctx.recorder.publish(&event, &reference).await {
-                tracing::warn!(%error, "Service event not recorded");
+                tracing::warn!(%error, source = %source_ref, "route event not recorded");
             }
         }
         self.reported.retain(|r, _| seen.contains(r));

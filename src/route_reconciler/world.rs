@@ -101,6 +101,15 @@ impl RouteCache {
                 .filter(|b| !is_deleting(&**b))
                 .collect(),
             services: self.caches.services.store().state(),
+            ingresses: self
+                .caches
+                .ingresses
+                .store()
+                .state()
+                .into_iter()
+                .filter(|i| !is_deleting(&**i))
+                .collect(),
+            ingress_classes: self.caches.ingress_classes.store().state(),
         }
     }
 
@@ -135,6 +144,11 @@ impl RouteCache {
             });
         }
         out
+    }
+
+    /// Every Ingress (the route table says which are cftunnel's).
+    pub(crate) fn ingresses(&self) -> Vec<Arc<k8s_openapi::api::networking::v1::Ingress>> {
+        self.caches.ingresses.store().state()
     }
 
     /// Every TunnelBinding, those being deleted included.

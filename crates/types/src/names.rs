@@ -15,6 +15,13 @@ pub const LABEL_KIND: &str = "cfargotunnel.com/kind";
 pub const LABEL_EXPOSE_TUNNEL: &str = "cfargotunnel.com/expose-tunnel";
 pub const LABEL_EXPOSE_CLUSTER_TUNNEL: &str = "cfargotunnel.com/expose-cluster-tunnel";
 
+/// `spec.controller` of an IngressClass, and `controllerName` of a GatewayClass, that cftunnel
+/// serves.
+pub const CONTROLLER_NAME: &str = "cfargotunnel.com/cftunnel";
+/// The annotation that makes an IngressClass the cluster's default.
+pub const ANNOTATION_DEFAULT_INGRESS_CLASS: &str = "ingressclass.kubernetes.io/is-default-class";
+/// The annotation older Ingresses name their class with, before `spec.ingressClassName`.
+pub const ANNOTATION_LEGACY_INGRESS_CLASS: &str = "kubernetes.io/ingress.class";
 pub const ANNOTATION_CHECKSUM: &str = "cfargotunnel.com/checksum";
 pub const ANNOTATION_ADOPT_TUNNEL_ID: &str = "cfargotunnel.com/adopt-tunnel-id";
 /// `"true"` on a deleting Tunnel/ClusterTunnel whose clean-up Cloudflare refuses: deletion then

@@ -23,8 +23,8 @@ pub(super) struct WorldBuilder {
 }
 
 impl WorldBuilder {
-    /// Learns what `decoded` tells about routes: a tunnel, a binding, a labelled Service or a
-    /// Namespace's labels.
+    /// Learns what `decoded` tells about routes: a tunnel, a binding, a labelled Service, an
+    /// Ingress or IngressClass, or a Namespace's labels.
     pub(super) fn add(&mut self, decoded: &Decoded) {
         match decoded {
             Decoded::Tunnel(t) => {
@@ -38,6 +38,14 @@ impl WorldBuilder {
                 self.world.bindings.push(Arc::new(binding));
             }
             Decoded::Service { namespace, service } => self.add_service(service.clone(), namespace),
+            Decoded::Ingress { namespace, ingress } => {
+                let mut ingress = ingress.clone();
+                self.date(&mut ingress.metadata, namespace);
+                self.world.ingresses.push(Arc::new(ingress));
+            }
+            Decoded::IngressClass(class) => {
+                self.world.ingress_classes.push(Arc::new(class.clone()))
+            }
             // An AccessTunnel declares no route.
             Decoded::Access(_) => {}
             Decoded::Namespace { name, labels } => {
@@ -84,6 +92,12 @@ impl WorldBuilder {
         });
         dedup(&mut self.world.services, |s| {
             (s.metadata.namespace.clone(), s.metadata.name.clone())
+        });
+        dedup(&mut self.world.ingresses, |i| {
+            (i.metadata.namespace.clone(), i.metadata.name.clone())
+        });
+        dedup(&mut self.world.ingress_classes, |c| {
+            (None, c.metadata.name.clone())
         });
         let mut seen = std::collections::BTreeSet::new();
         self.world.tunnels.reverse();

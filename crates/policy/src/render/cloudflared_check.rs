@@ -27,7 +27,7 @@ const CLOUDFLARED_ENV: &str = "CFTUNNEL_CLOUDFLARED";
 /// cloudflared processes at once (each call is mostly process start-up).
 const WORKERS: usize = 4;
 
-fn cloudflared() -> PathBuf {
+pub(super) fn cloudflared() -> PathBuf {
     match std::env::var_os(CLOUDFLARED_ENV) {
         Some(path) if Path::new(&path).is_file() => PathBuf::from(path),
         other => panic!(
@@ -235,10 +235,15 @@ fn expected_rule(case: &Case, url: &str) -> usize {
 
 /// The rule index cloudflared picks: its `Matched rule #N` line.
 fn cloudflared_rule(bin: &Path, case: &Case, url: &str) -> Result<usize, String> {
+    matched_rule(bin, &case.file, url)
+}
+
+/// The rule index cloudflared picks for `url` in the config file `config`.
+pub(super) fn matched_rule(bin: &Path, config: &Path, url: &str) -> Result<usize, String> {
     let out = Command::new(bin)
         .arg("tunnel")
         .arg("--config")
-        .arg(&case.file)
+        .arg(config)
         .args(["ingress", "rule", url])
         .output()
         .map_err(|e| format!("cannot run cloudflared: {e}"))?;

@@ -15,6 +15,8 @@ pub mod strategic_merge_keys;
 #[cfg(test)]
 mod cloudflared_check;
 #[cfg(test)]
+mod ingress_paths_check;
+#[cfg(test)]
 pub(crate) mod record;
 #[cfg(test)]
 mod remote_tests;

@@ -2,6 +2,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use serde_json::{Value, json};
 
 use super::*;
@@ -125,4 +126,33 @@ pub(super) fn source<'t>(
         .find(|(r, _)| r.kind == kind && r.namespace == ns && r.name == name)
         .map(|(_, s)| s)
         .unwrap_or_else(|| panic!("no status for {ns}/{name}"))
+}
+
+/// An IngressClass of cftunnel's naming `parameters` (`null` for none).
+pub(crate) fn ingress_class(name: &str, parameters: Value) -> Arc<IngressClass> {
+    let value = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": name},
+        "spec": {"controller": cftunnel_types::names::CONTROLLER_NAME, "parameters": parameters},
+    });
+    Arc::new(serde_json::from_value(value).unwrap_or_else(|e| panic!("class fixture: {e}")))
+}
+
+/// The class `cftunnel` on the ClusterTunnel `edge`.
+pub(crate) fn cluster_edge_class() -> Arc<IngressClass> {
+    ingress_class(
+        "cftunnel",
+        json!({"apiGroup": "networking.cfargotunnel.com", "kind": "ClusterTunnel", "name": "edge", "scope": "Cluster"}),
+    )
+}
+
+/// An Ingress created `created` seconds after a fixed instant, with the given spec.
+pub(crate) fn ingress(namespace: &str, name: &str, created: i64, spec: Value) -> Arc<Ingress> {
+    let value = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-ing-{namespace}-{name}"),
+                     "creationTimestamp": timestamp(created)},
+        "spec": spec,
+    });
+    Arc::new(serde_json::from_value(value).unwrap_or_else(|e| panic!("ingress fixture: {e}")))
 }

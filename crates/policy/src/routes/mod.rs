@@ -39,6 +39,7 @@
 //! - A Service with both expose labels is not a source (admission refuses it).
 mod backend;
 mod index;
+mod ingress;
 mod model;
 mod path;
 #[cfg(test)]
@@ -53,6 +54,8 @@ mod world;
 mod authority_tests;
 #[cfg(test)]
 pub(crate) mod fixtures;
+#[cfg(test)]
+pub(crate) mod ingress_tests;
 #[cfg(test)]
 mod legacy_tests;
 #[cfg(test)]

@@ -2,6 +2,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::backend::{BackendFields, backend};
+use super::ingress::from_ingress;
 use super::source::{Declared, ServiceIndex, Source, from_binding, from_service};
 use super::table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus};
 use super::world::{RouteWorld, SourceRef};
@@ -33,6 +34,12 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
         .iter()
         .map(|b| from_binding(b, &services))
         .chain(world.services.iter().filter_map(|s| from_service(s)))
+        .chain(
+            world
+                .ingresses
+                .iter()
+                .filter_map(|i| from_ingress(i, &world.ingress_classes, &services)),
+        )
         .collect();
     sources.sort_by(|a, b| a.age.cmp(&b.age));
 
@@ -284,6 +291,9 @@ fn hostnames(
     verdict: &mut Verdict,
 ) -> Vec<(String, String)> {
     let input = &declared.input;
+    if declared.any_host {
+        return vec![(ANY_HOST.to_string(), declared.fqdn_field.clone())];
+    }
     let mut out: Vec<(String, String)> = Vec::new();
     for (field, fqdn) in input.effective_fqdns(facts) {
         let fqdn = fqdn.to_ascii_lowercase();
@@ -366,13 +376,20 @@ struct Authority {
 impl Authority {
     fn claim(&mut self, claim: &Claim<'_>, field: &str) -> Result<(), String> {
         let fqdn = claim.fqdn;
-        match self.tunnel_of.get(fqdn) {
+        // Every host of one tunnel is that tunnel's own business: no DNS name, no other tunnel.
+        let key_host = if fqdn == ANY_HOST {
+            format!("{ANY_HOST} {}", claim.tunnel)
+        } else {
+            fqdn.to_string()
+        };
+        match self.tunnel_of.get(fqdn).filter(|_| fqdn != ANY_HOST) {
             Some((tunnel, owner)) if tunnel != claim.tunnel => {
                 return Err(format!(
                     "{field}: {fqdn} is already routed through {tunnel} by {owner}, which is older; one hostname can use one tunnel, remove it from one of them"
                 ));
             }
             Some(_) => {}
+            None if fqdn == ANY_HOST => {}
             None => {
                 self.tunnel_of.insert(
                     fqdn.to_string(),
@@ -380,7 +397,7 @@ impl Authority {
                 );
             }
         }
-        let key = (fqdn.to_string(), claim.path.map(str::to_string));
+        let key = (key_host, claim.path.map(str::to_string));
         match self.owner_of.get(&key) {
             Some((source, _)) if source == claim.source => Err(format!(
                 "{field}: {fqdn} (path {:?}) is listed twice in this binding; keep one subject per hostname and path",

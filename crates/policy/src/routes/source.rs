@@ -39,6 +39,9 @@ pub(super) struct Declared<'w> {
     /// every path.
     pub path: Option<String>,
     pub path_kind: PathKind,
+    /// The route matches every host ([`super::ANY_HOST`]): an Ingress rule without `host`, its
+    /// `defaultBackend`. `input.fqdns` is then empty and no default hostname applies.
+    pub any_host: bool,
     /// Field-level problems found before the tunnel is known (subject kind and name, booleans).
     pub problems: Verdict,
     /// What admission refuses today but the Go operator served, and how the route is served
@@ -84,6 +87,7 @@ pub(super) fn from_binding<'w>(
             Declared {
                 path: typed_path(PathKind::Regex, input.path_value()),
                 path_kind: PathKind::Regex,
+                any_host: false,
                 input,
                 problems: subject_problems,
                 legacy,
@@ -162,6 +166,7 @@ pub(super) fn from_service(svc: &Service) -> Option<Source<'_>> {
     let declared = Declared {
         path: typed_path(PathKind::Regex, input.path_value()),
         path_kind: PathKind::Regex,
+        any_host: false,
         input,
         problems,
         legacy: Vec::new(),

@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::rules::TunnelFacts;
@@ -25,6 +26,10 @@ pub struct RouteWorld {
     /// Service a binding subject names. A Service a subject names but missing here is a valid
     /// state (the route answers 404).
     pub services: Vec<Arc<Service>>,
+    /// Every Ingress; those of an IngressClass of cftunnel's are route sources.
+    pub ingresses: Vec<Arc<Ingress>>,
+    /// Every IngressClass (to find an Ingress's class, its controller and its tunnel).
+    pub ingress_classes: Vec<Arc<IngressClass>>,
 }
 
 /// The kind of object that declares routes.
@@ -33,6 +38,8 @@ pub enum SourceKind {
     TunnelBinding,
     /// A Service labelled `cfargotunnel.com/expose-tunnel` or `…/expose-cluster-tunnel`.
     Service,
+    /// An Ingress of an IngressClass of cftunnel's.
+    Ingress,
 }
 
 impl SourceKind {
@@ -40,6 +47,7 @@ impl SourceKind {
         match self {
             SourceKind::TunnelBinding => "TunnelBinding",
             SourceKind::Service => "Service",
+            SourceKind::Ingress => "Ingress",
         }
     }
 }

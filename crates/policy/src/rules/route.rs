@@ -24,6 +24,12 @@ pub enum Field {
     Annotation(&'static str),
     /// A hostname nobody wrote: the default `<service>.<tunnel domain>`.
     DefaultHostname,
+    /// `spec.rules[i].host` of an Ingress.
+    IngressHost(usize),
+    /// `spec.rules[i].http.paths[j].<name>` of an Ingress.
+    IngressPath(usize, usize, &'static str),
+    /// `spec.defaultBackend.<name>` of an Ingress.
+    IngressDefault(&'static str),
 }
 
 impl std::fmt::Display for Field {
@@ -32,6 +38,9 @@ impl std::fmt::Display for Field {
             Field::Subject(i, name) => write!(f, "subjects[{i}].spec.{name}"),
             Field::Annotation(key) => write!(f, "metadata.annotations[{key}]"),
             Field::DefaultHostname => f.write_str("(default hostname)"),
+            Field::IngressHost(i) => write!(f, "spec.rules[{i}].host"),
+            Field::IngressPath(i, j, name) => write!(f, "spec.rules[{i}].http.paths[{j}].{name}"),
+            Field::IngressDefault(name) => write!(f, "spec.defaultBackend.{name}"),
         }
     }
 }

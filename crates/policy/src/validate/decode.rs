@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -46,6 +47,13 @@ pub enum Decoded {
     },
     /// An AccessTunnel: judged on its own fields only.
     Access(AccessTunnelFields),
+    /// An Ingress (a route source when its class is cftunnel's).
+    Ingress {
+        namespace: String,
+        ingress: Ingress,
+    },
+    /// An IngressClass: whose Ingresses are whose, and their tunnel.
+    IngressClass(IngressClass),
     /// Labels for `allowedRoutes` selectors.
     Namespace {
         name: String,
@@ -147,6 +155,40 @@ pub fn decode(document: &Document, default_namespace: &str) -> Outcome {
                 )
             })
         }
+        ("networking.k8s.io", "Ingress") if api_version == "networking.k8s.io/v1" => {
+            let object = ObjectRef::namespaced(kind, &namespace, &name);
+            let schema = "Ingress networking.k8s.io/v1";
+            metadata(value, schema)
+                .and_then(|mut metadata| {
+                    metadata.namespace = Some(namespace.clone());
+                    Ok(Ingress {
+                        metadata,
+                        spec: part(value, "spec", schema)?,
+                        status: None,
+                    })
+                })
+                .map(|ingress| {
+                    (
+                        object,
+                        Decoded::Ingress {
+                            namespace: namespace.clone(),
+                            ingress,
+                        },
+                    )
+                })
+        }
+        ("networking.k8s.io", "IngressClass") if api_version == "networking.k8s.io/v1" => {
+            let object = ObjectRef::cluster(kind, &name);
+            let schema = "IngressClass networking.k8s.io/v1";
+            metadata(value, schema)
+                .and_then(|metadata| {
+                    Ok(IngressClass {
+                        metadata,
+                        spec: part(value, "spec", schema)?,
+                    })
+                })
+                .map(|class| (object, Decoded::IngressClass(class)))
+        }
         ("", "Namespace") if api_version == "v1" => {
             let mut labels: BTreeMap<String, String> = part(value, "metadata.labels", "Namespace")
                 .ok()
@@ -168,7 +210,7 @@ pub fn decode(document: &Document, default_namespace: &str) -> Outcome {
         Ok((object, decoded)) => Outcome::Decoded(object, Box::new(decoded)),
         Err(violation) => {
             let object = match kind {
-                "ClusterTunnel" | "Namespace" => ObjectRef::cluster(kind, &name),
+                "ClusterTunnel" | "Namespace" | "IngressClass" => ObjectRef::cluster(kind, &name),
                 _ => ObjectRef::namespaced(kind, &namespace, &name),
             };
             Outcome::Unreadable(object, violation)

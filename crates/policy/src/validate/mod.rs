@@ -5,6 +5,7 @@
 //! and bindings and labelled Services claim hostnames in input order, the earlier one owning.
 //! Only CREATE rules run: UPDATE rules (immutability, ratcheting) need the stored object.
 pub mod decode;
+mod ingress;
 pub mod input;
 pub mod report;
 #[cfg(test)]
@@ -36,6 +37,10 @@ pub(crate) fn validate_documents(documents: &[Document], default_namespace: &str
         Outcome::Decoded(_, decoded) => Some(decoded.as_ref()),
         _ => None,
     }));
+    let ingresses = ingress::ingress_verdicts(outcomes.iter().filter_map(|(_, o)| match o {
+        Outcome::Decoded(_, decoded) => Some(decoded.as_ref()),
+        _ => None,
+    }));
     let mut report = Report::default();
     for (document, outcome) in outcomes {
         let (object, verdict) = match outcome {
@@ -47,7 +52,7 @@ pub(crate) fn validate_documents(documents: &[Document], default_namespace: &str
                     warnings: Vec::new(),
                 },
             ),
-            Outcome::Decoded(object, decoded) => match judge(&decoded, &mut view) {
+            Outcome::Decoded(object, decoded) => match judge(&decoded, &mut view, &ingresses) {
                 Some(verdict) => (object, verdict),
                 None => continue,
             },
@@ -71,7 +76,13 @@ pub(crate) fn validate_documents(documents: &[Document], default_namespace: &str
 }
 
 /// The CREATE verdict on one object; a binding or Service then adds its claims to the view.
-fn judge(decoded: &Decoded, view: &mut crate::rules::AdmissionView) -> Option<Verdict> {
+/// Ingresses were judged all together by the route model (`ingresses`); one not of cftunnel's
+/// classes is not judged.
+fn judge(
+    decoded: &Decoded,
+    view: &mut crate::rules::AdmissionView,
+    ingresses: &std::collections::BTreeMap<(String, String), Verdict>,
+) -> Option<Verdict> {
     match decoded {
         Decoded::Tunnel(t) => Some(admission::tunnel::validate(TunnelView {
             name: &t.name,
@@ -91,7 +102,11 @@ fn judge(decoded: &Decoded, view: &mut crate::rules::AdmissionView) -> Option<Ve
             Some(verdict)
         }
         Decoded::Access(fields) => Some(admission::access::validate(fields)),
-        Decoded::Namespace { .. } => None,
+        Decoded::Ingress { namespace, ingress } => {
+            let name = ingress.metadata.name.clone().unwrap_or_default();
+            ingresses.get(&(namespace.clone(), name)).cloned()
+        }
+        Decoded::Namespace { .. } | Decoded::IngressClass(_) => None,
     }
 }
 

@@ -321,3 +321,74 @@ fn run_exits_2_on_unreadable_input_and_0_on_clean_input() {
     .expect("run");
     assert_eq!((code, out.is_empty(), err.is_empty()), (0, true, true));
 }
+
+const INGRESS_CLASS: &str = "apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: cftunnel}
+spec:
+  controller: cfargotunnel.com/cftunnel
+  parameters: {apiGroup: networking.cfargotunnel.com, kind: ClusterTunnel, name: edge, scope: Cluster}
+";
+
+fn ingress(name: &str, class: &str, host: &str, path: &str, path_type: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: {name}, namespace: shop}}
+spec:
+  ingressClassName: {class}
+  rules:
+    - host: {host}
+      http:
+        paths:
+          - {{path: {path:?}, pathType: {path_type}, backend: {{service: {{name: web, port: {{number: 80}}}}}}}}
+"
+    )
+}
+
+#[test]
+fn ingresses_of_our_class_are_judged_by_the_route_model_others_are_not() {
+    let first = binding("front", "shop", "front", "app.example.org", "");
+    let taken = ingress("taken", "cftunnel", "app.example.org", "/", "Prefix");
+    let broken = ingress(
+        "broken",
+        "cftunnel",
+        "ok.example.org",
+        "/(",
+        "ImplementationSpecific",
+    );
+    let fine = ingress("fine", "cftunnel", "fine.example.org", "/", "Prefix");
+    let foreign = ingress(
+        "nginx",
+        "nginx",
+        "app.example.org",
+        "/(",
+        "ImplementationSpecific",
+    );
+    let docs = [
+        EDGE,
+        INGRESS_CLASS,
+        &first,
+        &taken,
+        &broken,
+        &fine,
+        &foreign,
+    ];
+    let report = report(&docs, "default");
+    assert_eq!(
+        report.violation_lines(),
+        vec![
+            "Ingress shop/taken: spec.rules[0].host: app.example.org is already exposed by TunnelBinding shop/front (subject front), which is older; remove it from one of them",
+            "Ingress shop/broken: spec.rules[0].http.paths[0].path: \"/(\" is not a valid regular expression (missing closing ): `/(`); fix or escape it",
+        ]
+    );
+    // The tunnel, the binding and the three Ingresses of our class are judged; the nginx one
+    // and the IngressClass are not.
+    assert_eq!(report.judged, 5);
+    let without_class = [EDGE, &fine];
+    assert_eq!(
+        lines(&without_class),
+        Vec::<String>::new(),
+        "an Ingress whose class is not given is not cftunnel's to judge"
+    );
+}

@@ -16,7 +16,11 @@ pub(crate) fn base_view<'a>(objects: impl IntoIterator<Item = &'a Decoded>) -> A
             Decoded::Namespace { name, labels } => {
                 view.namespace_labels.insert(name.clone(), labels.clone());
             }
-            Decoded::Binding { .. } | Decoded::Service { .. } | Decoded::Access(_) => {}
+            Decoded::Binding { .. }
+            | Decoded::Service { .. }
+            | Decoded::Access(_)
+            | Decoded::Ingress { .. }
+            | Decoded::IngressClass(_) => {}
         }
     }
     facts::link_account_zones(&mut view.tunnels);
