@@ -1,0 +1,3 @@
+module cftunnel/scripts/gateway-conformance
+
+go 1.22
