@@ -31,12 +31,25 @@ type request struct {
 	Backend   string `json:"backend,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	Status    int    `json:"status,omitempty"`
+	// Gateway is the namespace/name of the Gateway whose address the request is sent to: the
+	// one the test last resolved (NewGatewayRef) before declaring the request.
+	Gateway string `json:"gateway,omitempty"`
+	// Deleted lists the objects (`Kind namespace/name`) the test deleted before the request.
+	Deleted []string `json:"deleted,omitempty"`
 }
 
 type condition struct {
 	Type   string `json:"type"`
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
+}
+
+// expectedStatus is a ListenerStatus or RouteParentStatus a test expects: its listener name
+// and attachedRoutes (listeners only) and conditions (a condition without reason: any reason).
+type expectedStatus struct {
+	Name           string      `json:"name,omitempty"`
+	AttachedRoutes *int        `json:"attachedRoutes,omitempty"`
+	Conditions     []condition `json:"conditions"`
 }
 
 type call struct {
@@ -49,7 +62,11 @@ type testCase struct {
 	Manifests  []string    `json:"manifests"`
 	Requests   []request   `json:"requests"`
 	Conditions []condition `json:"conditions"`
-	Calls      []call      `json:"calls"`
+	// Listeners and Parents are the statuses given to GatewayStatusMustHaveListeners and
+	// HTTPRouteMustHaveParents (see Calls for the object each was asserted on).
+	Listeners []expectedStatus `json:"listeners"`
+	Parents   []expectedStatus `json:"parents"`
+	Calls     []call           `json:"calls"`
 }
 
 // constants maps "pkg.Name" (and bare names of the file's own package) to string values.
@@ -112,6 +129,10 @@ func (r *resolver) text(e ast.Expr) string {
 			return r.text(v.Args[0])
 		}
 		if sel, ok := v.Fun.(*ast.SelectorExpr); ok {
+			// A conversion to one of the API's named string types: v1.Namespace(x) is x.
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "v1" && len(v.Args) == 1 {
+				return r.text(v.Args[0])
+			}
 			args := []string{}
 			for _, arg := range v.Args {
 				args = append(args, r.text(arg))
@@ -187,6 +208,36 @@ func (r *resolver) request(lit *ast.CompositeLit) request {
 	return out
 }
 
+func (r *resolver) condition(lit *ast.CompositeLit) condition {
+	f := r.fields(lit)
+	c := condition{Type: r.text(f["Type"]), Status: r.text(f["Status"])}
+	if reason, ok := f["Reason"]; ok {
+		c.Reason = r.text(reason)
+	}
+	return c
+}
+
+func (r *resolver) status(lit *ast.CompositeLit) expectedStatus {
+	f := r.fields(lit)
+	out := expectedStatus{Conditions: []condition{}}
+	if name, ok := f["Name"]; ok {
+		out.Name = r.text(name)
+	}
+	if n, ok := f["AttachedRoutes"]; ok {
+		if count, err := strconv.Atoi(r.text(n)); err == nil {
+			out.AttachedRoutes = &count
+		}
+	}
+	if conds, ok := f["Conditions"].(*ast.CompositeLit); ok {
+		for _, e := range conds.Elts {
+			if c, ok := e.(*ast.CompositeLit); ok {
+				out.Conditions = append(out.Conditions, r.condition(c))
+			}
+		}
+	}
+	return out
+}
+
 func extract(path string, consts constants) (*testCase, error) {
 	fset := token.NewFileSet()
 	file, err := parser.ParseFile(fset, path, nil, 0)
@@ -194,7 +245,19 @@ func extract(path string, consts constants) (*testCase, error) {
 		return nil, err
 	}
 	r := &resolver{consts: consts, locals: map[string]ast.Expr{}}
-	tc := &testCase{Requests: []request{}, Conditions: []condition{}, Calls: []call{}}
+	tc := &testCase{
+		Requests: []request{}, Conditions: []condition{}, Calls: []call{},
+		Listeners: []expectedStatus{}, Parents: []expectedStatus{},
+	}
+	gateway := ""
+	var deleted []string
+	// Loop variables ranging over a literal list, with the end of their loop: a helper called
+	// with one inside the loop is recorded once per element.
+	type loop struct {
+		elements []ast.Expr
+		end      token.Pos
+	}
+	loops := map[string]loop{}
 	ast.Inspect(file, func(n ast.Node) bool {
 		switch v := n.(type) {
 		case *ast.AssignStmt:
@@ -205,14 +268,57 @@ func extract(path string, consts constants) (*testCase, error) {
 					}
 				}
 			}
+		case *ast.RangeStmt:
+			if value, ok := v.Value.(*ast.Ident); ok {
+				if over, ok := v.X.(*ast.Ident); ok {
+					if lit, ok := r.locals[over.Name].(*ast.CompositeLit); ok {
+						loops[value.Name] = loop{elements: lit.Elts, end: v.End()}
+					}
+				}
+			}
 		case *ast.CallExpr:
 			if sel, ok := v.Fun.(*ast.SelectorExpr); ok {
 				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "kubernetes" {
-					c := call{Helper: sel.Sel.Name, Args: []string{}}
-					for _, arg := range v.Args {
-						c.Args = append(c.Args, r.text(arg))
+					// One call per element of a loop variable among the arguments.
+					variants := [][]ast.Expr{v.Args}
+					for i, arg := range v.Args {
+						id, ok := arg.(*ast.Ident)
+						if !ok {
+							continue
+						}
+						if l, ok := loops[id.Name]; ok && v.Pos() < l.end {
+							variants = nil
+							for _, e := range l.elements {
+								args := append([]ast.Expr{}, v.Args...)
+								args[i] = e
+								variants = append(variants, args)
+							}
+							break
+						}
 					}
-					tc.Calls = append(tc.Calls, c)
+					for _, args := range variants {
+						c := call{Helper: sel.Sel.Name, Args: []string{}}
+						for _, arg := range args {
+							c.Args = append(c.Args, r.text(arg))
+						}
+						tc.Calls = append(tc.Calls, c)
+						if c.Helper == "NewGatewayRef" && len(c.Args) > 0 {
+							gateway = c.Args[0]
+						}
+					}
+				}
+				// suite.Client.Delete(ctx, &object): later requests run without it.
+				if sel.Sel.Name == "Delete" && len(v.Args) == 2 {
+					if ref, ok := v.Args[1].(*ast.UnaryExpr); ok && ref.Op == token.AND {
+						if id, ok := ref.X.(*ast.Ident); ok {
+							if lit, ok := r.locals[id.Name].(*ast.CompositeLit); ok {
+								kind := strings.TrimPrefix(typeName(lit.Type), "v1.")
+								if meta, ok := r.fields(lit)["ObjectMeta"].(*ast.CompositeLit); ok {
+									deleted = append(deleted, kind+" "+r.text(meta))
+								}
+							}
+						}
+					}
 				}
 			}
 		case *ast.CompositeLit:
@@ -226,22 +332,37 @@ func extract(path string, consts constants) (*testCase, error) {
 					}
 				}
 			case "http.ExpectedResponse":
-				tc.Requests = append(tc.Requests, r.request(v))
+				req := r.request(v)
+				req.Gateway = gateway
+				req.Deleted = append([]string(nil), deleted...)
+				tc.Requests = append(tc.Requests, req)
 				return false
 			case "[]http.ExpectedResponse":
 				for _, e := range v.Elts {
 					if lit, ok := e.(*ast.CompositeLit); ok {
-						tc.Requests = append(tc.Requests, r.request(lit))
+						req := r.request(lit)
+						req.Gateway = gateway
+						req.Deleted = append([]string(nil), deleted...)
+						tc.Requests = append(tc.Requests, req)
 					}
 				}
 				return false
 			case "metav1.Condition":
-				f := r.fields(v)
-				c := condition{Type: r.text(f["Type"]), Status: r.text(f["Status"])}
-				if reason, ok := f["Reason"]; ok {
-					c.Reason = r.text(reason)
+				tc.Conditions = append(tc.Conditions, r.condition(v))
+			case "[]v1.ListenerStatus":
+				for _, e := range v.Elts {
+					if lit, ok := e.(*ast.CompositeLit); ok {
+						tc.Listeners = append(tc.Listeners, r.status(lit))
+					}
 				}
-				tc.Conditions = append(tc.Conditions, c)
+				return false
+			case "[]v1.RouteParentStatus":
+				for _, e := range v.Elts {
+					if lit, ok := e.(*ast.CompositeLit); ok {
+						tc.Parents = append(tc.Parents, r.status(lit))
+					}
+				}
+				return false
 			}
 		}
 		return true

@@ -110,6 +110,7 @@ impl RouteCache {
                 .filter(|i| !is_deleting(&**i))
                 .collect(),
             ingress_classes: self.caches.ingress_classes.store().state(),
+            ..RouteWorld::default()
         }
     }
 

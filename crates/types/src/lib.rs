@@ -6,6 +6,7 @@ pub mod cel;
 pub mod conversion;
 pub mod crds;
 pub mod defaults;
+pub mod gateway;
 mod identity;
 pub mod names;
 pub mod tunnel;

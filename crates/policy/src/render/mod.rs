@@ -15,7 +15,9 @@ pub mod strategic_merge_keys;
 #[cfg(test)]
 mod cloudflared_check;
 #[cfg(test)]
-mod ingress_paths_check;
+mod cloudflared_check_gateway;
+#[cfg(test)]
+mod cloudflared_check_ingress_paths;
 #[cfg(test)]
 pub(crate) mod record;
 #[cfg(test)]

@@ -234,6 +234,7 @@ pub(super) fn from_ingress<'w>(
             "spec.ingressClassName (IngressClass {} spec.parameters)",
             class.metadata.name.as_deref().unwrap_or("")
         ),
+        tunnel_user_namespace: None,
         disable_dns: service::annotation_is_true(annotations, ann::DISABLE_DNS),
         problems,
         routes,

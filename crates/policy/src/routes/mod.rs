@@ -38,6 +38,7 @@
 //! - A DNS name is wanted unless every source serving that fqdn disables DNS updates.
 //! - A Service with both expose labels is not a source (admission refuses it).
 mod backend;
+pub mod gateway;
 mod index;
 mod ingress;
 mod model;

@@ -2,6 +2,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::backend::{BackendFields, backend};
+use super::gateway::gateway_sources;
 use super::ingress::from_ingress;
 use super::source::{Declared, ServiceIndex, Source, from_binding, from_service};
 use super::table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus};
@@ -40,6 +41,7 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
                 .iter()
                 .filter_map(|i| from_ingress(i, &world.ingress_classes, &services)),
         )
+        .chain(gateway_sources(world, &services))
         .collect();
     sources.sort_by(|a, b| a.age.cmp(&b.age));
 
@@ -72,9 +74,20 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
                 routes.entries.push(entry.clone());
             }
         }
-        table
-            .sources
-            .insert(source.reference.clone(), routed.status);
+        // A route attached to Gateways on two tunnels is two sources of one object: one status.
+        match table.sources.entry(source.reference.clone()) {
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(routed.status);
+            }
+            std::collections::btree_map::Entry::Occupied(mut slot) => {
+                let status = slot.get_mut();
+                status.routes.extend(routed.status.routes);
+                status.reason = status.reason.max(routed.status.reason);
+                if !routed.status.message.is_empty() {
+                    status.message = format!("{}; {}", status.message, routed.status.message);
+                }
+            }
+        }
     }
     for (id, routes) in &mut table.tunnels {
         routes
@@ -151,7 +164,10 @@ fn route_source(
 ) -> Routed {
     let mut report = Report::default();
     report.add_violations(&source.problems);
-    let namespace = source.reference.namespace.as_str();
+    let namespace = source
+        .tunnel_user_namespace
+        .as_deref()
+        .unwrap_or(&source.reference.namespace);
     // A source its tunnel does not take: nothing it declares is served or claims a hostname.
     let gate = match (&source.tunnel, facts) {
         (None, _) => Some((RouteReason::InvalidRoute, String::new())),

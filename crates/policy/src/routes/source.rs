@@ -26,6 +26,9 @@ pub(super) struct Source<'w> {
     pub tunnel: Option<TunnelIdentity>,
     /// Where the tunnel is named, for messages.
     pub tunnel_field: String,
+    /// The namespace the tunnel's `allowedRoutes` is asked about when it is not the source's
+    /// own: a route attached to a Gateway uses the tunnel through the Gateway's namespace.
+    pub tunnel_user_namespace: Option<String>,
     pub disable_dns: bool,
     /// Problems of the object as a whole (tunnel kind, no subjects).
     pub problems: Verdict,
@@ -103,6 +106,7 @@ pub(super) fn from_binding<'w>(
         age: Age::of(&reference, &binding.metadata),
         tunnel: kind.map(|k| referenced(k, namespace, &fields.tunnel_ref.name)),
         tunnel_field: "tunnelRef".into(),
+        tunnel_user_namespace: None,
         disable_dns: fields.tunnel_ref.disable_dns_updates,
         problems,
         routes,
@@ -180,6 +184,7 @@ pub(super) fn from_service(svc: &Service) -> Option<Source<'_>> {
         age: Age::of(&reference, &svc.metadata),
         tunnel: Some(referenced(kind, namespace, tunnel_name)),
         tunnel_field: format!("metadata.labels[{label}]"),
+        tunnel_user_namespace: None,
         disable_dns: service::annotation_is_true(annotations, ann::DISABLE_DNS),
         problems: Verdict::default(),
         routes: vec![declared],

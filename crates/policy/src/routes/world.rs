@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::rules::TunnelFacts;
 use cftunnel_types::TunnelBinding;
+use cftunnel_types::gateway::{GRPCRoute, Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
 
 /// Everything routes are computed from. Object identities (kind, namespace, name) are unique,
 /// as in a cluster; the order of each list does not matter.
@@ -30,6 +31,12 @@ pub struct RouteWorld {
     pub ingresses: Vec<Arc<Ingress>>,
     /// Every IngressClass (to find an Ingress's class, its controller and its tunnel).
     pub ingress_classes: Vec<Arc<IngressClass>>,
+    /// Gateway API objects (empty while its CRDs are not installed).
+    pub gateway_classes: Vec<Arc<GatewayClass>>,
+    pub gateways: Vec<Arc<Gateway>>,
+    pub http_routes: Vec<Arc<HTTPRoute>>,
+    pub grpc_routes: Vec<Arc<GRPCRoute>>,
+    pub reference_grants: Vec<Arc<ReferenceGrant>>,
 }
 
 /// The kind of object that declares routes.
@@ -40,6 +47,10 @@ pub enum SourceKind {
     Service,
     /// An Ingress of an IngressClass of cftunnel's.
     Ingress,
+    /// An HTTPRoute attached to a Gateway of cftunnel's.
+    HTTPRoute,
+    /// A GRPCRoute attached to a Gateway of cftunnel's.
+    GRPCRoute,
 }
 
 impl SourceKind {
@@ -48,6 +59,8 @@ impl SourceKind {
             SourceKind::TunnelBinding => "TunnelBinding",
             SourceKind::Service => "Service",
             SourceKind::Ingress => "Ingress",
+            SourceKind::HTTPRoute => "HTTPRoute",
+            SourceKind::GRPCRoute => "GRPCRoute",
         }
     }
 }

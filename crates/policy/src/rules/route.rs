@@ -30,6 +30,14 @@ pub enum Field {
     IngressPath(usize, usize, &'static str),
     /// `spec.defaultBackend.<name>` of an Ingress.
     IngressDefault(&'static str),
+    /// `spec.hostnames[i]` of an HTTPRoute or GRPCRoute, or a listener hostname it attached with.
+    RouteHostname(usize),
+    /// `spec.rules[i].matches[j].<name>` of an HTTPRoute or GRPCRoute.
+    RouteMatch(usize, usize, &'static str),
+    /// `spec.rules[i].<name>` of an HTTPRoute or GRPCRoute.
+    RouteRule(usize, &'static str),
+    /// The hostname of the listener `spec.parentRefs[i]` attached to (the route names none).
+    ParentHostname(usize),
 }
 
 impl std::fmt::Display for Field {
@@ -41,6 +49,10 @@ impl std::fmt::Display for Field {
             Field::IngressHost(i) => write!(f, "spec.rules[{i}].host"),
             Field::IngressPath(i, j, name) => write!(f, "spec.rules[{i}].http.paths[{j}].{name}"),
             Field::IngressDefault(name) => write!(f, "spec.defaultBackend.{name}"),
+            Field::RouteHostname(i) => write!(f, "spec.hostnames[{i}]"),
+            Field::RouteMatch(i, j, name) => write!(f, "spec.rules[{i}].matches[{j}].{name}"),
+            Field::RouteRule(i, name) => write!(f, "spec.rules[{i}].{name}"),
+            Field::ParentHostname(i) => write!(f, "spec.parentRefs[{i}] (listener hostname)"),
         }
     }
 }

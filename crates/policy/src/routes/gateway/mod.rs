@@ -1,0 +1,206 @@
+//! Gateway API v1 as route sources: HTTPRoutes and GRPCRoutes attached to Gateways of cftunnel's
+//! GatewayClasses become routes of the Gateways' tunnels, on the same model as bindings and
+//! Ingresses (docs/design.md §3.2).
+//!
+//! - **Whose:** a GatewayClass with `controllerName: cfargotunnel.com/cftunnel`; a Gateway of
+//!   such a class; a route's parent references to such Gateways (other parents are left to
+//!   their controllers).
+//! - **Which tunnel:** the Gateway's `spec.infrastructure.parametersRef` (a Tunnel in its
+//!   namespace or a ClusterTunnel), else its class's `spec.parametersRef` (a ClusterTunnel, or a
+//!   Tunnel with its namespace). The tunnel's `allowedRoutes` is asked about the Gateway's
+//!   namespace; the listeners' `allowedRoutes` about the route's.
+//! - **Attachment:** `sectionName` and `port` select listeners; HTTP and HTTPS listeners serve
+//!   (the edge terminates TLS); hostnames are the intersection of listener and route hostnames.
+//! - **Rules:** `Exact` and `PathPrefix` become typed matches, `RegularExpression` a checked
+//!   cloudflared regex; a GRPCRoute's service and method become exact or prefix paths with an
+//!   HTTP/2 origin. One backend per rule: a Service (a ReferenceGrant in its namespace when it
+//!   is in another), else the rule answers 500.
+//! - **Refused, never dropped:** header, query and method matches, filters, timeouts and a
+//!   split over several backends: the route is not served and says so (`Accepted=False`,
+//!   `UnsupportedValue`, naming the field).
+//! - Hostname authority is the model's: one owner per hostname(+path) across every kind, the
+//!   oldest object first, then namespace and name.
+pub(crate) mod attach;
+pub(crate) mod rules;
+pub mod status;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use super::route::PathKind;
+use super::source::{Declared, ServiceIndex, Source};
+use super::world::{Age, RouteWorld, SourceKind, SourceRef};
+use crate::rules::Verdict;
+use crate::rules::route::{Field, PortRef, RouteInput};
+use attach::ParentOutcome;
+use cftunnel_types::TunnelIdentity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use rules::{INVALID_BACKEND_SERVICE, RouteAnalysis, Target};
+
+/// The sources of every HTTPRoute and GRPCRoute of `world`: one per route and tunnel its
+/// accepted parents run on.
+pub(super) fn gateway_sources<'w>(
+    world: &'w RouteWorld,
+    services: &ServiceIndex<'w>,
+) -> Vec<Source<'w>> {
+    let mut out = Vec::new();
+    for route in &world.http_routes {
+        let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+        let parents = attach::parents(
+            world,
+            "HTTPRoute",
+            namespace,
+            &route.spec.parent_refs,
+            &route.spec.hostnames,
+        );
+        let analysis = rules::analyze_http(world, services, route);
+        out.extend(sources_of(
+            SourceKind::HTTPRoute,
+            &route.metadata,
+            &parents,
+            &analysis,
+        ));
+    }
+    for route in &world.grpc_routes {
+        let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+        let parents = attach::parents(
+            world,
+            "GRPCRoute",
+            namespace,
+            &route.spec.parent_refs,
+            &route.spec.hostnames,
+        );
+        let analysis = rules::analyze_grpc(world, services, route);
+        out.extend(sources_of(
+            SourceKind::GRPCRoute,
+            &route.metadata,
+            &parents,
+            &analysis,
+        ));
+    }
+    out
+}
+
+/// Hostnames with the field each came from.
+type Hostnames<'w> = Vec<(Field, &'w str)>;
+
+fn sources_of<'w>(
+    kind: SourceKind,
+    metadata: &'w ObjectMeta,
+    parents: &[ParentOutcome<'w>],
+    analysis: &RouteAnalysis<'w>,
+) -> Vec<Source<'w>> {
+    if !analysis.unsupported.is_empty() {
+        return Vec::new();
+    }
+    let reference = SourceRef::of(kind, metadata);
+    // Accepted parents by tunnel: each tunnel gets the union of their hostnames.
+    let mut by_tunnel: BTreeMap<TunnelIdentity, (String, Hostnames<'w>)> = BTreeMap::new();
+    for parent in parents {
+        let (Ok(tunnel), Ok(hosts)) = (&parent.tunnel, &parent.hostnames) else {
+            continue;
+        };
+        let gateway_namespace = parent
+            .gateway
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_default();
+        let entry = by_tunnel
+            .entry(tunnel.clone())
+            .or_insert_with(|| (gateway_namespace, Vec::new()));
+        for (field, host) in hosts {
+            if !entry.1.iter().any(|(_, h)| h.eq_ignore_ascii_case(host)) {
+                entry.1.push((*field, host));
+            }
+        }
+    }
+    by_tunnel
+        .into_iter()
+        .map(|(tunnel, (gateway_namespace, hosts))| Source {
+            age: Age::of(&reference, metadata),
+            tunnel: Some(tunnel),
+            tunnel_field: "spec.parentRefs".into(),
+            tunnel_user_namespace: Some(gateway_namespace),
+            disable_dns: false,
+            problems: Verdict::default(),
+            routes: declared_routes(&reference, analysis, &hosts),
+            reference: reference.clone(),
+        })
+        .collect()
+}
+
+fn declared_routes<'w>(
+    reference: &SourceRef,
+    analysis: &RouteAnalysis<'w>,
+    hosts: &[(Field, &'w str)],
+) -> Vec<Declared<'w>> {
+    let named: Vec<(Field, &'w str)> = hosts
+        .iter()
+        .filter(|(_, h)| *h != super::ANY_HOST)
+        .copied()
+        .collect();
+    let any_host = named.len() < hosts.len();
+    let mut out = Vec::new();
+    for rule in &analysis.rules {
+        let i = rule.index;
+        let (input, service) = match &rule.target {
+            Target::Service {
+                namespace,
+                name,
+                port,
+                service,
+            } => (
+                RouteInput {
+                    namespace,
+                    service: name,
+                    port: Some((
+                        Field::RouteRule(i, "backendRefs[0].port"),
+                        PortRef::Number(i64::from(*port)),
+                    )),
+                    http2_origin: analysis.http2,
+                    ..RouteInput::default()
+                },
+                Some(*service),
+            ),
+            Target::Invalid => (
+                RouteInput {
+                    target: Some((Field::RouteRule(i, "backendRefs"), INVALID_BACKEND_SERVICE)),
+                    ..RouteInput::default()
+                },
+                None,
+            ),
+        };
+        for m in &rule.matches {
+            let with_hosts = |fqdns: Vec<(Field, &'w str)>, every_host: bool| Declared {
+                input: RouteInput {
+                    fqdns,
+                    path: m.regex_input,
+                    ..input.clone()
+                },
+                path: m.regex.clone(),
+                path_kind: if m.regex.is_some() {
+                    m.kind
+                } else {
+                    PathKind::Regex
+                },
+                any_host: every_host,
+                problems: Verdict::default(),
+                legacy: Vec::new(),
+                service,
+                owner: format!("{reference} (rule {i})"),
+                fqdn_field: "spec.hostnames".into(),
+                service_field: format!("spec.rules[{i}].backendRefs[0].name"),
+                port_field: format!("spec.rules[{i}].backendRefs[0].port"),
+            };
+            if !named.is_empty() {
+                out.push(with_hosts(named.clone(), false));
+            }
+            if any_host {
+                out.push(with_hosts(Vec::new(), true));
+            }
+        }
+    }
+    out
+}

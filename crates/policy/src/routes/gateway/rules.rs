@@ -1,0 +1,368 @@
+//! The rules of an HTTPRoute or GRPCRoute as a tunnel can serve them: path matches, one backend
+//! per rule, and every field a tunnel cannot express, named so the route can be refused with it.
+use k8s_openapi::api::core::v1::Service;
+
+use crate::routes::path::typed_path;
+use crate::routes::route::PathKind;
+use crate::routes::source::ServiceIndex;
+use crate::routes::world::RouteWorld;
+use crate::rules::route::Field;
+use cftunnel_types::gateway::{BackendRef, GATEWAY_GROUP, GRPCRoute, HTTPRoute};
+
+/// Answered for a rule whose backend cannot be used, as the specification requires.
+pub(crate) const INVALID_BACKEND_SERVICE: &str = "http_status:500";
+
+/// One path a rule matches.
+#[derive(Clone, Debug)]
+pub(crate) struct RuleMatch<'w> {
+    pub kind: PathKind,
+    /// `None`: every path.
+    pub regex: Option<String>,
+    /// A regex as the user wrote it, checked with the RE2 rules of bindings.
+    pub regex_input: Option<(Field, &'w str)>,
+}
+
+/// Where a rule's requests go.
+#[derive(Clone, Debug)]
+pub(crate) enum Target<'w> {
+    Service {
+        namespace: &'w str,
+        name: &'w str,
+        port: i32,
+        service: &'w Service,
+    },
+    /// [`INVALID_BACKEND_SERVICE`].
+    Invalid,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct RuleRoutes<'w> {
+    pub index: usize,
+    pub matches: Vec<RuleMatch<'w>>,
+    pub target: Target<'w>,
+}
+
+/// A route read as a tunnel would serve it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RouteAnalysis<'w> {
+    pub rules: Vec<RuleRoutes<'w>>,
+    /// Fields a tunnel cannot express: the route is refused (`Accepted=False`, `UnsupportedValue`).
+    pub unsupported: Vec<String>,
+    /// Backends that do not resolve: (reason, message), the route's `ResolvedRefs=False`.
+    pub unresolved: Vec<(&'static str, String)>,
+    /// gRPC: the origin speaks HTTP/2.
+    pub http2: bool,
+}
+
+pub(crate) fn analyze_http<'w>(
+    world: &'w RouteWorld,
+    services: &ServiceIndex<'w>,
+    route: &'w HTTPRoute,
+) -> RouteAnalysis<'w> {
+    let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+    let mut out = RouteAnalysis::default();
+    for (i, rule) in route.spec.rules.iter().enumerate() {
+        if !rule.filters.is_empty() {
+            out.unsupported.push(format!(
+                "spec.rules[{i}].filters: {} cannot be applied by cloudflared; remove the filter",
+                filter_types(&rule.filters)
+            ));
+        }
+        if rule.timeouts.is_some() {
+            out.unsupported.push(format!(
+                "spec.rules[{i}].timeouts: request timeouts cannot be expressed by a tunnel; remove them"
+            ));
+        }
+        let mut matches = Vec::new();
+        for (j, m) in rule.matches.iter().enumerate() {
+            for (set, name) in [
+                (!m.headers.is_empty(), "headers"),
+                (!m.query_params.is_empty(), "queryParams"),
+                (m.method.is_some(), "method"),
+            ] {
+                if set {
+                    out.unsupported.push(format!(
+                        "spec.rules[{i}].matches[{j}].{name}: cloudflared matches only hostname and path; remove the {name} match or route it elsewhere"
+                    ));
+                }
+            }
+            let (kind_name, value) = m
+                .path
+                .as_ref()
+                .map(|p| {
+                    (
+                        p.type_.as_deref().unwrap_or("PathPrefix"),
+                        p.value.as_deref().unwrap_or("/"),
+                    )
+                })
+                .unwrap_or(("PathPrefix", "/"));
+            let rule_match = match kind_name {
+                "Exact" => RuleMatch {
+                    kind: PathKind::Exact,
+                    regex: typed_path(PathKind::Exact, value),
+                    regex_input: None,
+                },
+                "RegularExpression" => RuleMatch {
+                    kind: PathKind::Regex,
+                    regex: typed_path(PathKind::Regex, value),
+                    regex_input: Some((Field::RouteMatch(i, j, "path.value"), value)),
+                },
+                _ => RuleMatch {
+                    kind: PathKind::Prefix,
+                    regex: typed_path(PathKind::Prefix, value),
+                    regex_input: None,
+                },
+            };
+            matches.push(rule_match);
+        }
+        if matches.is_empty() {
+            matches.push(every_path());
+        }
+        let target = resolve(
+            world,
+            services,
+            "HTTPRoute",
+            namespace,
+            i,
+            &rule.backend_refs,
+            &mut out,
+        );
+        out.rules.push(RuleRoutes {
+            index: i,
+            matches,
+            target,
+        });
+    }
+    out
+}
+
+pub(crate) fn analyze_grpc<'w>(
+    world: &'w RouteWorld,
+    services: &ServiceIndex<'w>,
+    route: &'w GRPCRoute,
+) -> RouteAnalysis<'w> {
+    let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+    let mut out = RouteAnalysis {
+        http2: true,
+        ..RouteAnalysis::default()
+    };
+    for (i, rule) in route.spec.rules.iter().enumerate() {
+        if !rule.filters.is_empty() {
+            out.unsupported.push(format!(
+                "spec.rules[{i}].filters: {} cannot be applied by cloudflared; remove the filter",
+                filter_types(&rule.filters)
+            ));
+        }
+        let mut matches = Vec::new();
+        for (j, m) in rule.matches.iter().enumerate() {
+            if !m.headers.is_empty() {
+                out.unsupported.push(format!(
+                    "spec.rules[{i}].matches[{j}].headers: cloudflared matches only hostname and path; remove the header match"
+                ));
+            }
+            let Some(method) = &m.method else {
+                matches.push(every_path());
+                continue;
+            };
+            let service = method.service.as_deref().filter(|s| !s.is_empty());
+            let name = method.method.as_deref().filter(|s| !s.is_empty());
+            let regex_type = method.type_.as_deref() == Some("RegularExpression");
+            matches.push(match (regex_type, service, name) {
+                (false, Some(s), Some(m)) => RuleMatch {
+                    kind: PathKind::Exact,
+                    regex: typed_path(PathKind::Exact, &format!("/{s}/{m}")),
+                    regex_input: None,
+                },
+                (false, Some(s), None) => RuleMatch {
+                    kind: PathKind::Prefix,
+                    regex: typed_path(PathKind::Prefix, &format!("/{s}")),
+                    regex_input: None,
+                },
+                (false, None, Some(m)) => RuleMatch {
+                    kind: PathKind::Regex,
+                    regex: Some(format!("^/[^/]+/{}$", escape_literal(m))),
+                    regex_input: None,
+                },
+                (true, _, _) => {
+                    out.unsupported.push(format!(
+                        "spec.rules[{i}].matches[{j}].method.type: RegularExpression is not supported; use Exact"
+                    ));
+                    every_path()
+                }
+                (false, None, None) => every_path(),
+            });
+        }
+        if matches.is_empty() {
+            matches.push(every_path());
+        }
+        let target = resolve(
+            world,
+            services,
+            "GRPCRoute",
+            namespace,
+            i,
+            &rule.backend_refs,
+            &mut out,
+        );
+        out.rules.push(RuleRoutes {
+            index: i,
+            matches,
+            target,
+        });
+    }
+    out
+}
+
+fn every_path<'w>() -> RuleMatch<'w> {
+    RuleMatch {
+        kind: PathKind::Prefix,
+        regex: None,
+        regex_input: None,
+    }
+}
+
+/// A gRPC method name matched literally (they hold letters, digits and `_` only, but a regex
+/// metacharacter is escaped all the same).
+fn escape_literal(text: &str) -> String {
+    typed_path(PathKind::Exact, text)
+        .map(|r| r.trim_start_matches('^').trim_end_matches('$').to_string())
+        .unwrap_or_default()
+}
+
+fn filter_types(filters: &[serde_json::Value]) -> String {
+    let names: Vec<&str> = filters
+        .iter()
+        .map(|f| f.get("type").and_then(|t| t.as_str()).unwrap_or("a filter"))
+        .collect();
+    names.join(", ")
+}
+
+/// The backend of one rule: exactly one Service backend (or none with weight), resolved, with
+/// ReferenceGrants for another namespace. Anything else answers 500 and is reported.
+fn resolve<'w>(
+    world: &'w RouteWorld,
+    services: &ServiceIndex<'w>,
+    route_kind: &str,
+    namespace: &'w str,
+    rule: usize,
+    refs: &'w [BackendRef],
+    out: &mut RouteAnalysis<'w>,
+) -> Target<'w> {
+    let weighted: Vec<(usize, &BackendRef)> = refs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.weight != Some(0))
+        .collect();
+    if weighted.len() > 1 {
+        out.unsupported.push(format!(
+            "spec.rules[{rule}].backendRefs: traffic split over {} backends cannot be expressed by a tunnel (one Service per rule); keep one backendRef per rule",
+            weighted.len()
+        ));
+        return Target::Invalid;
+    }
+    let Some((k, backend)) = weighted.first().copied() else {
+        return Target::Invalid;
+    };
+    let field = format!("spec.rules[{rule}].backendRefs[{k}]");
+    if !backend.filters.is_empty() {
+        out.unsupported.push(format!(
+            "{field}.filters: {} cannot be applied by cloudflared; remove the filter",
+            filter_types(&backend.filters)
+        ));
+    }
+    let group = backend.group.as_deref().unwrap_or("");
+    let kind = backend.kind.as_deref().unwrap_or("Service");
+    if !group.is_empty() || kind != "Service" {
+        out.unresolved.push((
+            "InvalidKind",
+            format!("{field}: {kind} ({group:?}) is not a kind cftunnel routes to; use a Service (requests answer 500)"),
+        ));
+        return Target::Invalid;
+    }
+    let backend_namespace = backend.namespace.as_deref().unwrap_or(namespace);
+    if backend_namespace != namespace
+        && !granted(
+            world,
+            route_kind,
+            namespace,
+            backend_namespace,
+            &backend.name,
+        )
+    {
+        out.unresolved.push((
+            "RefNotPermitted",
+            format!(
+                "{field}: Service {backend_namespace}/{} is in another namespace and no ReferenceGrant there allows {route_kind}s of {namespace} to use it; add one (requests answer 500)",
+                backend.name
+            ),
+        ));
+        return Target::Invalid;
+    }
+    let Some(service) = services
+        .get(&(backend_namespace, backend.name.as_str()))
+        .copied()
+    else {
+        out.unresolved.push((
+            "BackendNotFound",
+            format!(
+                "{field}: Service {backend_namespace}/{} does not exist; create it or fix the name (requests answer 500)",
+                backend.name
+            ),
+        ));
+        return Target::Invalid;
+    };
+    let ports = service
+        .spec
+        .as_ref()
+        .and_then(|s| s.ports.as_deref())
+        .unwrap_or_default();
+    let port = match backend.port {
+        Some(p) if ports.iter().any(|sp| sp.port == p) => p,
+        Some(p) => {
+            out.unresolved.push((
+                "BackendNotFound",
+                format!("{field}.port: Service {backend_namespace}/{} has no port {p}; use one of its ports (requests answer 500)", backend.name),
+            ));
+            return Target::Invalid;
+        }
+        None => {
+            out.unresolved.push((
+                "BackendNotFound",
+                format!(
+                    "{field}.port: not set; a Service backend needs its port (requests answer 500)"
+                ),
+            ));
+            return Target::Invalid;
+        }
+    };
+    Target::Service {
+        namespace: backend_namespace,
+        name: backend.name.as_str(),
+        port,
+        service,
+    }
+}
+
+/// Does a ReferenceGrant in `to_namespace` let routes of `kind` in `from_namespace` use the
+/// Service `name`?
+fn granted(
+    world: &RouteWorld,
+    kind: &str,
+    from_namespace: &str,
+    to_namespace: &str,
+    name: &str,
+) -> bool {
+    world
+        .reference_grants
+        .iter()
+        .filter(|g| g.metadata.namespace.as_deref() == Some(to_namespace))
+        .any(|g| {
+            g.spec.from.iter().any(|f| {
+                f.group == GATEWAY_GROUP && f.kind == kind && f.namespace == from_namespace
+            }) && g.spec.to.iter().any(|t| {
+                t.group.is_empty()
+                    && t.kind == "Service"
+                    && t.name.as_deref().is_none_or(|n| n == name)
+            })
+        })
+}

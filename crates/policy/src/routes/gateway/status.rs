@@ -1,0 +1,495 @@
+//! The statuses Gateway API defines, as the route model's outcome gives them: GatewayClass
+//! `Accepted` and `supportedFeatures`; Gateway `Accepted`, `Programmed`, `addresses` and per
+//! listener `Accepted`, `ResolvedRefs`, `Programmed`, `Conflicted` and `attachedRoutes`; per
+//! route one `status.parents` entry per parent reference of cftunnel's, with `Accepted` and
+//! `ResolvedRefs` (and `PartiallyInvalid` while an older object owns some of its hostnames).
+//!
+//! Conditions carry the object's generation; `lastTransitionTime` is kept from the current
+//! condition when its status is unchanged, else `now`.
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
+
+use super::attach::{self, ParentOutcome};
+use super::rules::{self, RouteAnalysis};
+use crate::routes::source::ServiceIndex;
+use crate::routes::table::{RouteReason, RouteTable};
+use crate::routes::world::{RouteWorld, SourceKind, SourceRef};
+use cftunnel_types::TunnelIdentity;
+use cftunnel_types::gateway::{
+    GATEWAY_GROUP, Gateway, GatewayClassStatus, GatewayStatus, GatewayStatusAddress,
+    ListenerStatus, RouteGroupKind, RouteParentStatus, SupportedFeature,
+};
+use cftunnel_types::names::CONTROLLER_NAME;
+
+/// The features a GatewayClass of cftunnel's reports.
+pub const SUPPORTED_FEATURES: &[&str] = &["GRPCRoute", "Gateway", "HTTPRoute", "ReferenceGrant"];
+
+/// Every status cftunnel writes on Gateway API objects, by object.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GatewayApiStatus {
+    /// By GatewayClass name.
+    pub classes: BTreeMap<String, GatewayClassStatus>,
+    /// By (namespace, name).
+    pub gateways: BTreeMap<(String, String), GatewayStatus>,
+    /// By (kind, namespace, name): only the parents that are cftunnel's.
+    pub routes: BTreeMap<(SourceKind, String, String), Vec<RouteParentStatus>>,
+}
+
+/// What the status needs besides the world and the route table.
+pub struct StatusInput<'a> {
+    /// Tunnel ids of the tunnels that have one (the address of their Gateways).
+    pub tunnel_ids: &'a BTreeMap<TunnelIdentity, String>,
+    pub now: Time,
+}
+
+/// One route's kind, metadata, resolved parents, reading and current parent statuses.
+type RouteParents<'w> = (
+    SourceKind,
+    &'w ObjectMeta,
+    Vec<ParentOutcome<'w>>,
+    RouteAnalysis<'w>,
+    &'w [RouteParentStatus],
+);
+
+struct Conditions<'a> {
+    previous: &'a [Condition],
+    generation: Option<i64>,
+    now: &'a Time,
+    out: Vec<Condition>,
+}
+
+impl Conditions<'_> {
+    fn set(&mut self, type_: &str, status: bool, reason: &str, message: impl Into<String>) {
+        let status = if status { "True" } else { "False" };
+        let last_transition_time = self
+            .previous
+            .iter()
+            .find(|c| c.type_ == type_ && c.status == status)
+            .map_or_else(|| self.now.clone(), |c| c.last_transition_time.clone());
+        self.out.push(Condition {
+            type_: type_.to_string(),
+            status: status.to_string(),
+            reason: reason.to_string(),
+            message: message.into(),
+            observed_generation: self.generation,
+            last_transition_time,
+        });
+    }
+}
+
+fn conditions<'a>(
+    previous: &'a [Condition],
+    metadata: &ObjectMeta,
+    now: &'a Time,
+) -> Conditions<'a> {
+    Conditions {
+        previous,
+        generation: metadata.generation,
+        now,
+        out: Vec::new(),
+    }
+}
+
+pub fn gateway_statuses(
+    world: &RouteWorld,
+    table: &RouteTable,
+    input: &StatusInput<'_>,
+) -> GatewayApiStatus {
+    let services: ServiceIndex<'_> = world
+        .services
+        .iter()
+        .filter_map(|s| {
+            Some((
+                (
+                    s.metadata.namespace.as_deref()?,
+                    s.metadata.name.as_deref()?,
+                ),
+                s.as_ref(),
+            ))
+        })
+        .collect();
+    let mut out = GatewayApiStatus::default();
+    for class in &world.gateway_classes {
+        if class.spec.controller_name != CONTROLLER_NAME {
+            continue;
+        }
+        let previous = class
+            .status
+            .as_ref()
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or_default();
+        let mut c = conditions(previous, &class.metadata, &input.now);
+        match attach::class_problem(class) {
+            None => c.set("Accepted", true, "Accepted", "served by cftunnel"),
+            Some(problem) => c.set("Accepted", false, "InvalidParameters", problem),
+        }
+        out.classes.insert(
+            class.metadata.name.clone().unwrap_or_default(),
+            GatewayClassStatus {
+                conditions: c.out,
+                supported_features: SUPPORTED_FEATURES
+                    .iter()
+                    .map(|n| SupportedFeature {
+                        name: n.to_string(),
+                    })
+                    .collect(),
+            },
+        );
+    }
+
+    // Every route's parents, resolved once: route statuses and listener counts both need them.
+    let mut attached: BTreeMap<(String, String, usize), i32> = BTreeMap::new();
+    let mut route_parents: Vec<RouteParents<'_>> = Vec::new();
+    for route in &world.http_routes {
+        let ns = route.metadata.namespace.as_deref().unwrap_or("");
+        let parents = attach::parents(
+            world,
+            "HTTPRoute",
+            ns,
+            &route.spec.parent_refs,
+            &route.spec.hostnames,
+        );
+        let analysis = rules::analyze_http(world, &services, route);
+        let previous = route
+            .status
+            .as_ref()
+            .map(|s| s.parents.as_slice())
+            .unwrap_or_default();
+        route_parents.push((
+            SourceKind::HTTPRoute,
+            &route.metadata,
+            parents,
+            analysis,
+            previous,
+        ));
+    }
+    for route in &world.grpc_routes {
+        let ns = route.metadata.namespace.as_deref().unwrap_or("");
+        let parents = attach::parents(
+            world,
+            "GRPCRoute",
+            ns,
+            &route.spec.parent_refs,
+            &route.spec.hostnames,
+        );
+        let analysis = rules::analyze_grpc(world, &services, route);
+        let previous = route
+            .status
+            .as_ref()
+            .map(|s| s.parents.as_slice())
+            .unwrap_or_default();
+        route_parents.push((
+            SourceKind::GRPCRoute,
+            &route.metadata,
+            parents,
+            analysis,
+            previous,
+        ));
+    }
+    for (kind, metadata, parents, analysis, previous) in &route_parents {
+        // A route counts once per listener it attached to with a hostname in common; a route
+        // refused for what a tunnel cannot express is attached nowhere.
+        let mut counted = std::collections::BTreeSet::new();
+        for parent in parents.iter().filter(|_| analysis.unsupported.is_empty()) {
+            let gateway = &parent.gateway.metadata;
+            for listener in &parent.listeners {
+                let key = (
+                    gateway.namespace.clone().unwrap_or_default(),
+                    gateway.name.clone().unwrap_or_default(),
+                    *listener,
+                );
+                if counted.insert(key.clone()) {
+                    *attached.entry(key).or_default() += 1;
+                }
+            }
+        }
+        let source = SourceRef::of(*kind, metadata);
+        let statuses = parents
+            .iter()
+            .map(|p| {
+                parent_status(
+                    p,
+                    analysis,
+                    table.sources.get(&source),
+                    previous,
+                    metadata,
+                    &input.now,
+                )
+            })
+            .collect();
+        out.routes.insert(
+            (
+                *kind,
+                metadata.namespace.clone().unwrap_or_default(),
+                metadata.name.clone().unwrap_or_default(),
+            ),
+            statuses,
+        );
+    }
+
+    for gateway in &world.gateways {
+        let Some(class) = attach::our_class(world, &gateway.spec.gateway_class_name) else {
+            continue;
+        };
+        let key = (
+            gateway.metadata.namespace.clone().unwrap_or_default(),
+            gateway.metadata.name.clone().unwrap_or_default(),
+        );
+        let status = gateway_status(
+            world,
+            gateway,
+            attach::gateway_tunnel(gateway, class),
+            &attached,
+            &key,
+            input,
+        );
+        out.gateways.insert(key, status);
+    }
+    out
+}
+
+fn gateway_status(
+    world: &RouteWorld,
+    gateway: &Gateway,
+    tunnel: Result<TunnelIdentity, String>,
+    attached: &BTreeMap<(String, String, usize), i32>,
+    key: &(String, String),
+    input: &StatusInput<'_>,
+) -> GatewayStatus {
+    let current = gateway.status.clone().unwrap_or_default();
+    let mut c = conditions(&current.conditions, &gateway.metadata, &input.now);
+    let exists = tunnel
+        .as_ref()
+        .ok()
+        .filter(|t| world.tunnels.iter().any(|f| &f.identity == *t));
+    let id = exists.and_then(|t| input.tunnel_ids.get(t));
+    match (&tunnel, exists, id) {
+        (Err(problem), _, _) => {
+            c.set("Accepted", false, "InvalidParameters", problem.clone());
+            c.set(
+                "Programmed",
+                false,
+                "Invalid",
+                "the Gateway names no tunnel",
+            );
+        }
+        (Ok(t), None, _) => {
+            c.set(
+                "Accepted",
+                false,
+                "InvalidParameters",
+                format!("{t} does not exist; create it or name an existing tunnel"),
+            );
+            c.set(
+                "Programmed",
+                false,
+                "Invalid",
+                format!("{t} does not exist"),
+            );
+        }
+        (Ok(t), Some(_), None) => {
+            c.set("Accepted", true, "Accepted", format!("served through {t}"));
+            c.set(
+                "Programmed",
+                false,
+                "Pending",
+                format!("{t} has no Cloudflare tunnel yet"),
+            );
+        }
+        (Ok(t), Some(_), Some(_)) => {
+            c.set("Accepted", true, "Accepted", format!("served through {t}"));
+            c.set(
+                "Programmed",
+                true,
+                "Programmed",
+                format!("routes are in the configuration of {t}"),
+            );
+        }
+    }
+    let programmed = id.is_some();
+    let listeners = gateway
+        .spec
+        .listeners
+        .iter()
+        .enumerate()
+        .map(|(i, listener)| {
+            let previous = current
+                .listeners
+                .iter()
+                .find(|l| l.name == listener.name)
+                .map(|l| l.conditions.as_slice())
+                .unwrap_or_default();
+            let mut lc = conditions(previous, &gateway.metadata, &input.now);
+            let protocol_ok = attach::supported_protocol(listener);
+            let (kinds, invalid_kind) = attach::listener_kinds(listener);
+            if protocol_ok {
+                lc.set("Accepted", true, "Accepted", "");
+            } else {
+                lc.set(
+                    "Accepted",
+                    false,
+                    "UnsupportedProtocol",
+                    format!(
+                        "protocol {} cannot be served through a tunnel; use HTTP or HTTPS",
+                        listener.protocol
+                    ),
+                );
+            }
+            if invalid_kind {
+                lc.set(
+                    "ResolvedRefs",
+                    false,
+                    "InvalidRouteKinds",
+                    "allowedRoutes.kinds: only HTTPRoute and GRPCRoute are served",
+                );
+            } else {
+                lc.set("ResolvedRefs", true, "ResolvedRefs", "");
+            }
+            let conflicted = gateway.spec.listeners.iter().enumerate().any(|(j, other)| {
+                j != i
+                    && other.port == listener.port
+                    && other
+                        .hostname
+                        .as_deref()
+                        .unwrap_or("")
+                        .eq_ignore_ascii_case(listener.hostname.as_deref().unwrap_or(""))
+            });
+            if conflicted {
+                lc.set(
+                    "Conflicted",
+                    true,
+                    "HostnameConflict",
+                    "another listener has this port and hostname",
+                );
+            } else {
+                lc.set("Conflicted", false, "NoConflicts", "");
+            }
+            if programmed && protocol_ok && !conflicted {
+                lc.set("Programmed", true, "Programmed", "");
+            } else {
+                lc.set(
+                    "Programmed",
+                    false,
+                    if programmed { "Invalid" } else { "Pending" },
+                    "",
+                );
+            }
+            ListenerStatus {
+                name: listener.name.clone(),
+                supported_kinds: kinds
+                    .iter()
+                    .map(|k| RouteGroupKind {
+                        group: Some(GATEWAY_GROUP.to_string()),
+                        kind: k.to_string(),
+                    })
+                    .collect(),
+                attached_routes: attached
+                    .get(&(key.0.clone(), key.1.clone(), i))
+                    .copied()
+                    .unwrap_or(0),
+                conditions: lc.out,
+            }
+        })
+        .collect();
+    GatewayStatus {
+        addresses: id
+            .map(|id| {
+                vec![GatewayStatusAddress {
+                    type_: Some("Hostname".to_string()),
+                    value: format!("{id}.cfargotunnel.com"),
+                }]
+            })
+            .unwrap_or_default(),
+        conditions: c.out,
+        listeners,
+    }
+}
+
+fn parent_status(
+    parent: &ParentOutcome<'_>,
+    analysis: &RouteAnalysis<'_>,
+    source: Option<&crate::routes::SourceStatus>,
+    previous: &[RouteParentStatus],
+    metadata: &ObjectMeta,
+    now: &Time,
+) -> RouteParentStatus {
+    let previous = previous
+        .iter()
+        .find(|p| p.parent_ref == *parent.reference && p.controller_name == CONTROLLER_NAME)
+        .map(|p| p.conditions.as_slice())
+        .unwrap_or_default();
+    let mut c = conditions(previous, metadata, now);
+    let entries: Vec<_> = source
+        .map(|s| s.routes.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .collect();
+    let lost: Vec<&str> = entries
+        .iter()
+        .filter(|e| e.reason == RouteReason::HostnameConflict)
+        .map(|e| e.message.as_str())
+        .collect();
+    let refused: Vec<&str> = entries
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.reason,
+                RouteReason::InvalidRoute
+                    | RouteReason::NamespaceNotAllowed
+                    | RouteReason::TunnelNotFound
+            )
+        })
+        .map(|e| e.message.as_str())
+        .collect();
+    let mut partially = None;
+    match (&parent.tunnel, &parent.hostnames) {
+        _ if !analysis.unsupported.is_empty() => c.set(
+            "Accepted",
+            false,
+            "UnsupportedValue",
+            analysis.unsupported.join("; "),
+        ),
+        (Err(problem), _) => c.set("Accepted", false, "NoMatchingParent", problem.clone()),
+        (_, Err((reason, message))) => c.set("Accepted", false, reason, message.clone()),
+        _ if !refused.is_empty() => c.set("Accepted", false, "UnsupportedValue", dedup(&refused)),
+        _ if !lost.is_empty() && lost.len() == entries.len() => {
+            c.set("Accepted", false, "HostnameConflict", dedup(&lost))
+        }
+        _ => {
+            c.set("Accepted", true, "Accepted", "");
+            if !lost.is_empty() {
+                partially = Some(dedup(&lost));
+            }
+        }
+    }
+    match analysis.unresolved.first() {
+        Some((reason, _)) => {
+            let messages: Vec<&str> = analysis
+                .unresolved
+                .iter()
+                .map(|(_, m)| m.as_str())
+                .collect();
+            c.set("ResolvedRefs", false, reason, messages.join("; "))
+        }
+        None => c.set("ResolvedRefs", true, "ResolvedRefs", ""),
+    }
+    if let Some(message) = partially {
+        c.set("PartiallyInvalid", true, "HostnameConflict", message);
+    }
+    RouteParentStatus {
+        parent_ref: parent.reference.clone(),
+        controller_name: CONTROLLER_NAME.to_string(),
+        conditions: c.out,
+    }
+}
+
+fn dedup(messages: &[&str]) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for m in messages {
+        if !out.contains(m) {
+            out.push(m);
+        }
+    }
+    out.join("; ")
+}
