@@ -2,7 +2,8 @@
 //!
 //! - [`ProcessCaches`] run in every replica, for the whole process: Tunnels, ClusterTunnels and
 //!   TunnelBindings (decoded object by object, see [`decode`]), Services (stripped to what
-//!   routes read), namespace labels (metadata only), Ingresses and IngressClasses. The admission view
+//!   routes read), namespace labels (metadata only), Ingresses and IngressClasses, and the
+//!   Gateway API kinds once their CRDs are installed ([`gateway`]). The admission view
 //!   ([`crate::admission_view`]) and, in the leader, the route table ([`crate::route_reconciler`]) and the
 //!   tunnel controllers (their own kind's trigger) are built from them, so the leader watches
 //!   these kinds once, not three times.
@@ -16,6 +17,7 @@
 //! user-managed cloudflared workloads mount, which carry no label of cftunnel's. It is
 //! metadata-only (names and resourceVersions), so its memory does not grow with ConfigMap data.
 pub mod decode;
+pub mod gateway;
 mod scope;
 mod shared;
 
@@ -50,6 +52,8 @@ pub struct ProcessCaches {
     pub ingresses: Shared<Ingress>,
     /// IngressClasses (cluster-scoped): whose Ingress is whose, and its tunnel.
     pub ingress_classes: Shared<IngressClass>,
+    /// Gateway API kinds, once their CRDs are installed.
+    pub gateway_api: gateway::GatewayApi,
     generation: Arc<watch::Sender<u64>>,
 }
 
@@ -125,6 +129,8 @@ impl ProcessCaches {
             strip_managed_fields,
             generation.clone(),
         );
+        let gateway_api =
+            gateway::GatewayApi::start(scope, client, ns, metrics, generation.clone());
         ProcessCaches {
             tunnels,
             cluster_tunnels,
@@ -133,6 +139,7 @@ impl ProcessCaches {
             namespaces,
             ingresses,
             ingress_classes,
+            gateway_api,
             generation,
         }
     }
@@ -148,6 +155,7 @@ impl ProcessCaches {
         self.namespaces.listed().await;
         self.ingresses.listed().await;
         self.ingress_classes.listed().await;
+        self.gateway_api.synced().await;
     }
 
     /// A counter bumped on every event of any of these watches.
@@ -289,7 +297,7 @@ pub(crate) fn strip_ingress(ingress: &mut Ingress) {
     }
 }
 
-fn strip_managed_fields<K: kube::Resource>(object: &mut K) {
+pub(super) fn strip_managed_fields<K: kube::Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
 }
 

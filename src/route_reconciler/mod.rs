@@ -1,11 +1,12 @@
-//! The route reconciler (docs/design.md §3.2, §3.3): watches tunnels, TunnelBindings, Services and
-//! namespace labels; computes every tunnel's routes ([`cftunnel_policy::routes`]); hands them to the tunnel
+//! The route reconciler (docs/design.md §3.2, §3.3): watches tunnels, TunnelBindings, Services,
+//! namespace labels, Ingresses and the Gateway API kinds; computes every tunnel's routes ([`cftunnel_policy::routes`]); hands them to the tunnel
 //! reconciler (the single writer of config.yaml) through a shared [`RouteIndex`], triggering only
 //! the tunnels whose routes changed; syncs DNS per zone ([`cftunnel_policy::dns`]); writes TunnelBinding
 //! status and finalizers, and Events on labelled Services.
 //!
 //! A burst of edits is debounced into one computation (and so one render, one rollout per
 //! tunnel). A tunnel's own DNS records are removed by its deletion, before the tunnel itself.
+mod gateway_status;
 mod ingress_status;
 mod status;
 mod world;
@@ -51,7 +52,8 @@ pub async fn run(
     loop {
         cache.mark_seen();
         view_rx.borrow_and_update();
-        let table = Arc::new(compute_routes(&cache.world()));
+        let world = cache.world();
+        let table = Arc::new(compute_routes(&world));
         route_gauge.set(routes_by_reason(&table));
         let previous = ctx.routes.publish(table.clone());
         for tunnel in changed_tunnels(previous.as_deref(), &table) {
@@ -73,6 +75,7 @@ pub async fn run(
         statuses
             .write(&ctx, &table, &view, &records, &bindings, &cache.ingresses())
             .await;
+        gateway_status::write_gateway_status(&ctx, &world, &table, &records).await;
         tokio::select! {
             _ = cache.changed() => tokio::time::sleep(DEBOUNCE).await,
             changed = view_rx.changed() => {

@@ -89,7 +89,7 @@ impl RouteCache {
             .iter()
             .map(|n| (n.name_any(), n.labels().clone()))
             .collect();
-        RouteWorld {
+        let mut world = RouteWorld {
             tunnels,
             namespace_labels,
             bindings: self
@@ -111,7 +111,19 @@ impl RouteCache {
                 .collect(),
             ingress_classes: self.caches.ingress_classes.store().state(),
             ..RouteWorld::default()
+        };
+        if let Some(gateway) = self.caches.gateway_api.caches() {
+            world.gateway_classes = gateway.classes.store().state();
+            world.gateways = live(gateway.gateways.store().state());
+            world.http_routes = live(gateway.http_routes.store().state());
+            if let Some(grpc) = &gateway.grpc_routes {
+                world.grpc_routes = live(grpc.store().state());
+            }
+            if let Some(grants) = &gateway.reference_grants {
+                world.reference_grants = grants.store().state();
+            }
         }
+        world
     }
 
     /// Every tunnel object, with what DNS needs.
@@ -156,6 +168,11 @@ impl RouteCache {
     pub fn bindings(&self) -> Vec<Arc<TunnelBinding>> {
         self.caches.bindings.store().state()
     }
+}
+
+/// The objects not being deleted: a deleted route's rules go at once.
+fn live<K: Resource>(objects: Vec<Arc<K>>) -> Vec<Arc<K>> {
+    objects.into_iter().filter(|o| !is_deleting(&**o)).collect()
 }
 
 fn is_deleting<K: Resource>(object: &K) -> bool {

@@ -15,8 +15,6 @@ pub mod strategic_merge_keys;
 #[cfg(test)]
 mod cloudflared_check;
 #[cfg(test)]
-mod cloudflared_check_gateway;
-#[cfg(test)]
 mod cloudflared_check_ingress_paths;
 #[cfg(test)]
 pub(crate) mod record;

@@ -1,0 +1,281 @@
+//! Gateway API watches. Its CRDs belong to the user: cftunnel runs without them, and starts
+//! watching within [`PROBE_INTERVAL`] of their installation, without a restart.
+//!
+//! A probe (a one-item list of each kind) runs at start and then every [`PROBE_INTERVAL`]
+//! until GatewayClass, Gateway and HTTPRoute are all served; then their watches start (with
+//! GRPCRoute and ReferenceGrant, when served too) and probing stops. A kind answered 404 is not
+//! installed; 403 is reported once (the RBAC lacks it) and counts as not installed; any other
+//! error is retried at the next probe. Until the first probe has an answer the caches are not
+//! [`synced`](super::ProcessCaches::synced): a first route table computed without the
+//! Gateway routes that exist would take their rules and DNS records away.
+//!
+//! The watches decode object by object (like cftunnel's own kinds): a Gateway API object this
+//! version does not read is skipped, not a watch stuck in an error loop.
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::ListParams;
+use kube::{Api, Client};
+use tokio::sync::watch;
+
+use super::decode;
+use super::scope::config;
+use super::shared::Shared;
+use super::strip_managed_fields;
+use crate::metrics::Metrics;
+use crate::scope::Scope;
+use cftunnel_types::gateway::{GRPCRoute, Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
+
+/// How often the Gateway API CRDs are looked for while they are missing.
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(20);
+
+/// The watches of the Gateway API kinds.
+#[derive(Clone)]
+pub struct GatewayCaches {
+    pub classes: Shared<GatewayClass>,
+    pub gateways: Shared<Gateway>,
+    pub http_routes: Shared<HTTPRoute>,
+    pub grpc_routes: Option<Shared<GRPCRoute>>,
+    pub reference_grants: Option<Shared<ReferenceGrant>>,
+}
+
+/// Where the Gateway API stands in this process.
+#[derive(Clone)]
+pub enum GatewayState {
+    /// No answer yet.
+    Probing,
+    /// Not installed (yet): probed again every [`PROBE_INTERVAL`].
+    Absent,
+    Watching(GatewayCaches),
+}
+
+/// The Gateway API's state, shared by every reader.
+#[derive(Clone)]
+pub struct GatewayApi {
+    state: watch::Receiver<GatewayState>,
+}
+
+impl GatewayApi {
+    /// The watches, once the CRDs are installed.
+    pub fn caches(&self) -> Option<GatewayCaches> {
+        match &*self.state.borrow() {
+            GatewayState::Watching(caches) => Some(caches.clone()),
+            _ => None,
+        }
+    }
+
+    /// Resolves once the first probe answered and, when the CRDs are there, their watches
+    /// listed.
+    pub async fn synced(&self) {
+        let mut state = self.state.clone();
+        let caches = loop {
+            match &*state.borrow_and_update() {
+                GatewayState::Probing => {}
+                GatewayState::Absent => return,
+                GatewayState::Watching(caches) => break caches.clone(),
+            }
+            if state.changed().await.is_err() {
+                return;
+            }
+        };
+        caches.classes.listed().await;
+        caches.gateways.listed().await;
+        caches.http_routes.listed().await;
+        if let Some(grpc) = &caches.grpc_routes {
+            grpc.listed().await;
+        }
+        if let Some(grants) = &caches.reference_grants {
+            grants.listed().await;
+        }
+    }
+
+    /// Starts probing on a task of `scope`; the watches it starts run there too.
+    pub(super) fn start(
+        scope: &Scope,
+        client: &Client,
+        namespace: Option<&str>,
+        metrics: &Arc<Metrics>,
+        generation: Arc<watch::Sender<u64>>,
+    ) -> GatewayApi {
+        let (tx, state) = watch::channel(GatewayState::Probing);
+        let (client, namespace, metrics) = (
+            client.clone(),
+            namespace.map(str::to_string),
+            metrics.clone(),
+        );
+        let watches = scope.clone();
+        scope.spawn("gateway-api-probe", async move {
+            let mut told_forbidden = false;
+            loop {
+                let found = probe(&client, &mut told_forbidden).await;
+                match found {
+                    Some(kinds) if kinds.required() => {
+                        let caches = start_watches(
+                            &watches,
+                            &client,
+                            namespace.as_deref(),
+                            &metrics,
+                            &generation,
+                            &kinds,
+                        );
+                        tracing::info!(
+                            "Gateway API CRDs found: watching GatewayClasses, Gateways and routes"
+                        );
+                        tx.send_replace(GatewayState::Watching(caches));
+                        generation.send_modify(|n| *n = n.wrapping_add(1));
+                        return;
+                    }
+                    Some(_) => {
+                        if matches!(*tx.borrow(), GatewayState::Probing) {
+                            tracing::info!(
+                                "Gateway API CRDs not installed; looking again every {}s",
+                                PROBE_INTERVAL.as_secs()
+                            );
+                            tx.send_replace(GatewayState::Absent);
+                        }
+                    }
+                    None => {}
+                }
+                tokio::time::sleep(PROBE_INTERVAL).await;
+            }
+        });
+        GatewayApi { state }
+    }
+}
+
+/// Which kinds the API server serves.
+#[derive(Default)]
+struct Served {
+    classes: bool,
+    gateways: bool,
+    http_routes: bool,
+    grpc_routes: bool,
+    reference_grants: bool,
+}
+
+impl Served {
+    fn required(&self) -> bool {
+        self.classes && self.gateways && self.http_routes
+    }
+}
+
+/// `None` when some answer was neither "served" nor "not installed" (retry later).
+async fn probe(client: &Client, told_forbidden: &mut bool) -> Option<Served> {
+    let mut served = Served::default();
+    let mut unsure = false;
+    let mut ask = |result: Result<(), kube::Error>, what: &str, slot: &mut bool| match result {
+        Ok(()) => *slot = true,
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(kube::Error::Api(e)) if e.code == 403 => {
+            if !*told_forbidden {
+                tracing::warn!(
+                    kind = what,
+                    "cannot list {what}: the RBAC does not allow it; Gateway API is not served"
+                );
+                *told_forbidden = true;
+            }
+        }
+        Err(error) => {
+            tracing::debug!(kind = what, %error, "Gateway API probe failed; retrying");
+            unsure = true;
+        }
+    };
+    let one = ListParams::default().limit(1);
+    ask(
+        Api::<GatewayClass>::all(client.clone())
+            .list(&one)
+            .await
+            .map(drop),
+        "gatewayclasses",
+        &mut served.classes,
+    );
+    ask(
+        Api::<Gateway>::all(client.clone())
+            .list(&one)
+            .await
+            .map(drop),
+        "gateways",
+        &mut served.gateways,
+    );
+    ask(
+        Api::<HTTPRoute>::all(client.clone())
+            .list(&one)
+            .await
+            .map(drop),
+        "httproutes",
+        &mut served.http_routes,
+    );
+    ask(
+        Api::<GRPCRoute>::all(client.clone())
+            .list(&one)
+            .await
+            .map(drop),
+        "grpcroutes",
+        &mut served.grpc_routes,
+    );
+    ask(
+        Api::<ReferenceGrant>::all(client.clone())
+            .list(&one)
+            .await
+            .map(drop),
+        "referencegrants",
+        &mut served.reference_grants,
+    );
+    (!unsure).then_some(served)
+}
+
+fn start_watches(
+    scope: &Scope,
+    client: &Client,
+    ns: Option<&str>,
+    metrics: &Arc<Metrics>,
+    generation: &Arc<watch::Sender<u64>>,
+    served: &Served,
+) -> GatewayCaches {
+    GatewayCaches {
+        classes: Shared::start(
+            scope,
+            metrics,
+            "gatewayclasses",
+            |store| decode::tolerant::<GatewayClass>(client, None, config(""), store),
+            strip_managed_fields,
+            generation.clone(),
+        ),
+        gateways: Shared::start(
+            scope,
+            metrics,
+            "gateways",
+            |store| decode::tolerant::<Gateway>(client, ns, config(""), store),
+            strip_managed_fields,
+            generation.clone(),
+        ),
+        http_routes: Shared::start(
+            scope,
+            metrics,
+            "httproutes",
+            |store| decode::tolerant::<HTTPRoute>(client, ns, config(""), store),
+            strip_managed_fields,
+            generation.clone(),
+        ),
+        grpc_routes: served.grpc_routes.then(|| {
+            Shared::start(
+                scope,
+                metrics,
+                "grpcroutes",
+                |store| decode::tolerant::<GRPCRoute>(client, ns, config(""), store),
+                strip_managed_fields,
+                generation.clone(),
+            )
+        }),
+        reference_grants: served.reference_grants.then(|| {
+            Shared::start(
+                scope,
+                metrics,
+                "referencegrants",
+                |store| decode::tolerant::<ReferenceGrant>(client, ns, config(""), store),
+                strip_managed_fields,
+                generation.clone(),
+            )
+        }),
+    }
+}

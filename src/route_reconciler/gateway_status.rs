@@ -1,0 +1,142 @@
+//! The statuses of Gateway API objects of cftunnel's classes, written from the route model's
+//! outcome ([`cftunnel_policy::routes::gateway::status`]): GatewayClass and Gateway status
+//! whole (they are cftunnel's), a route's `status.parents` entries of cftunnel's controller
+//! only (other controllers' entries are kept as they are). Each object is patched only when
+//! what it should carry differs from what it carries.
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+use crate::dns_sync::TunnelRecord;
+use crate::term::Context;
+use cftunnel_policy::routes::gateway::status::{StatusInput, gateway_statuses};
+use cftunnel_policy::routes::{RouteTable, RouteWorld, SourceKind};
+use cftunnel_types::TunnelIdentity;
+use cftunnel_types::gateway::{
+    GRPCRoute, Gateway, GatewayClass, HTTPRoute, RouteParentStatus, RouteStatus,
+};
+use cftunnel_types::names::CONTROLLER_NAME;
+
+/// The tunnel ids known to the tunnel records (a Gateway's address).
+fn tunnel_ids(records: &[TunnelRecord]) -> BTreeMap<TunnelIdentity, String> {
+    records
+        .iter()
+        .filter(|r| !r.deleting)
+        .filter_map(|r| {
+            let id = r.status.tunnel_id.clone().filter(|id| !id.is_empty())?;
+            Some((r.identity.clone(), id))
+        })
+        .collect()
+}
+
+/// A route's parents: the other controllers' entries as they are, then cftunnel's.
+pub(crate) fn merged_parents(
+    current: Option<&RouteStatus>,
+    ours: &[RouteParentStatus],
+) -> Vec<RouteParentStatus> {
+    let mut out: Vec<RouteParentStatus> = current
+        .map(|s| s.parents.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| p.controller_name != CONTROLLER_NAME)
+        .cloned()
+        .collect();
+    out.extend(ours.iter().cloned());
+    out
+}
+
+pub(super) async fn write_gateway_status(
+    ctx: &Context,
+    world: &RouteWorld,
+    table: &RouteTable,
+    records: &[TunnelRecord],
+) {
+    if world.gateway_classes.is_empty() {
+        return;
+    }
+    let ids = tunnel_ids(records);
+    let statuses = gateway_statuses(
+        world,
+        table,
+        &StatusInput {
+            tunnel_ids: &ids,
+            now: Time(jiff::Timestamp::now()),
+        },
+    );
+    let params = PatchParams::default();
+    for class in &world.gateway_classes {
+        let name = class.name_any();
+        let Some(wanted) = statuses.classes.get(&name) else {
+            continue;
+        };
+        if class.status.as_ref() != Some(wanted) {
+            let api: Api<GatewayClass> = Api::all(ctx.client.clone());
+            if let Err(error) = api
+                .patch_status(&name, &params, &Patch::Merge(json!({"status": wanted})))
+                .await
+            {
+                tracing::warn!(gatewayclass = %name, %error, "GatewayClass status not written");
+            }
+        }
+    }
+    for gateway in &world.gateways {
+        let key = (gateway.namespace().unwrap_or_default(), gateway.name_any());
+        let Some(wanted) = statuses.gateways.get(&key) else {
+            continue;
+        };
+        if gateway.status.as_ref() != Some(wanted) {
+            let api: Api<Gateway> = Api::namespaced(ctx.client.clone(), &key.0);
+            if let Err(error) = api
+                .patch_status(&key.1, &params, &Patch::Merge(json!({"status": wanted})))
+                .await
+            {
+                tracing::warn!(gateway = %format!("{}/{}", key.0, key.1), %error, "Gateway status not written");
+            }
+        }
+    }
+    let none = Vec::new();
+    for route in &world.http_routes {
+        let key = (
+            SourceKind::HTTPRoute,
+            route.namespace().unwrap_or_default(),
+            route.name_any(),
+        );
+        let ours = statuses.routes.get(&key).unwrap_or(&none);
+        let wanted = merged_parents(route.status.as_ref(), ours);
+        let current = route.status.as_ref().map(|s| &s.parents).unwrap_or(&none);
+        if *current != wanted {
+            let api: Api<HTTPRoute> = Api::namespaced(ctx.client.clone(), &key.1);
+            patch_parents(&api, &key.2, &wanted).await;
+        }
+    }
+    for route in &world.grpc_routes {
+        let key = (
+            SourceKind::GRPCRoute,
+            route.namespace().unwrap_or_default(),
+            route.name_any(),
+        );
+        let ours = statuses.routes.get(&key).unwrap_or(&none);
+        let wanted = merged_parents(route.status.as_ref(), ours);
+        let current = route.status.as_ref().map(|s| &s.parents).unwrap_or(&none);
+        if *current != wanted {
+            let api: Api<GRPCRoute> = Api::namespaced(ctx.client.clone(), &key.1);
+            patch_parents(&api, &key.2, &wanted).await;
+        }
+    }
+}
+
+async fn patch_parents<K>(api: &Api<K>, name: &str, parents: &[RouteParentStatus])
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch = json!({"status": {"parents": parents}});
+    if let Err(error) = api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+    {
+        tracing::warn!(route = %name, %error, "route status not written");
+    }
+}
