@@ -3,5 +3,11 @@
 //! runs.
 #[path = "gateway_api/cases.rs"]
 mod cases;
+mod common;
+#[path = "tunnel_reconciler/harness.rs"]
+mod harness;
+mod install_support;
+#[path = "gateway_api/live.rs"]
+mod live;
 #[path = "gateway_api/offline.rs"]
 mod offline;

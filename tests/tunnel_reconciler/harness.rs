@@ -150,13 +150,33 @@ impl Harness {
 
     /// (Re)starts the operator with `client` (the operator's user, reached some other way).
     pub fn start_operator_with(&mut self, client: Client) {
-        if let Some(task) = self.operator.take() {
-            task.abort();
-        }
         let scope = WatchScope {
             namespace: Some(self.ns.clone()),
             label_selector: Some(format!("{RUN_LABEL}={}", self.ns)),
         };
+        self.spawn_operator(client, scope);
+    }
+
+    /// Like [`Harness::start_operator`], watching every namespace (tunnels and bindings still
+    /// only those labelled for this test): for objects whose namespaces a manifest fixes.
+    pub fn start_operator_in_all_namespaces(&mut self) {
+        let client = self
+            .plane
+            .user(OPERATOR_USER, &["system:serviceaccounts"])
+            .expect("operator user")
+            .client()
+            .expect("operator client");
+        let scope = WatchScope {
+            namespace: None,
+            label_selector: Some(format!("{RUN_LABEL}={}", self.ns)),
+        };
+        self.spawn_operator(client, scope);
+    }
+
+    fn spawn_operator(&mut self, client: Client, scope: WatchScope) {
+        if let Some(task) = self.operator.take() {
+            task.abort();
+        }
         self.operator = Some(tokio::spawn(cftunnel::wiring::run_reconcilers(
             client,
             self.options(),
@@ -223,6 +243,16 @@ impl Harness {
             "metadata": { "name": name, "labels": { RUN_LABEL: self.ns } },
             "spec": spec,
         })
+    }
+
+    /// A Tunnel labelled for this test in `namespace` (the operator must watch it).
+    pub async fn create_tunnel_in(&self, namespace: &str, name: &str, spec: Value) -> Tunnel {
+        let tunnel: Tunnel =
+            serde_json::from_value(self.object("Tunnel", name, spec)).expect("tunnel json");
+        Api::<Tunnel>::namespaced(self.admin.clone(), namespace)
+            .create(&PostParams::default(), &tunnel)
+            .await
+            .expect("create tunnel")
     }
 
     pub async fn create_tunnel(&self, name: &str, spec: Value) -> Tunnel {
