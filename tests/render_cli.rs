@@ -313,10 +313,35 @@ spec:
         paths:
           - {path: /api, pathType: Prefix, backend: {service: {name: web, port: {number: 8080}}}}
           - {path: /api/v1, pathType: Exact, backend: {service: {name: web, port: {number: 8080}}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: cftunnel}
+spec:
+  controllerName: cfargotunnel.com/cftunnel
+  parametersRef: {group: networking.cfargotunnel.com, kind: ClusterTunnel, name: edge}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: public, namespace: shop}
+spec:
+  gatewayClassName: cftunnel
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: gw, namespace: shop}
+spec:
+  parentRefs: [{name: public}]
+  hostnames: [gw.example.com]
+  rules:
+    - matches: [{path: {type: PathPrefix, value: /v2}}]
+      backendRefs: [{name: web, port: 8080}]
 "#;
 
 #[test]
-fn render_routes_an_ingress_with_typed_paths_and_its_default_backend_as_the_catch_all() {
+fn render_routes_an_ingress_and_an_http_route_with_typed_paths_and_the_default_backend_as_the_catch_all()
+ {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("ingress.yaml");
     std::fs::write(&file, INGRESS).expect("write");
@@ -337,6 +362,7 @@ fn render_routes_an_ingress_with_typed_paths_and_its_default_backend_as_the_catc
         json!([
             {"hostname": "app.example.com", "path": "^/api/v1$", "service": "http://web.shop.svc:8080"},
             {"hostname": "app.example.com", "path": "^/api(/|$)", "service": "http://web.shop.svc:8080"},
+            {"hostname": "gw.example.com", "path": "^/v2(/|$)", "service": "http://web.shop.svc:8080"},
             {"service": "http://web.shop.svc:8080"},
         ])
     );

@@ -100,7 +100,7 @@ pub fn run(
     };
     let options = render_options(&settings.cloudflared_image);
     let mut failed = false;
-    let mut builder = world::WorldBuilder::default();
+    let mut builder = cftunnel_policy::validate::world::WorldBuilder::default();
     let mut tunnels = Vec::new();
     let mut access_tunnels = Vec::new();
     for document in &documents {

@@ -15,6 +15,9 @@ use cftunnel_types::TunnelKind;
 use cftunnel_types::access::AccessTunnelFields;
 use cftunnel_types::binding::{TunnelBindingFields, TunnelBindingSubject, TunnelRef};
 use cftunnel_types::conversion::{self, V1ALPHA1, V1ALPHA2};
+use cftunnel_types::gateway::{
+    GATEWAY_GROUP, GRPCRoute, Gateway, GatewayClass, HTTPRoute, ReferenceGrant,
+};
 use cftunnel_types::names::{LABEL_EXPOSE_CLUSTER_TUNNEL, LABEL_EXPOSE_TUNNEL};
 use cftunnel_types::{TunnelBinding, TunnelSpec, TunnelStatus};
 
@@ -54,11 +57,23 @@ pub enum Decoded {
     },
     /// An IngressClass: whose Ingresses are whose, and their tunnel.
     IngressClass(IngressClass),
+    /// A Gateway API object (`gateway.networking.k8s.io/v1`).
+    Gateway(GatewayObject),
     /// Labels for `allowedRoutes` selectors.
     Namespace {
         name: String,
         labels: BTreeMap<String, String>,
     },
+}
+
+/// The Gateway API kinds the route model reads.
+#[derive(Clone, Debug)]
+pub enum GatewayObject {
+    Class(GatewayClass),
+    Gateway(Gateway),
+    HTTPRoute(HTTPRoute),
+    GRPCRoute(GRPCRoute),
+    ReferenceGrant(ReferenceGrant),
 }
 
 /// What became of one document.
@@ -189,6 +204,29 @@ pub fn decode(document: &Document, default_namespace: &str) -> Outcome {
                 })
                 .map(|class| (object, Decoded::IngressClass(class)))
         }
+        (GATEWAY_GROUP, _) if api_version == "gateway.networking.k8s.io/v1" => {
+            let object = if kind == "GatewayClass" {
+                ObjectRef::cluster(kind, &name)
+            } else {
+                ObjectRef::namespaced(kind, &namespace, &name)
+            };
+            let mut value = value.clone();
+            if kind != "GatewayClass" {
+                value["metadata"]["namespace"] = Value::String(namespace.clone());
+            }
+            let schema = format!("{kind} gateway.networking.k8s.io/v1");
+            let decoded = match kind {
+                "GatewayClass" => gateway_part(&value, &schema).map(GatewayObject::Class),
+                "Gateway" => gateway_part(&value, &schema).map(GatewayObject::Gateway),
+                "HTTPRoute" => gateway_part(&value, &schema).map(GatewayObject::HTTPRoute),
+                "GRPCRoute" => gateway_part(&value, &schema).map(GatewayObject::GRPCRoute),
+                "ReferenceGrant" => {
+                    gateway_part(&value, &schema).map(GatewayObject::ReferenceGrant)
+                }
+                _ => return Outcome::Ignored,
+            };
+            decoded.map(|g| (object, Decoded::Gateway(g)))
+        }
         ("", "Namespace") if api_version == "v1" => {
             let mut labels: BTreeMap<String, String> = part(value, "metadata.labels", "Namespace")
                 .ok()
@@ -210,7 +248,9 @@ pub fn decode(document: &Document, default_namespace: &str) -> Outcome {
         Ok((object, decoded)) => Outcome::Decoded(object, Box::new(decoded)),
         Err(violation) => {
             let object = match kind {
-                "ClusterTunnel" | "Namespace" | "IngressClass" => ObjectRef::cluster(kind, &name),
+                "ClusterTunnel" | "Namespace" | "IngressClass" | "GatewayClass" => {
+                    ObjectRef::cluster(kind, &name)
+                }
                 _ => ObjectRef::namespaced(kind, &namespace, &name),
             };
             Outcome::Unreadable(object, violation)
@@ -236,6 +276,17 @@ pub fn plain_service(
         }
         svc
     }))
+}
+
+/// A Gateway API object as its own type; a name is required, as the API server requires it.
+fn gateway_part<T: DeserializeOwned>(value: &Value, schema: &str) -> Result<T, Violation> {
+    metadata(value, schema)?;
+    serde_json::from_value(value.clone()).map_err(|e| {
+        Violation::new(
+            "object",
+            format!("does not match the {schema} schema ({e}); fix the manifest"),
+        )
+    })
 }
 
 fn has_expose_label(value: &Value) -> bool {

@@ -5,19 +5,21 @@
 //! and bindings and labelled Services claim hostnames in input order, the earlier one owning.
 //! Only CREATE rules run: UPDATE rules (immutability, ratcheting) need the stored object.
 pub mod decode;
-mod ingress;
 pub mod input;
+mod model_judged;
 pub mod report;
 #[cfg(test)]
 mod tests;
 pub mod view;
+pub mod world;
 
 use std::io::{Read, Write};
 
 use crate::admission;
 use crate::admission::tunnel::TunnelView;
+use crate::routes::SourceKind;
 use crate::rules::Verdict;
-use decode::{Decoded, Outcome};
+use decode::{Decoded, GatewayObject, Outcome};
 pub use input::{Document, InputError, read_or_report, read_sources};
 pub use report::{Finding, ObjectRef, Report};
 
@@ -37,7 +39,7 @@ pub(crate) fn validate_documents(documents: &[Document], default_namespace: &str
         Outcome::Decoded(_, decoded) => Some(decoded.as_ref()),
         _ => None,
     }));
-    let ingresses = ingress::ingress_verdicts(outcomes.iter().filter_map(|(_, o)| match o {
+    let ingresses = model_judged::model_verdicts(outcomes.iter().filter_map(|(_, o)| match o {
         Outcome::Decoded(_, decoded) => Some(decoded.as_ref()),
         _ => None,
     }));
@@ -76,12 +78,26 @@ pub(crate) fn validate_documents(documents: &[Document], default_namespace: &str
 }
 
 /// The CREATE verdict on one object; a binding or Service then adds its claims to the view.
-/// Ingresses were judged all together by the route model (`ingresses`); one not of cftunnel's
-/// classes is not judged.
+/// The route model's verdicts on Ingresses and Gateway API routes, by (kind, namespace, name).
+type ModelVerdicts = std::collections::BTreeMap<(SourceKind, String, String), Verdict>;
+
+fn model_key(
+    kind: SourceKind,
+    metadata: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> (SourceKind, String, String) {
+    (
+        kind,
+        metadata.namespace.clone().unwrap_or_default(),
+        metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+/// Ingresses and Gateway API routes were judged all together by the route model
+/// (`ingresses`); one not of cftunnel's classes is not judged.
 fn judge(
     decoded: &Decoded,
     view: &mut crate::rules::AdmissionView,
-    ingresses: &std::collections::BTreeMap<(String, String), Verdict>,
+    ingresses: &ModelVerdicts,
 ) -> Option<Verdict> {
     match decoded {
         Decoded::Tunnel(t) => Some(admission::tunnel::validate(TunnelView {
@@ -104,9 +120,17 @@ fn judge(
         Decoded::Access(fields) => Some(admission::access::validate(fields)),
         Decoded::Ingress { namespace, ingress } => {
             let name = ingress.metadata.name.clone().unwrap_or_default();
-            ingresses.get(&(namespace.clone(), name)).cloned()
+            ingresses
+                .get(&(SourceKind::Ingress, namespace.clone(), name))
+                .cloned()
         }
-        Decoded::Namespace { .. } | Decoded::IngressClass(_) => None,
+        Decoded::Gateway(GatewayObject::HTTPRoute(route)) => ingresses
+            .get(&model_key(SourceKind::HTTPRoute, &route.metadata))
+            .cloned(),
+        Decoded::Gateway(GatewayObject::GRPCRoute(route)) => ingresses
+            .get(&model_key(SourceKind::GRPCRoute, &route.metadata))
+            .cloned(),
+        Decoded::Namespace { .. } | Decoded::IngressClass(_) | Decoded::Gateway(_) => None,
     }
 }
 

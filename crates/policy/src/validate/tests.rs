@@ -392,3 +392,61 @@ fn ingresses_of_our_class_are_judged_by_the_route_model_others_are_not() {
         "an Ingress whose class is not given is not cftunnel's to judge"
     );
 }
+
+#[test]
+fn http_routes_are_judged_by_their_parent_statuses() {
+    let gateway = "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: cftunnel}
+spec:
+  controllerName: cfargotunnel.com/cftunnel
+  parametersRef: {group: networking.cfargotunnel.com, kind: ClusterTunnel, name: edge}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: public, namespace: shop}
+spec:
+  gatewayClassName: cftunnel
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+";
+    let route = |name: &str, host: &str, rule: &str| {
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: {name}, namespace: shop}}
+spec:
+  parentRefs: [{{name: public}}]
+  hostnames: [{host}]
+  rules: [{rule}]
+"
+        )
+    };
+    let fine = route(
+        "fine",
+        "a.example.org",
+        "{backendRefs: [{name: web, port: 80}]}",
+    );
+    let headers = route(
+        "headers",
+        "b.example.org",
+        "{matches: [{headers: [{name: x, value: y}]}], backendRefs: [{name: web, port: 80}]}",
+    );
+    let report = report(&[EDGE, gateway, &fine, &headers], "default");
+    assert_eq!(
+        report.violation_lines(),
+        vec![
+            "HTTPRoute shop/headers: spec.rules[0].matches[0].headers: cloudflared matches only hostname and path; remove the headers match or route it elsewhere"
+        ]
+    );
+    // The Service web is not given: a warning on each route, not a violation.
+    let warned = report
+        .findings
+        .iter()
+        .filter(|f| {
+            f.warnings
+                .iter()
+                .any(|w| w.contains("Service shop/web does not exist"))
+        })
+        .count();
+    assert_eq!(warned, 2);
+}

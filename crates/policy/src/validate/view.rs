@@ -20,7 +20,8 @@ pub(crate) fn base_view<'a>(objects: impl IntoIterator<Item = &'a Decoded>) -> A
             | Decoded::Service { .. }
             | Decoded::Access(_)
             | Decoded::Ingress { .. }
-            | Decoded::IngressClass(_) => {}
+            | Decoded::IngressClass(_)
+            | Decoded::Gateway(_) => {}
         }
     }
     facts::link_account_zones(&mut view.tunnels);
