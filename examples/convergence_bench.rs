@@ -13,13 +13,17 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use cftunnel_sim::{Operation, SimConfig, Simulator};
 use cftunnel_testenv::{ControlPlane, ControlPlaneOptions};
+use cftunnel_types::gateway::{Gateway, GatewayClass, HTTPRoute};
+use cftunnel_types::names::CONTROLLER_NAME;
 use cftunnel_types::names::{LABEL_APP, LABEL_EXPOSE_TUNNEL, service_annotations};
 use cftunnel_types::{Tunnel, TunnelBinding};
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
 use kube::{Api, Client, Resource};
+use serde::Deserialize;
 use serde_json::json;
 
 const TOKEN: &str = "bench-api-token";
@@ -46,6 +50,11 @@ struct Args {
     /// `Cloudflare` (the ingress pushed to the tunnel's configuration).
     #[arg(long, default_value = "Local")]
     config_source: String,
+    /// What declares the routes: `bindings` (half through one TunnelBinding per tunnel, half
+    /// through labelled Services) or `httproutes` (one HTTPRoute per route, on one Gateway per
+    /// tunnel; the Gateway API CRDs the chart ships are installed first).
+    #[arg(long, default_value = "bindings")]
+    source: String,
 }
 
 #[tokio::main]
@@ -55,7 +64,16 @@ async fn main() -> anyhow::Result<()> {
         Some(path) => path.clone(),
         None => default_binary()?,
     };
-    let plane = ControlPlane::start(ControlPlaneOptions::for_cftunnel()).await?;
+    let gateway_api = match args.source.as_str() {
+        "bindings" => false,
+        "httproutes" => true,
+        other => bail!("--source is bindings or httproutes, not {other:?}"),
+    };
+    let mut options = ControlPlaneOptions::for_cftunnel();
+    if gateway_api {
+        options.crds.extend(gateway_api_crds()?);
+    }
+    let plane = ControlPlane::start(options).await?;
     let sim = Simulator::new(SimConfig {
         account_name: "Bench Account".into(),
         zones: vec![ZONE.into()],
@@ -157,6 +175,7 @@ struct Plan {
     tunnels_per_namespace: usize,
     routes_per_tunnel: usize,
     config_source: String,
+    gateway_api: bool,
     hostnames: BTreeSet<String>,
 }
 
@@ -168,6 +187,7 @@ impl Plan {
             tunnels_per_namespace: args.tunnels_per_namespace,
             routes_per_tunnel: args.routes_per_tunnel,
             config_source: args.config_source.clone(),
+            gateway_api: args.source == "httproutes",
             hostnames: BTreeSet::new(),
         };
         for (ns, tunnel) in plan.tunnels() {
@@ -222,6 +242,10 @@ impl Plan {
                     "cloudflare": {"domain": ZONE, "secret": "cloudflare", "accountId": self.account_id}}}),
             ));
         }
+        if self.gateway_api {
+            self.gateway_objects(client, &mut objects).await?;
+            return create_all(client, objects).await;
+        }
         for (ns, tunnel) in self.tunnels() {
             let mut subjects = Vec::new();
             for (service, bound) in self.services(&tunnel) {
@@ -247,13 +271,78 @@ impl Plan {
                 ));
             }
         }
-        stream::iter(objects)
-            .map(|object| create_object(client, object))
-            .buffer_unordered(CONCURRENT_CREATES)
-            .try_collect::<Vec<()>>()
-            .await?;
+        create_all(client, objects).await
+    }
+
+    /// A GatewayClass, one Gateway per tunnel (its own `infrastructure.parametersRef`), and one
+    /// Service and HTTPRoute per route.
+    async fn gateway_objects(
+        &self,
+        client: &Client,
+        objects: &mut Vec<(ApiResource, serde_json::Value)>,
+    ) -> anyhow::Result<()> {
+        let class = ApiResource::erase::<GatewayClass>(&());
+        create_object(
+            client,
+            (
+                class,
+                json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+                       "metadata": {"name": "bench"},
+                       "spec": {"controllerName": CONTROLLER_NAME}}),
+            ),
+        )
+        .await?;
+        for (ns, tunnel) in self.tunnels() {
+            objects.push(object::<Gateway>(
+                json!({"name": tunnel, "namespace": ns}),
+                json!({"spec": {"gatewayClassName": "bench",
+                    "infrastructure": {"parametersRef": {"group": "networking.cfargotunnel.com", "kind": "Tunnel", "name": tunnel}},
+                    "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}}),
+            ));
+            for (service, _) in self.services(&tunnel) {
+                let hostname = format!("{ns}-{service}.{ZONE}");
+                objects.push(object::<Service>(
+                    json!({"name": service, "namespace": ns}),
+                    json!({"spec": {"ports": [{"name": "http", "port": 80}]}}),
+                ));
+                objects.push(object::<HTTPRoute>(
+                    json!({"name": service, "namespace": ns}),
+                    json!({"spec": {"parentRefs": [{"name": tunnel}], "hostnames": [hostname],
+                        "rules": [{"backendRefs": [{"name": service, "port": 80}]}]}}),
+                ));
+            }
+        }
         Ok(())
     }
+}
+
+async fn create_all(
+    client: &Client,
+    objects: Vec<(ApiResource, serde_json::Value)>,
+) -> anyhow::Result<()> {
+    stream::iter(objects)
+        .map(|object| create_object(client, object))
+        .buffer_unordered(CONCURRENT_CREATES)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
+/// The Gateway API CRDs the chart installs (`charts/cftunnel/files/gateway-api-crds.yaml`).
+fn gateway_api_crds() -> anyhow::Result<Vec<CustomResourceDefinition>> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/charts/cftunnel/files/gateway-api-crds.yaml"
+    );
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    let mut crds = Vec::new();
+    for document in serde_yaml_ng::Deserializer::from_str(&text) {
+        let value = serde_json::Value::deserialize(document)?;
+        if value.is_object() {
+            crds.push(serde_json::from_value(value)?);
+        }
+    }
+    Ok(crds)
 }
 
 /// A manifest of kind `K` with `metadata` and the other top-level fields in `rest`.
@@ -648,8 +737,12 @@ fn report(
     println!("first convergence calls: {}", first.breakdown());
     println!("restart calls: {}", restart.breakdown());
     println!(
-        "({} namespaces × {} tunnels × {} routes, configSource {})",
-        args.namespaces, args.tunnels_per_namespace, args.routes_per_tunnel, args.config_source
+        "({} namespaces × {} tunnels × {} routes, configSource {}, routes from {})",
+        args.namespaces,
+        args.tunnels_per_namespace,
+        args.routes_per_tunnel,
+        args.config_source,
+        args.source
     );
 }
 

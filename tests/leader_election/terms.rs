@@ -15,8 +15,9 @@ use tokio::sync::oneshot;
 use crate::harness::{POLL, WAIT, fast_config, leases, operator_client, plane, wait_record};
 
 const LEASE: &str = "terms";
-/// The process caches (Tunnels, ClusterTunnels, TunnelBindings, Services, namespaces).
-const PROCESS_WATCHES: usize = 5;
+/// The process caches (Tunnels, ClusterTunnels, TunnelBindings, Services, namespaces,
+/// Ingresses, IngressClasses; the Gateway API kinds are not installed here).
+const PROCESS_WATCHES: usize = 7;
 /// A term's caches when the watched namespace is the cluster-resource namespace: Secrets,
 /// ConfigMaps, Deployments, DaemonSets.
 const TERM_WATCHES: usize = 4;
