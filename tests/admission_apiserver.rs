@@ -171,6 +171,87 @@ async fn a_hostname_claimed_in_one_namespace_is_refused_in_another_naming_the_ow
 }
 
 #[tokio::test]
+async fn ingresses_and_bindings_are_refused_at_apply_when_the_other_owns_the_hostname() {
+    let env = env().await;
+    let owner = namespace(&env, "adm-ing-owner", true).await;
+    let ingress_ns = namespace(&env, "adm-ing", true).await;
+    let late = namespace(&env, "adm-ing-late", true).await;
+    let edge = format!("ing-edge-{owner}");
+    let tunnel = format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha2\nkind: ClusterTunnel\nmetadata:\n  name: {edge}\nspec:\n  newTunnel: {{name: {edge}}}\n{CLOUDFLARE}"
+    );
+    let class = format!(
+        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: {edge}\nspec:\n  controller: cfargotunnel.com/cftunnel\n  parameters: {{apiGroup: networking.cfargotunnel.com, kind: ClusterTunnel, name: {edge}, scope: Cluster}}\n"
+    );
+    for manifest in [&tunnel, &class] {
+        let (ok, printed) = apply(env.plane, "default", manifest);
+        assert!(ok, "{printed}");
+    }
+    let binding = |name: &str, host: &str| {
+        format!(
+            "apiVersion: networking.cfargotunnel.com/v1alpha1\nkind: TunnelBinding\nmetadata:\n  name: {name}\nsubjects:\n  - name: web\n    spec:\n      fqdn: {host}\ntunnelRef:\n  kind: ClusterTunnel\n  name: {edge}\n"
+        )
+    };
+    let ingress = |name: &str, host: &str, path: &str, path_type: &str| {
+        format!(
+            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\nspec:\n  ingressClassName: {edge}\n  rules:\n    - host: {host}\n      http:\n        paths:\n          - {{path: {path:?}, pathType: {path_type}, backend: {{service: {{name: web, port: {{number: 80}}}}}}}}\n"
+        )
+    };
+    let taken = format!("taken-{owner}.example.com");
+    let (ok, printed) = apply(env.plane, &owner, &binding("web", &taken));
+    assert!(ok, "{printed}");
+    // The binding is older: an Ingress taking its hostname (every path) is refused.
+    let expected = format!(
+        "spec.rules: {taken} is already exposed by TunnelBinding {owner}/web (subject web); remove it there first"
+    );
+    let printed = apply_until_refused(
+        &env,
+        &ingress_ns,
+        &ingress("shop", &taken, "/", "Prefix"),
+        &expected,
+    )
+    .await;
+    assert!(
+        printed.contains(
+            "admission webhook \"ingresses.validate.cfargotunnel.com\" denied the request"
+        ),
+        "{printed}"
+    );
+    // A field the route model refuses is named at apply.
+    let bad = ingress(
+        "regex",
+        &format!("regex-{owner}.example.com"),
+        "/(",
+        "ImplementationSpecific",
+    );
+    apply_until_refused(
+        &env,
+        &ingress_ns,
+        &bad,
+        "spec.rules[0].http.paths[0].path: \"/(\" is not a valid regular expression",
+    )
+    .await;
+    // An Ingress's hostname refuses a later binding.
+    let own = format!("own-{owner}.example.com");
+    let (ok, printed) = apply(env.plane, &ingress_ns, &ingress("own", &own, "/", "Prefix"));
+    assert!(ok, "{printed}");
+    let expected = format!(
+        "subjects[0].spec.fqdn: {own} is already exposed by Ingress {ingress_ns}/own; remove it there first"
+    );
+    apply_until_refused(&env, &late, &binding("late", &own), &expected).await;
+    // An Ingress of another controller is not judged.
+    let other = ingress("nginx", &taken, "/(", "ImplementationSpecific").replace(
+        &format!("ingressClassName: {edge}"),
+        "ingressClassName: nginx",
+    );
+    let (ok, printed) = apply(env.plane, &ingress_ns, &other);
+    assert!(
+        ok,
+        "another controller's Ingress is not cftunnel's to refuse: {printed}"
+    );
+}
+
+#[tokio::test]
 async fn conversion_keeps_every_v1alpha1_field_through_the_api_server() {
     let env = env().await;
     let ns = namespace(&env, "adm-convert", true).await;

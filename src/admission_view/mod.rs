@@ -1,6 +1,7 @@
 //! The admission view over the process-wide watch caches ([`crate::caches`]): Tunnels,
-//! ClusterTunnels, TunnelBindings, Services (stripped; only labelled ones claim hostnames) and
-//! namespace labels. A snapshot is rebuilt only after a watch event. [`serve`] answers admission
+//! ClusterTunnels, TunnelBindings, Services (stripped; only labelled ones claim hostnames),
+//! namespace labels, IngressClasses, and the hostnames Ingresses and Gateway API routes claim
+//! (as the route model gives them). A snapshot is rebuilt only after a watch event. [`serve`] answers admission
 //! from it.
 pub mod serve;
 
@@ -10,6 +11,9 @@ use kube::Resource;
 
 use crate::caches::ProcessCaches;
 use crate::term::TunnelKindAdapter;
+use std::collections::BTreeMap;
+
+use cftunnel_policy::routes::{RouteWorld, model_claims};
 use cftunnel_policy::rules::AdmissionView;
 use cftunnel_policy::rules::facts::{binding_claims, service_claims, tunnel_facts};
 use cftunnel_types::TunnelKind;
@@ -78,7 +82,7 @@ impl ViewCache {
                 &tunnels,
             ));
         }
-        let namespace_labels = s
+        let namespace_labels: BTreeMap<String, BTreeMap<String, String>> = s
             .namespaces
             .store()
             .state()
@@ -90,7 +94,31 @@ impl ViewCache {
                 )
             })
             .collect();
-        AdmissionView::new(tunnels, namespace_labels, claims)
+        // Ingresses and Gateway API routes claim what the route model gives them.
+        let mut world = RouteWorld {
+            tunnels: tunnels.clone(),
+            namespace_labels: BTreeMap::clone(&namespace_labels),
+            ingresses: s.ingresses.store().state(),
+            ingress_classes: s.ingress_classes.store().state(),
+            ..RouteWorld::default()
+        };
+        if let Some(gateway) = s.gateway_api.caches() {
+            world.gateway_classes = gateway.classes.store().state();
+            world.gateways = gateway.gateways.store().state();
+            world.http_routes = gateway.http_routes.store().state();
+            if let Some(grpc) = &gateway.grpc_routes {
+                world.grpc_routes = grpc.store().state();
+            }
+        }
+        if !(world.ingresses.is_empty()
+            && world.http_routes.is_empty()
+            && world.grpc_routes.is_empty())
+        {
+            claims.extend(model_claims(&world));
+        }
+        let mut view = AdmissionView::new(tunnels, namespace_labels, claims);
+        view.ingress_classes = world.ingress_classes;
+        view
     }
 }
 

@@ -3,6 +3,7 @@
 //! AccessTunnel), which need the rendered Deployment. Used by the webhook and the offline
 //! `cftunnel validate` command — one implementation.
 pub mod access;
+pub mod ingress;
 pub mod review;
 pub mod tunnel;
 

@@ -28,6 +28,7 @@ enum Subject {
     TunnelBinding,
     AccessTunnel,
     Service,
+    Ingress,
     /// Deployment or DaemonSet: the pod spec sits at spec.template.spec.
     Workload,
     Pod,
@@ -39,6 +40,7 @@ fn subject(req: &AdmissionRequest<DynamicObject>) -> Option<Subject> {
         (GROUP, "TunnelBinding") => Some(Subject::TunnelBinding),
         (GROUP, "AccessTunnel") => Some(Subject::AccessTunnel),
         ("", "Service") => Some(Subject::Service),
+        ("networking.k8s.io", "Ingress") => Some(Subject::Ingress),
         ("apps", "Deployment" | "DaemonSet") => Some(Subject::Workload),
         ("", "Pod") => Some(Subject::Pod),
         _ => None,
@@ -118,6 +120,25 @@ fn judge(
                 ..Default::default()
             };
             service::validate(&service, namespace, view)
+        }
+        Subject::Ingress => {
+            use k8s_openapi::api::networking::v1::{Ingress, IngressSpec};
+            match object
+                .data
+                .get("spec")
+                .map(IngressSpec::deserialize)
+                .transpose()
+            {
+                Ok(spec) => {
+                    let ingress = Ingress {
+                        metadata: object.metadata.clone(),
+                        spec,
+                        status: None,
+                    };
+                    super::ingress::validate(&ingress, namespace, view)
+                }
+                Err(e) => unreadable("spec", e),
+            }
         }
         Subject::Workload => pod_verdict(
             object.data.pointer("/spec/template/spec"),

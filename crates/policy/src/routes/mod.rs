@@ -38,6 +38,7 @@
 //! - A DNS name is wanted unless every source serving that fqdn disables DNS updates.
 //! - A Service with both expose labels is not a source (admission refuses it).
 mod backend;
+mod claims;
 pub mod gateway;
 mod index;
 mod ingress;
@@ -64,6 +65,7 @@ mod source_tests;
 #[cfg(test)]
 mod target_tests;
 
+pub use claims::model_claims;
 pub use index::{RouteIndex, changed_tunnels};
 pub use model::compute_routes;
 pub use route::{ANY_HOST, OriginRequest, PathKind, Precedence, Route};

@@ -114,6 +114,22 @@ pub struct SourceStatus {
 }
 
 impl SourceStatus {
+    /// Why what this source declares is refused, each message once: the messages of its
+    /// routes that are not served for a reason of their own (invalid, not admitted, an older
+    /// owner, no tunnel), else the source's message when the source as a whole is not served.
+    pub fn refusals(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for entry in self.routes.iter().filter(|e| !e.reason.is_served()) {
+            if !entry.message.is_empty() && !out.contains(&entry.message.as_str()) {
+                out.push(&entry.message);
+            }
+        }
+        if out.is_empty() && !self.reason.is_served() && !self.message.is_empty() {
+            out.push(&self.message);
+        }
+        out
+    }
+
     /// Status of the `Ready` condition, `True` or `False`.
     pub fn ready_status(&self) -> &'static str {
         self.reason.ready_status()

@@ -355,24 +355,47 @@ pub(crate) fn check_ownership(
             Field::DefaultHostname => format!("{object} (default hostname)"),
             named => named.to_string(),
         };
-        for claim in view.claims_on(&fqdn, object) {
-            if claim.tunnel != tunnel.identity {
-                v.deny(
-                    &field,
-                    format!("{fqdn} is already routed through {} by {}; one hostname can use one tunnel, remove it there first", claim.tunnel, claim.owner),
-                );
-                break;
-            }
-            if claim.path == route.path_value() {
-                v.deny(
-                    &field,
-                    format!(
-                        "{fqdn} is already exposed by {}; remove it there first",
-                        claim.owner
-                    ),
-                );
-                break;
-            }
+        check_claim(
+            &field,
+            &fqdn,
+            route.path_value(),
+            &tunnel.identity,
+            object,
+            view,
+            v,
+        );
+    }
+}
+
+/// Item 5 for one hostname and path (`""`: every path) a new route of `object` would take
+/// through `tunnel`: refused when another object routes the hostname through another tunnel,
+/// or exposes the same hostname and path.
+pub(crate) fn check_claim(
+    field: &str,
+    fqdn: &str,
+    path: &str,
+    tunnel: &cftunnel_types::TunnelIdentity,
+    object: &str,
+    view: &AdmissionView,
+    v: &mut Verdict,
+) {
+    for claim in view.claims_on(fqdn, object) {
+        if claim.tunnel != *tunnel {
+            v.deny(
+                field,
+                format!("{fqdn} is already routed through {} by {}; one hostname can use one tunnel, remove it there first", claim.tunnel, claim.owner),
+            );
+            return;
+        }
+        if claim.path == path {
+            v.deny(
+                field,
+                format!(
+                    "{fqdn} is already exposed by {}; remove it there first",
+                    claim.owner
+                ),
+            );
+            return;
         }
     }
 }

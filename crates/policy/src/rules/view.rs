@@ -44,6 +44,8 @@ pub struct HostnameClaim {
 pub struct AdmissionView {
     pub tunnels: Vec<TunnelFacts>,
     pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// Every IngressClass: which Ingresses are cftunnel's, and their tunnel.
+    pub ingress_classes: Vec<std::sync::Arc<k8s_openapi::api::networking::v1::IngressClass>>,
     /// Claims by lowercase fqdn: admission looks up a few hostnames among thousands.
     claims: HashMap<String, Vec<HostnameClaim>>,
 }
@@ -61,6 +63,7 @@ impl AdmissionView {
         let mut view = AdmissionView {
             tunnels,
             namespace_labels,
+            ingress_classes: Vec::new(),
             claims: HashMap::new(),
         };
         view.add_claims(claims);

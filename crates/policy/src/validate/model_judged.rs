@@ -35,17 +35,7 @@ pub(crate) fn model_verdicts<'a>(
             continue;
         }
         let mut verdict = Verdict::default();
-        let mut messages: Vec<&str> = status
-            .routes
-            .iter()
-            .filter(|e| !e.reason.is_served() && !e.message.is_empty())
-            .map(|e| e.message.as_str())
-            .collect();
-        if messages.is_empty() && !status.reason.is_served() {
-            messages.push(&status.message);
-        }
-        messages.dedup();
-        for message in messages {
+        for message in status.refusals() {
             verdict.violations.push(Violation::from_message(message));
         }
         out.insert(
