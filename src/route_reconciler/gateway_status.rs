@@ -15,9 +15,7 @@ use crate::term::Context;
 use cftunnel_policy::routes::gateway::status::{StatusInput, gateway_statuses};
 use cftunnel_policy::routes::{RouteTable, RouteWorld, SourceKind};
 use cftunnel_types::TunnelIdentity;
-use cftunnel_types::gateway::{
-    GRPCRoute, Gateway, GatewayClass, HTTPRoute, RouteParentStatus, RouteStatus,
-};
+use cftunnel_types::gateway::{Gateway, GatewayClass, RouteParentStatus, RouteStatus};
 use cftunnel_types::names::CONTROLLER_NAME;
 
 /// The tunnel ids known to the tunnel records (a Gateway's address).
@@ -97,34 +95,54 @@ pub(super) async fn write_gateway_status(
             }
         }
     }
-    let none = Vec::new();
     for route in &world.http_routes {
-        let key = (
+        write_parents(
+            ctx,
+            &statuses.routes,
             SourceKind::HTTPRoute,
-            route.namespace().unwrap_or_default(),
-            route.name_any(),
-        );
-        let ours = statuses.routes.get(&key).unwrap_or(&none);
-        let wanted = merged_parents(route.status.as_ref(), ours);
-        let current = route.status.as_ref().map(|s| &s.parents).unwrap_or(&none);
-        if *current != wanted {
-            let api: Api<HTTPRoute> = Api::namespaced(ctx.client.clone(), &key.1);
-            patch_parents(&api, &key.2, &wanted).await;
-        }
+            route.as_ref(),
+            route.status.as_ref(),
+        )
+        .await;
     }
     for route in &world.grpc_routes {
-        let key = (
+        write_parents(
+            ctx,
+            &statuses.routes,
             SourceKind::GRPCRoute,
-            route.namespace().unwrap_or_default(),
-            route.name_any(),
-        );
-        let ours = statuses.routes.get(&key).unwrap_or(&none);
-        let wanted = merged_parents(route.status.as_ref(), ours);
-        let current = route.status.as_ref().map(|s| &s.parents).unwrap_or(&none);
-        if *current != wanted {
-            let api: Api<GRPCRoute> = Api::namespaced(ctx.client.clone(), &key.1);
-            patch_parents(&api, &key.2, &wanted).await;
-        }
+            route.as_ref(),
+            route.status.as_ref(),
+        )
+        .await;
+    }
+}
+
+/// Patches a route's `status.parents` when cftunnel's entries in it are not what they should be.
+async fn write_parents<K>(
+    ctx: &Context,
+    ours: &BTreeMap<(SourceKind, String, String), Vec<RouteParentStatus>>,
+    kind: SourceKind,
+    route: &K,
+    status: Option<&RouteStatus>,
+) where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let key = (
+        kind,
+        route.namespace().unwrap_or_default(),
+        route.name_any(),
+    );
+    let wanted = merged_parents(
+        status,
+        ours.get(&key).map(Vec::as_slice).unwrap_or_default(),
+    );
+    let current = status.map(|s| s.parents.as_slice()).unwrap_or_default();
+    if current != wanted.as_slice() {
+        let api: Api<K> = Api::namespaced(ctx.client.clone(), &key.1);
+        patch_parents(&api, &key.2, &wanted).await;
     }
 }
 

@@ -35,8 +35,63 @@ use crate::rules::Verdict;
 use crate::rules::route::{Field, PortRef, RouteInput};
 use attach::ParentOutcome;
 use cftunnel_types::TunnelIdentity;
+use cftunnel_types::gateway::{RouteParentStatus, RouteStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rules::{INVALID_BACKEND_SERVICE, RouteAnalysis, Target};
+
+/// One HTTPRoute or GRPCRoute read once: its parents resolved and its rules as a tunnel can
+/// serve them. Sources and statuses are both made from this.
+pub(crate) struct RouteRead<'w> {
+    pub kind: SourceKind,
+    pub metadata: &'w ObjectMeta,
+    pub parents: Vec<ParentOutcome<'w>>,
+    pub analysis: RouteAnalysis<'w>,
+    /// Its current `status.parents`.
+    pub previous: &'w [RouteParentStatus],
+}
+
+/// Every HTTPRoute and GRPCRoute of `world`, read.
+pub(crate) fn read_routes<'w>(
+    world: &'w RouteWorld,
+    services: &ServiceIndex<'w>,
+) -> Vec<RouteRead<'w>> {
+    let previous =
+        |status: Option<&'w RouteStatus>| status.map(|s| s.parents.as_slice()).unwrap_or_default();
+    let mut out = Vec::new();
+    for route in &world.http_routes {
+        let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+        out.push(RouteRead {
+            kind: SourceKind::HTTPRoute,
+            metadata: &route.metadata,
+            parents: attach::parents(
+                world,
+                "HTTPRoute",
+                namespace,
+                &route.spec.parent_refs,
+                &route.spec.hostnames,
+            ),
+            analysis: rules::analyze_http(world, services, route),
+            previous: previous(route.status.as_ref()),
+        });
+    }
+    for route in &world.grpc_routes {
+        let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+        out.push(RouteRead {
+            kind: SourceKind::GRPCRoute,
+            metadata: &route.metadata,
+            parents: attach::parents(
+                world,
+                "GRPCRoute",
+                namespace,
+                &route.spec.parent_refs,
+                &route.spec.hostnames,
+            ),
+            analysis: rules::analyze_grpc(world, services, route),
+            previous: previous(route.status.as_ref()),
+        });
+    }
+    out
+}
 
 /// The sources of every HTTPRoute and GRPCRoute of `world`: one per route and tunnel its
 /// accepted parents run on.
@@ -44,42 +99,10 @@ pub(super) fn gateway_sources<'w>(
     world: &'w RouteWorld,
     services: &ServiceIndex<'w>,
 ) -> Vec<Source<'w>> {
-    let mut out = Vec::new();
-    for route in &world.http_routes {
-        let namespace = route.metadata.namespace.as_deref().unwrap_or("");
-        let parents = attach::parents(
-            world,
-            "HTTPRoute",
-            namespace,
-            &route.spec.parent_refs,
-            &route.spec.hostnames,
-        );
-        let analysis = rules::analyze_http(world, services, route);
-        out.extend(sources_of(
-            SourceKind::HTTPRoute,
-            &route.metadata,
-            &parents,
-            &analysis,
-        ));
-    }
-    for route in &world.grpc_routes {
-        let namespace = route.metadata.namespace.as_deref().unwrap_or("");
-        let parents = attach::parents(
-            world,
-            "GRPCRoute",
-            namespace,
-            &route.spec.parent_refs,
-            &route.spec.hostnames,
-        );
-        let analysis = rules::analyze_grpc(world, services, route);
-        out.extend(sources_of(
-            SourceKind::GRPCRoute,
-            &route.metadata,
-            &parents,
-            &analysis,
-        ));
-    }
-    out
+    read_routes(world, services)
+        .iter()
+        .flat_map(|r| sources_of(r.kind, r.metadata, &r.parents, &r.analysis))
+        .collect()
 }
 
 /// Hostnames with the field each came from.

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 
 use super::attach::{self, ParentOutcome};
-use super::rules::{self, RouteAnalysis};
+use super::rules::RouteAnalysis;
 use crate::routes::source::ServiceIndex;
 use crate::routes::table::{RouteReason, RouteTable};
 use crate::routes::world::{RouteWorld, SourceKind, SourceRef};
@@ -42,15 +42,6 @@ pub struct StatusInput<'a> {
     pub tunnel_ids: &'a BTreeMap<TunnelIdentity, String>,
     pub now: Time,
 }
-
-/// One route's kind, metadata, resolved parents, reading and current parent statuses.
-type RouteParents<'w> = (
-    SourceKind,
-    &'w ObjectMeta,
-    Vec<ParentOutcome<'w>>,
-    RouteAnalysis<'w>,
-    &'w [RouteParentStatus],
-);
 
 struct Conditions<'a> {
     previous: &'a [Condition],
@@ -140,54 +131,15 @@ pub fn gateway_statuses(
 
     // Every route's parents, resolved once: route statuses and listener counts both need them.
     let mut attached: BTreeMap<(String, String, usize), i32> = BTreeMap::new();
-    let mut route_parents: Vec<RouteParents<'_>> = Vec::new();
-    for route in &world.http_routes {
-        let ns = route.metadata.namespace.as_deref().unwrap_or("");
-        let parents = attach::parents(
-            world,
-            "HTTPRoute",
-            ns,
-            &route.spec.parent_refs,
-            &route.spec.hostnames,
+    let routes = super::read_routes(world, &services);
+    for read in &routes {
+        let (kind, metadata, parents, analysis, previous) = (
+            &read.kind,
+            read.metadata,
+            &read.parents,
+            &read.analysis,
+            read.previous,
         );
-        let analysis = rules::analyze_http(world, &services, route);
-        let previous = route
-            .status
-            .as_ref()
-            .map(|s| s.parents.as_slice())
-            .unwrap_or_default();
-        route_parents.push((
-            SourceKind::HTTPRoute,
-            &route.metadata,
-            parents,
-            analysis,
-            previous,
-        ));
-    }
-    for route in &world.grpc_routes {
-        let ns = route.metadata.namespace.as_deref().unwrap_or("");
-        let parents = attach::parents(
-            world,
-            "GRPCRoute",
-            ns,
-            &route.spec.parent_refs,
-            &route.spec.hostnames,
-        );
-        let analysis = rules::analyze_grpc(world, &services, route);
-        let previous = route
-            .status
-            .as_ref()
-            .map(|s| s.parents.as_slice())
-            .unwrap_or_default();
-        route_parents.push((
-            SourceKind::GRPCRoute,
-            &route.metadata,
-            parents,
-            analysis,
-            previous,
-        ));
-    }
-    for (kind, metadata, parents, analysis, previous) in &route_parents {
         // A route counts once per listener it attached to with a hostname in common; a route
         // refused for what a tunnel cannot express is attached nowhere.
         let mut counted = std::collections::BTreeSet::new();
