@@ -220,6 +220,46 @@ async fn helm_chart_passes_a_server_dry_run_and_grants_exactly_the_manifests_rba
 }
 
 #[tokio::test]
+async fn helm_chart_installs_the_gateway_api_crds_only_when_asked_and_keeps_them() {
+    let plane = plane().await;
+    let gateway_crds = |docs: &[Value]| -> Vec<String> {
+        find(docs, "CustomResourceDefinition", None)
+            .iter()
+            .filter(|d| d["spec"]["group"] == "gateway.networking.k8s.io")
+            .map(|d| d["metadata"]["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert!(gateway_crds(&documents(&helm_template(plane, &[]))).is_empty());
+    let rendered = helm_template(plane, &["--set", "crds.gatewayApi=true"]);
+    dry_run(plane, &["--server-side", "-f", "-"], &rendered);
+    let chart = documents(&rendered);
+    assert_eq!(
+        gateway_crds(&chart),
+        [
+            "gatewayclasses",
+            "gateways",
+            "httproutes",
+            "grpcroutes",
+            "referencegrants"
+        ]
+        .map(|k| format!("{k}.gateway.networking.k8s.io"))
+    );
+    for crd in find(&chart, "CustomResourceDefinition", None)
+        .iter()
+        .filter(|d| d["spec"]["group"] == "gateway.networking.k8s.io")
+    {
+        assert_eq!(
+            crd["metadata"]["annotations"]["helm.sh/resource-policy"],
+            "keep"
+        );
+        assert_eq!(
+            crd["metadata"]["annotations"]["gateway.networking.k8s.io/bundle-version"],
+            "v1.6.3"
+        );
+    }
+}
+
+#[tokio::test]
 async fn helm_chart_in_cert_manager_mode_issues_and_injects_through_cert_manager() {
     let plane = plane().await;
     let rendered = helm_template(
