@@ -1,6 +1,6 @@
 //! The shipped RBAC allows every API call cftunnel makes. `cftunnel run` runs as its
 //! ServiceAccount under manifests/rbac.yaml (self-managed certificates, leader election, both
-//! tunnel kinds, a TunnelBinding, a labelled Service, an Ingress of cftunnel's class, a user-managed cloudflared Deployment and
+//! tunnel kinds, a TunnelBinding, a labelled Service, an Ingress of cftunnel's class, a Gateway and an HTTPRoute (the Gateway API CRDs installed as the chart ships them), a user-managed cloudflared Deployment and
 //! DaemonSet stamped by the checksum watcher, then deletion of it all) while the API server's
 //! audit log records every request with its user and response code: none of the operator's
 //! requests may be answered 403, and each kind of call the code makes must be in the log.
@@ -188,6 +188,19 @@ const EXPECTED_CALLS: &[(&str, &str)] = &[
     ("patch", "networking.k8s.io/ingresses/status"),
     ("list", "networking.k8s.io/ingressclasses"),
     ("watch", "networking.k8s.io/ingressclasses"),
+    ("list", "gateway.networking.k8s.io/gatewayclasses"),
+    ("watch", "gateway.networking.k8s.io/gatewayclasses"),
+    ("patch", "gateway.networking.k8s.io/gatewayclasses/status"),
+    ("list", "gateway.networking.k8s.io/gateways"),
+    ("watch", "gateway.networking.k8s.io/gateways"),
+    ("patch", "gateway.networking.k8s.io/gateways/status"),
+    ("list", "gateway.networking.k8s.io/httproutes"),
+    ("watch", "gateway.networking.k8s.io/httproutes"),
+    ("patch", "gateway.networking.k8s.io/httproutes/status"),
+    ("list", "gateway.networking.k8s.io/grpcroutes"),
+    ("watch", "gateway.networking.k8s.io/grpcroutes"),
+    ("list", "gateway.networking.k8s.io/referencegrants"),
+    ("watch", "gateway.networking.k8s.io/referencegrants"),
     ("list", "namespaces"),
     ("watch", "namespaces"),
     ("get", "configmaps"),
@@ -225,6 +238,32 @@ async fn every_call_of_cftunnel_run_is_allowed_by_the_shipped_rbac() {
         .await
         .expect("sim");
 
+    // The Gateway API CRDs as the chart ships them, so its watches and status writes run too.
+    let gateway_crds = repo_path("charts/cftunnel/files/gateway-api-crds.yaml");
+    kubectl_ok(
+        plane,
+        &[
+            "apply",
+            "--server-side",
+            "-f",
+            &gateway_crds.to_string_lossy(),
+        ],
+        "",
+    );
+    kubectl_ok(
+        plane,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/gatewayclasses.gateway.networking.k8s.io",
+            "crd/gateways.gateway.networking.k8s.io",
+            "crd/httproutes.gateway.networking.k8s.io",
+            "crd/grpcroutes.gateway.networking.k8s.io",
+            "crd/referencegrants.gateway.networking.k8s.io",
+        ],
+        "",
+    );
     let user = plane
         .user(OPERATOR_USER, &["system:serviceaccounts"])
         .expect("operator user");
@@ -339,6 +378,40 @@ async fn every_call_of_cftunnel_run_is_allowed_by_the_shipped_rbac() {
         }),
     )
     .await;
+    let gateway_classes: Api<cftunnel_types::gateway::GatewayClass> = Api::all(admin.clone());
+    create(
+        &gateway_classes,
+        json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+            "metadata": {"name": "rbac-audit"},
+            "spec": {"controllerName": "cfargotunnel.com/cftunnel",
+                     "parametersRef": {"group": "networking.cfargotunnel.com", "kind": "Tunnel",
+                                       "name": "shop", "namespace": ns}},
+        }),
+    )
+    .await;
+    let gateways: Api<cftunnel_types::gateway::Gateway> = Api::namespaced(admin.clone(), &ns);
+    create(
+        &gateways,
+        json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": "web"},
+            "spec": {"gatewayClassName": "rbac-audit",
+                     "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
+        }),
+    )
+    .await;
+    let http_routes: Api<cftunnel_types::gateway::HTTPRoute> = Api::namespaced(admin.clone(), &ns);
+    create(
+        &http_routes,
+        json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+            "metadata": {"name": "web"},
+            "spec": {"parentRefs": [{"name": "web"}], "hostnames": ["gw.example.com"],
+                     "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]},
+        }),
+    )
+    .await;
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), &ns);
     let daemon_sets: Api<DaemonSet> = Api::namespaced(admin.clone(), &ns);
     create(&deployments, workload("Deployment", "user-cloudflared")).await;
@@ -362,6 +435,24 @@ async fn every_call_of_cftunnel_run_is_allowed_by_the_shipped_rbac() {
             .and_then(|s| s.load_balancer.as_ref())
             .and_then(|lb| lb.ingress.as_ref())
             .is_some_and(|list| !list.is_empty())
+    })
+    .await;
+    wait_ready(&http_routes, "web", |r| {
+        r.status.as_ref().is_some_and(|s| {
+            s.parents.iter().any(|p| {
+                p.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Accepted" && c.status == "True")
+            })
+        })
+    })
+    .await;
+    wait_ready(&gateways, "web", |g| {
+        g.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Programmed" && c.status == "True")
+        })
     })
     .await;
     wait_ready(&deployments, "user-cloudflared", |d| {
