@@ -2,8 +2,9 @@
 //! watching within [`PROBE_INTERVAL`] of their installation, without a restart.
 //!
 //! A probe (a one-item list of each kind) runs at start and then every [`PROBE_INTERVAL`]
-//! until GatewayClass, Gateway and HTTPRoute are all served; then their watches start (with
-//! GRPCRoute and ReferenceGrant, when served too) and probing stops. A kind answered 404 is not
+//! until GatewayClass, Gateway and HTTPRoute are all served; then their watches start, with
+//! GRPCRoute and ReferenceGrant when served too (otherwise probing goes on until they are, and
+//! their watches join then). A kind answered 404 is not
 //! installed; 403 is reported once (the RBAC lacks it) and counts as not installed; any other
 //! error is retried at the next probe. Until the first probe has an answer the caches are not
 //! [`synced`](super::ProcessCaches::synced): a first route table computed without the
@@ -110,19 +111,43 @@ impl GatewayApi {
                 let found = probe(&client, &mut told_forbidden).await;
                 match found {
                     Some(kinds) if kinds.required() => {
-                        let caches = start_watches(
-                            &watches,
-                            &client,
-                            namespace.as_deref(),
-                            &metrics,
-                            &generation,
-                            &kinds,
-                        );
+                        let ns = namespace.as_deref();
+                        let start = Start {
+                            scope: &watches,
+                            client: &client,
+                            namespace: ns,
+                            metrics: &metrics,
+                            generation: &generation,
+                        };
+                        let mut caches = start.required();
+                        caches.grpc_routes = kinds.grpc_routes.then(|| start.grpc_routes());
+                        caches.reference_grants =
+                            kinds.reference_grants.then(|| start.reference_grants());
                         tracing::info!(
                             "Gateway API CRDs found: watching GatewayClasses, Gateways and routes"
                         );
-                        tx.send_replace(GatewayState::Watching(caches));
+                        tx.send_replace(GatewayState::Watching(caches.clone()));
                         generation.send_modify(|n| *n = n.wrapping_add(1));
+                        // GRPCRoute and ReferenceGrant installed later join when served.
+                        while caches.grpc_routes.is_none() || caches.reference_grants.is_none() {
+                            tokio::time::sleep(PROBE_INTERVAL).await;
+                            let Some(kinds) = probe(&client, &mut told_forbidden).await else {
+                                continue;
+                            };
+                            let mut joined = false;
+                            if caches.grpc_routes.is_none() && kinds.grpc_routes {
+                                caches.grpc_routes = Some(start.grpc_routes());
+                                joined = true;
+                            }
+                            if caches.reference_grants.is_none() && kinds.reference_grants {
+                                caches.reference_grants = Some(start.reference_grants());
+                                joined = true;
+                            }
+                            if joined {
+                                tx.send_replace(GatewayState::Watching(caches.clone()));
+                                generation.send_modify(|n| *n = n.wrapping_add(1));
+                            }
+                        }
                         return;
                     }
                     Some(_) => {
@@ -224,58 +249,54 @@ async fn probe(client: &Client, told_forbidden: &mut bool) -> Option<Served> {
     (!unsure).then_some(served)
 }
 
-fn start_watches(
-    scope: &Scope,
-    client: &Client,
-    ns: Option<&str>,
-    metrics: &Arc<Metrics>,
-    generation: &Arc<watch::Sender<u64>>,
-    served: &Served,
-) -> GatewayCaches {
-    GatewayCaches {
-        classes: Shared::start(
-            scope,
-            metrics,
-            "gatewayclasses",
-            |store| decode::tolerant::<GatewayClass>(client, None, config(""), store),
+/// What starting a watch needs.
+struct Start<'a> {
+    scope: &'a Scope,
+    client: &'a Client,
+    namespace: Option<&'a str>,
+    metrics: &'a Arc<Metrics>,
+    generation: &'a Arc<watch::Sender<u64>>,
+}
+
+impl Start<'_> {
+    /// A watch of `K` (cluster-wide when `cluster`), decoded object by object.
+    fn watch<K>(&self, what: &'static str, cluster: bool) -> Shared<K>
+    where
+        K: kube::Resource<DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+    {
+        let namespace = if cluster { None } else { self.namespace };
+        Shared::start(
+            self.scope,
+            self.metrics,
+            what,
+            |store| decode::tolerant::<K>(self.client, namespace, config(""), store),
             strip_managed_fields,
-            generation.clone(),
-        ),
-        gateways: Shared::start(
-            scope,
-            metrics,
-            "gateways",
-            |store| decode::tolerant::<Gateway>(client, ns, config(""), store),
-            strip_managed_fields,
-            generation.clone(),
-        ),
-        http_routes: Shared::start(
-            scope,
-            metrics,
-            "httproutes",
-            |store| decode::tolerant::<HTTPRoute>(client, ns, config(""), store),
-            strip_managed_fields,
-            generation.clone(),
-        ),
-        grpc_routes: served.grpc_routes.then(|| {
-            Shared::start(
-                scope,
-                metrics,
-                "grpcroutes",
-                |store| decode::tolerant::<GRPCRoute>(client, ns, config(""), store),
-                strip_managed_fields,
-                generation.clone(),
-            )
-        }),
-        reference_grants: served.reference_grants.then(|| {
-            Shared::start(
-                scope,
-                metrics,
-                "referencegrants",
-                |store| decode::tolerant::<ReferenceGrant>(client, ns, config(""), store),
-                strip_managed_fields,
-                generation.clone(),
-            )
-        }),
+            self.generation.clone(),
+        )
+    }
+
+    /// GatewayClasses, Gateways and HTTPRoutes.
+    fn required(&self) -> GatewayCaches {
+        GatewayCaches {
+            classes: self.watch("gatewayclasses", true),
+            gateways: self.watch("gateways", false),
+            http_routes: self.watch("httproutes", false),
+            grpc_routes: None,
+            reference_grants: None,
+        }
+    }
+
+    fn grpc_routes(&self) -> Shared<GRPCRoute> {
+        self.watch("grpcroutes", false)
+    }
+
+    fn reference_grants(&self) -> Shared<ReferenceGrant> {
+        self.watch("referencegrants", false)
     }
 }
