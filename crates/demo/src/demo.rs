@@ -49,7 +49,7 @@ impl DemoArgs {
 }
 
 /// Hostnames the examples route, and so expect DNS records for.
-const ROUTED: [&str; 2] = ["web.example.com", "api.example.com"];
+const ROUTED: [&str; 3] = ["web.example.com", "api.example.com", "app.example.com"];
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let log_file = args.log_path();
