@@ -149,12 +149,22 @@ mod tests {
         }))
     }
 
+    /// The tests that decode broken objects take turns: the counter they move is process-wide.
+    static COUNTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn counting() -> std::sync::MutexGuard<'static, ()> {
+        COUNTER
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     fn good_spec() -> serde_json::Value {
         serde_json::json!({"cloudflare": {"secret": "api", "accountId": "a", "domain": "example.com"}})
     }
 
     #[test]
     fn an_object_that_does_not_decode_is_skipped_and_counted() {
+        let _turn = counting();
         let (store, _writer) = reflector::store::<Tunnel>();
         let mut reported = Reported::new();
         let before = undecodable_objects();
@@ -179,6 +189,7 @@ mod tests {
 
     #[test]
     fn a_deleted_object_that_no_longer_decodes_is_deleted_by_its_stored_version() {
+        let _turn = counting();
         let (store, mut writer) = reflector::store::<Tunnel>();
         let mut reported = Reported::new();
         let stored: Tunnel =
@@ -191,6 +202,7 @@ mod tests {
 
     #[test]
     fn the_reported_set_holds_only_objects_that_do_not_decode_now() {
+        let _turn = counting();
         let (store, _writer) = reflector::store::<Tunnel>();
         let mut reported = Reported::new();
         let bad = |name: &str| tunnel(name, serde_json::json!({"cloudflare": 3}));
