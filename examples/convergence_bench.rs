@@ -31,7 +31,8 @@ const ZONE: &str = "example.com";
 const CONCURRENT_CREATES: usize = 16;
 const POLL: Duration = Duration::from_secs(1);
 const CONVERGE_LIMIT: Duration = Duration::from_secs(3600);
-/// The restart counts as settled once no Cloudflare call was made for this long.
+/// The operator counts as settled (before its stop, and after its restart) once no Cloudflare
+/// call was made for this long.
 const QUIET: Duration = Duration::from_secs(20);
 
 #[derive(Debug, clap::Parser)]
@@ -55,6 +56,12 @@ struct Args {
     /// tunnel; the Gateway API CRDs the chart ships are installed first).
     #[arg(long, default_value = "bindings")]
     source: String,
+    /// Keep the operator's logs (one file per start) in this directory.
+    #[arg(long)]
+    log_dir: Option<PathBuf>,
+    /// `RUST_LOG` of the operator.
+    #[arg(long, default_value = "warn")]
+    log_filter: String,
 }
 
 #[tokio::main]
@@ -95,7 +102,7 @@ async fn main() -> anyhow::Result<()> {
         binary.display()
     );
 
-    let mut operator = Operator::start(&plane, &binary, &cloudflare.url)?;
+    let mut operator = Operator::start(&plane, &binary, &cloudflare.url, &args)?;
     let started = Instant::now();
     plan.create(&client).await?;
     let created = started.elapsed();
@@ -132,6 +139,10 @@ async fn main() -> anyhow::Result<()> {
         }
         false => None,
     };
+    // The operator is stopped only once it went quiet: a DNS sync still running (a TXT whose
+    // `DnsId` patch is the second batch of a sync) would otherwise be finished by the restart
+    // and counted there.
+    settle(&sim, &client, tunnels, &mut operator).await?;
     let first = Phase {
         calls: calls_by_operation(&sim),
         rollouts: extra_rollouts(&client).await?,
@@ -145,9 +156,9 @@ async fn main() -> anyhow::Result<()> {
 
     operator.stop()?;
     sim.reset_counters();
-    let mut operator = Operator::start(&plane, &binary, &cloudflare.url)?;
+    let mut operator = Operator::start(&plane, &binary, &cloudflare.url, &args)?;
     let restarted = Instant::now();
-    let settled = settle_after_restart(&sim, &client, tunnels, &mut operator).await?;
+    let settled = settle(&sim, &client, tunnels, &mut operator).await?;
     let restart = Phase {
         calls: calls_by_operation(&sim),
         rollouts: extra_rollouts(&client).await? - first.rollouts,
@@ -383,13 +394,16 @@ impl Operator {
         plane: &ControlPlane,
         binary: &PathBuf,
         cloudflare_url: &str,
+        args: &Args,
     ) -> anyhow::Result<Operator> {
         let dir = plane.dir().join("bench-operator");
         std::fs::create_dir_all(&dir)?;
+        let log_dir = args.log_dir.clone().unwrap_or_else(|| dir.clone());
+        std::fs::create_dir_all(&log_dir)?;
         let cert = plane.ca().issue_server_cert(&["127.0.0.1"])?;
         std::fs::write(dir.join("tls.crt"), &cert.cert_pem)?;
         std::fs::write(dir.join("tls.key"), &cert.key_pem)?;
-        let log = dir.join(format!("cftunnel-{}.log", unique()));
+        let log = log_dir.join(format!("cftunnel-{}.log", unique()));
         let child = Command::new(binary)
             .args([
                 "run",
@@ -405,7 +419,7 @@ impl Operator {
             .args(["--certificate-mode", "files", "--leader-elect", "false"])
             .args(["--cloudflare-api-url", cloudflare_url])
             .env("KUBECONFIG", plane.admin_kubeconfig())
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", &args.log_filter)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log)?)
             .spawn()
@@ -587,8 +601,8 @@ async fn extra_rollouts(client: &Client) -> anyhow::Result<usize> {
     Ok(owned.saturating_sub(deployments.items.len()))
 }
 
-/// After a restart: waits for every tunnel to be Ready and then for Cloudflare to go quiet.
-async fn settle_after_restart(
+/// Waits for every tunnel to be Ready and then for Cloudflare to go quiet (no call for [`QUIET`]).
+async fn settle(
     sim: &Simulator,
     client: &Client,
     tunnels: usize,
@@ -608,7 +622,7 @@ async fn settle_after_restart(
             return Ok(started.elapsed());
         }
         if started.elapsed() > CONVERGE_LIMIT {
-            bail!("the restarted operator never went quiet");
+            bail!("the operator never went quiet");
         }
         tokio::time::sleep(POLL).await;
     }
