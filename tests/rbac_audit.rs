@@ -26,7 +26,8 @@ use kube::api::{DeleteParams, PostParams};
 use serde_json::{Value, json};
 
 use install_support::{
-    NAMESPACE, OPERATOR_USER, cftunnel_run, install_namespaces_and_rbac, kubectl_ok, repo_path,
+    NAMESPACE, OPERATOR_USER, cftunnel_run, install_gateway_api_crds, install_namespaces_and_rbac,
+    kubectl_ok, repo_path,
 };
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -239,31 +240,7 @@ async fn every_call_of_cftunnel_run_is_allowed_by_the_shipped_rbac() {
         .expect("sim");
 
     // The Gateway API CRDs as the chart ships them, so its watches and status writes run too.
-    let gateway_crds = repo_path("charts/cftunnel/files/gateway-api-crds.yaml");
-    kubectl_ok(
-        plane,
-        &[
-            "apply",
-            "--server-side",
-            "-f",
-            &gateway_crds.to_string_lossy(),
-        ],
-        "",
-    );
-    kubectl_ok(
-        plane,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/gatewayclasses.gateway.networking.k8s.io",
-            "crd/gateways.gateway.networking.k8s.io",
-            "crd/httproutes.gateway.networking.k8s.io",
-            "crd/grpcroutes.gateway.networking.k8s.io",
-            "crd/referencegrants.gateway.networking.k8s.io",
-        ],
-        "",
-    );
+    install_gateway_api_crds(plane);
     let user = plane
         .user(OPERATOR_USER, &["system:serviceaccounts"])
         .expect("operator user");

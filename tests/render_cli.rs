@@ -36,6 +36,26 @@ fn render(file: &std::path::Path, namespace: &str) -> (String, String) {
     )
 }
 
+/// The config.yaml `cftunnel render` prints for `manifests`, and what it printed on stderr.
+fn rendered_config(manifests: &str) -> (Value, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("input.yaml");
+    std::fs::write(&file, manifests).expect("write");
+    let (out, stderr) = render(&file, "cftunnel-tunnels");
+    let docs: Vec<Value> = out
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_yaml_ng::from_str(d).expect("yaml"))
+        .collect();
+    let config = serde_yaml_ng::from_str(
+        by_kind(&docs, "ConfigMap")["data"]["config.yaml"]
+            .as_str()
+            .expect("config.yaml"),
+    )
+    .expect("config yaml");
+    (config, stderr)
+}
+
 fn by_kind<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
     docs.iter()
         .find(|d| d["kind"] == kind)
@@ -247,21 +267,7 @@ tunnelRef: {kind: Tunnel, name: edge}
 
 #[test]
 fn render_routes_bindings_and_labelled_services_and_the_older_binding_owns_a_hostname() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("routes.yaml");
-    std::fs::write(&file, ROUTED).expect("write");
-    let (out, stderr) = render(&file, "cftunnel-tunnels");
-    let docs: Vec<Value> = out
-        .split("---\n")
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| serde_yaml_ng::from_str(d).expect("yaml"))
-        .collect();
-    let config: Value = serde_yaml_ng::from_str(
-        by_kind(&docs, "ConfigMap")["data"]["config.yaml"]
-            .as_str()
-            .expect("config.yaml"),
-    )
-    .expect("config yaml");
+    let (config, stderr) = rendered_config(ROUTED);
     assert_eq!(config["originRequest"], json!({"noTLSVerify": true}));
     // Longer paths first, then by hostname; the later binding's claim on app.example.com lost,
     // and no rule turns the tunnel's noTLSVerify off.
@@ -342,21 +348,7 @@ spec:
 #[test]
 fn render_routes_an_ingress_and_an_http_route_with_typed_paths_and_the_default_backend_as_the_catch_all()
  {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("ingress.yaml");
-    std::fs::write(&file, INGRESS).expect("write");
-    let (out, stderr) = render(&file, "cftunnel-tunnels");
-    let docs: Vec<Value> = out
-        .split("---\n")
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| serde_yaml_ng::from_str(d).expect("yaml"))
-        .collect();
-    let config: Value = serde_yaml_ng::from_str(
-        by_kind(&docs, "ConfigMap")["data"]["config.yaml"]
-            .as_str()
-            .expect("config.yaml"),
-    )
-    .expect("config yaml");
+    let (config, stderr) = rendered_config(INGRESS);
     assert_eq!(
         config["ingress"],
         json!([

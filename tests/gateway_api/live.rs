@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use crate::cases::{CLASS, cases, documents, status_problems};
 use crate::harness::{Harness, POLL, TOKEN, WAIT};
-use crate::install_support::{kubectl_ok, repo_path};
+use crate::install_support::{install_gateway_api_crds, kubectl_ok};
 
 const API_SECRET: &str = "cloudflare-api";
 /// How soon after the CRDs are installed cftunnel must serve them.
@@ -35,26 +35,6 @@ where
     api.create(&PostParams::default(), &object)
         .await
         .expect("create")
-}
-
-fn install_gateway_crds(h: &Harness) {
-    let file = repo_path("charts/cftunnel/files/gateway-api-crds.yaml");
-    let file = file.to_string_lossy();
-    kubectl_ok(h.plane, &["apply", "--server-side", "-f", &file], "");
-    kubectl_ok(
-        h.plane,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/gatewayclasses.gateway.networking.k8s.io",
-            "crd/gateways.gateway.networking.k8s.io",
-            "crd/httproutes.gateway.networking.k8s.io",
-            "crd/grpcroutes.gateway.networking.k8s.io",
-            "crd/referencegrants.gateway.networking.k8s.io",
-        ],
-        "",
-    );
 }
 
 /// The Gateway API statuses as stored: classes, Gateways, cftunnel's route parents.
@@ -237,7 +217,7 @@ async fn gateway_api_installed_while_cftunnel_runs_is_served_and_the_conformance
     let id = tunnel.status.and_then(|s| s.tunnel_id).expect("tunnel id");
 
     // The CRDs arrive while cftunnel runs: it serves them within a minute.
-    install_gateway_crds(&h);
+    install_gateway_api_crds(h.plane);
     let classes: Api<GatewayClass> = Api::all(h.admin.clone());
     let class = format!("cftunnel-{ns}");
     create(&classes, json!({

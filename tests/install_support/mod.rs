@@ -114,3 +114,27 @@ pub fn cftunnel_run(
         .stderr(log);
     (command, log_path)
 }
+
+/// Installs the Gateway API CRDs as the chart ships them (`--server-side`: the HTTPRoute CRD
+/// is close to the limit of client-side apply's annotation) and waits until they are served.
+pub fn install_gateway_api_crds(plane: &ControlPlane) {
+    let file = repo_path("charts/cftunnel/files/gateway-api-crds.yaml");
+    kubectl_ok(
+        plane,
+        &["apply", "--server-side", "-f", &file.to_string_lossy()],
+        "",
+    );
+    let crds: Vec<String> = [
+        "gatewayclasses",
+        "gateways",
+        "httproutes",
+        "grpcroutes",
+        "referencegrants",
+    ]
+    .iter()
+    .map(|kind| format!("crd/{kind}.gateway.networking.k8s.io"))
+    .collect();
+    let mut args = vec!["wait", "--for=condition=Established", "--timeout=60s"];
+    args.extend(crds.iter().map(String::as_str));
+    kubectl_ok(plane, &args, "");
+}

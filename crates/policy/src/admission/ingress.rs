@@ -7,11 +7,17 @@ use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::Ingress;
 
+use crate::routes::ingress::is_cftunnels;
 use crate::routes::{ANY_HOST, RouteReason, RouteWorld, SourceKind, SourceRef, compute_routes};
 use crate::rules::route::check_claim;
 use crate::rules::{AdmissionView, Verdict, Violation};
 
 pub fn validate(ingress: &Ingress, namespace: &str, view: &AdmissionView) -> Verdict {
+    let mut v = Verdict::default();
+    // Most Ingresses of a cluster are other controllers': answered before any copy is made.
+    if !is_cftunnels(ingress, &view.ingress_classes) {
+        return v;
+    }
     let mut ingress = ingress.clone();
     ingress.metadata.namespace = Some(namespace.to_string());
     let source = SourceRef::of(SourceKind::Ingress, &ingress.metadata);
@@ -23,9 +29,8 @@ pub fn validate(ingress: &Ingress, namespace: &str, view: &AdmissionView) -> Ver
         ..RouteWorld::default()
     };
     let table = compute_routes(&world);
-    let mut v = Verdict::default();
     let Some(status) = table.sources.get(&source) else {
-        return v; // not an Ingress of cftunnel's
+        return v;
     };
     if status.reason == RouteReason::TunnelNotFound {
         v.warn("spec.ingressClassName", status.message.clone());

@@ -72,6 +72,11 @@ pub(super) fn our_class<'w>(
     (controller == Some(CONTROLLER_NAME)).then_some(class.as_ref())
 }
 
+/// Is `ingress` of an IngressClass of cftunnel's (a route source at all)?
+pub fn is_cftunnels(ingress: &Ingress, classes: &[std::sync::Arc<IngressClass>]) -> bool {
+    our_class(ingress, classes).is_some()
+}
+
 /// The tunnel an IngressClass of cftunnel's names, or what is wrong with its parameters.
 pub(crate) fn class_tunnel(class: &IngressClass) -> Result<TunnelIdentity, String> {
     let name = class.metadata.name.as_deref().unwrap_or("");

@@ -41,7 +41,7 @@ mod backend;
 mod claims;
 pub mod gateway;
 mod index;
-mod ingress;
+pub mod ingress;
 mod model;
 mod path;
 #[cfg(test)]

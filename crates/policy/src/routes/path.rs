@@ -26,7 +26,8 @@ pub(crate) fn typed_path(kind: PathKind, value: &str) -> Option<String> {
     }
 }
 
-fn escape(text: &str) -> String {
+/// `text` as a regex that matches it literally.
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 4);
     for c in text.chars() {
         if METACHARACTERS.contains(c) {

@@ -2,7 +2,7 @@
 //! per rule, and every field a tunnel cannot express, named so the route can be refused with it.
 use k8s_openapi::api::core::v1::Service;
 
-use crate::routes::path::typed_path;
+use crate::routes::path::{escape, typed_path};
 use crate::routes::route::PathKind;
 use crate::routes::source::ServiceIndex;
 use crate::routes::world::RouteWorld;
@@ -54,20 +54,28 @@ pub(crate) struct RouteAnalysis<'w> {
     pub http2: bool,
 }
 
+/// What reading one route's rules needs besides the rule: the world, its Services, the route's
+/// kind and namespace.
+struct Reading<'r, 'w> {
+    world: &'w RouteWorld,
+    services: &'r ServiceIndex<'w>,
+    kind: &'static str,
+    namespace: &'w str,
+}
+
 pub(crate) fn analyze_http<'w>(
     world: &'w RouteWorld,
     services: &ServiceIndex<'w>,
     route: &'w HTTPRoute,
 ) -> RouteAnalysis<'w> {
-    let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+    let reading = Reading {
+        world,
+        services,
+        kind: "HTTPRoute",
+        namespace: route.metadata.namespace.as_deref().unwrap_or(""),
+    };
     let mut out = RouteAnalysis::default();
     for (i, rule) in route.spec.rules.iter().enumerate() {
-        if !rule.filters.is_empty() {
-            out.unsupported.push(format!(
-                "spec.rules[{i}].filters: {} cannot be applied by cloudflared; remove the filter",
-                filter_types(&rule.filters)
-            ));
-        }
         if rule.timeouts.is_some() {
             out.unsupported.push(format!(
                 "spec.rules[{i}].timeouts: request timeouts cannot be expressed by a tunnel; remove them"
@@ -115,23 +123,14 @@ pub(crate) fn analyze_http<'w>(
             };
             matches.push(rule_match);
         }
-        if matches.is_empty() {
-            matches.push(every_path());
-        }
-        let target = resolve(
-            world,
-            services,
-            "HTTPRoute",
-            namespace,
+        let rule_routes = finish_rule(
+            &reading,
             i,
-            &rule.backend_refs,
+            (&rule.filters, &rule.backend_refs),
+            matches,
             &mut out,
         );
-        out.rules.push(RuleRoutes {
-            index: i,
-            matches,
-            target,
-        });
+        out.rules.push(rule_routes);
     }
     out
 }
@@ -141,18 +140,17 @@ pub(crate) fn analyze_grpc<'w>(
     services: &ServiceIndex<'w>,
     route: &'w GRPCRoute,
 ) -> RouteAnalysis<'w> {
-    let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+    let reading = Reading {
+        world,
+        services,
+        kind: "GRPCRoute",
+        namespace: route.metadata.namespace.as_deref().unwrap_or(""),
+    };
     let mut out = RouteAnalysis {
         http2: true,
         ..RouteAnalysis::default()
     };
     for (i, rule) in route.spec.rules.iter().enumerate() {
-        if !rule.filters.is_empty() {
-            out.unsupported.push(format!(
-                "spec.rules[{i}].filters: {} cannot be applied by cloudflared; remove the filter",
-                filter_types(&rule.filters)
-            ));
-        }
         let mut matches = Vec::new();
         for (j, m) in rule.matches.iter().enumerate() {
             if !m.headers.is_empty() {
@@ -180,7 +178,7 @@ pub(crate) fn analyze_grpc<'w>(
                 },
                 (false, None, Some(m)) => RuleMatch {
                     kind: PathKind::Regex,
-                    regex: Some(format!("^/[^/]+/{}$", escape_literal(m))),
+                    regex: Some(format!("^/[^/]+/{}$", escape(m))),
                     regex_input: None,
                 },
                 (true, _, _) => {
@@ -192,25 +190,42 @@ pub(crate) fn analyze_grpc<'w>(
                 (false, None, None) => every_path(),
             });
         }
-        if matches.is_empty() {
-            matches.push(every_path());
-        }
-        let target = resolve(
-            world,
-            services,
-            "GRPCRoute",
-            namespace,
+        let rule_routes = finish_rule(
+            &reading,
             i,
-            &rule.backend_refs,
+            (&rule.filters, &rule.backend_refs),
+            matches,
             &mut out,
         );
-        out.rules.push(RuleRoutes {
-            index: i,
-            matches,
-            target,
-        });
+        out.rules.push(rule_routes);
     }
     out
+}
+
+/// What every rule of both kinds ends with: its filters refused (cloudflared applies none),
+/// every path when it has no match, and its backend resolved.
+fn finish_rule<'w>(
+    reading: &Reading<'_, 'w>,
+    i: usize,
+    (filters, backend_refs): (&[serde_json::Value], &'w [BackendRef]),
+    mut matches: Vec<RuleMatch<'w>>,
+    out: &mut RouteAnalysis<'w>,
+) -> RuleRoutes<'w> {
+    if !filters.is_empty() {
+        out.unsupported.push(format!(
+            "spec.rules[{i}].filters: {} cannot be applied by cloudflared; remove the filter",
+            filter_types(filters)
+        ));
+    }
+    if matches.is_empty() {
+        matches.push(every_path());
+    }
+    let target = resolve(reading, i, backend_refs, out);
+    RuleRoutes {
+        index: i,
+        matches,
+        target,
+    }
 }
 
 fn every_path<'w>() -> RuleMatch<'w> {
@@ -219,14 +234,6 @@ fn every_path<'w>() -> RuleMatch<'w> {
         regex: None,
         regex_input: None,
     }
-}
-
-/// A gRPC method name matched literally (they hold letters, digits and `_` only, but a regex
-/// metacharacter is escaped all the same).
-fn escape_literal(text: &str) -> String {
-    typed_path(PathKind::Exact, text)
-        .map(|r| r.trim_start_matches('^').trim_end_matches('$').to_string())
-        .unwrap_or_default()
 }
 
 fn filter_types(filters: &[serde_json::Value]) -> String {
@@ -240,14 +247,17 @@ fn filter_types(filters: &[serde_json::Value]) -> String {
 /// The backend of one rule: exactly one Service backend (or none with weight), resolved, with
 /// ReferenceGrants for another namespace. Anything else answers 500 and is reported.
 fn resolve<'w>(
-    world: &'w RouteWorld,
-    services: &ServiceIndex<'w>,
-    route_kind: &str,
-    namespace: &'w str,
+    reading: &Reading<'_, 'w>,
     rule: usize,
     refs: &'w [BackendRef],
     out: &mut RouteAnalysis<'w>,
 ) -> Target<'w> {
+    let Reading {
+        world,
+        services,
+        kind: route_kind,
+        namespace,
+    } = *reading;
     let weighted: Vec<(usize, &BackendRef)> = refs
         .iter()
         .enumerate()
