@@ -25,6 +25,7 @@ fn simulator() -> Simulator {
         pending_zones: Vec::new(),
         tokens: vec![TOKEN.into()],
         api_keys: vec![("ops@example.com".into(), "global-key".into())],
+        ..SimConfig::default()
     })
 }
 

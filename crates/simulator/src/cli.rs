@@ -1,6 +1,7 @@
 //! `cloudflare-sim`: the simulator as a process, announced by one JSON line on stdout.
 use std::io::Write;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use base64::Engine;
@@ -8,7 +9,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rand::RngCore;
 use serde_json::json;
 
-use super::{SimConfig, Simulator};
+use super::{RequestBudget, SimConfig, Simulator};
 
 /// Options of the `cloudflare-sim` command.
 #[derive(Clone, clap::Parser)]
@@ -33,6 +34,56 @@ pub struct SimArgs {
     /// Name of the simulated account.
     #[arg(long, value_name = "NAME", default_value = "cftunnel-sim")]
     pub account_name: String,
+    /// Request budget per token, e.g. 1200/300 (Cloudflare's): beyond it every call of the
+    /// token is answered 429 for the block time.
+    #[arg(long, value_name = "REQUESTS/SECONDS", value_parser = parse_budget)]
+    pub budget: Option<BudgetArg>,
+    /// Block time after the budget is exceeded; the budget's window when not given.
+    #[arg(long, value_name = "SECONDS", requires = "budget", value_parser = parse_seconds)]
+    pub budget_block: Option<u64>,
+    /// Most records every zone may hold (Cloudflare: 200 on Free, 3,500 on paid plans).
+    #[arg(long, value_name = "N", value_parser = parse_records)]
+    pub zone_record_quota: Option<usize>,
+    /// Most records one DNS batch may touch, whatever the zone's plan.
+    #[arg(long, value_name = "N", value_parser = parse_records)]
+    pub batch_limit: Option<usize>,
+    /// Refuse every call of a token with 429 until the `retry-after` of its last 429 passed.
+    #[arg(long)]
+    pub block_on_rate_limit: bool,
+}
+
+/// `--budget REQUESTS/SECONDS` as given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetArg {
+    pub requests: u32,
+    pub window_secs: u64,
+}
+
+/// Parses `REQUESTS/SECONDS`, both whole numbers of at least 1.
+fn parse_budget(text: &str) -> Result<BudgetArg, String> {
+    let expected = "expected REQUESTS/SECONDS, two whole numbers of at least 1, e.g. 1200/300";
+    let (requests, window) = text.split_once('/').ok_or(expected)?;
+    let requests: u32 = requests.trim().parse().map_err(|_| expected)?;
+    let window_secs: u64 = window.trim().parse().map_err(|_| expected)?;
+    if requests == 0 || window_secs == 0 {
+        return Err(expected.to_string());
+    }
+    Ok(BudgetArg {
+        requests,
+        window_secs,
+    })
+}
+
+fn parse_seconds(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| "expected whole seconds, e.g. 300".to_string())
+}
+
+fn parse_records(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| "expected a whole number of records, e.g. 200".to_string())
 }
 
 /// Tokens are credentials, so Debug shows only how many there are.
@@ -44,6 +95,11 @@ impl std::fmt::Debug for SimArgs {
             .field("pending_zones", &self.pending_zones)
             .field("tokens", &format_args!("<{} redacted>", self.tokens.len()))
             .field("account_name", &self.account_name)
+            .field("budget", &self.budget)
+            .field("budget_block", &self.budget_block)
+            .field("zone_record_quota", &self.zone_record_quota)
+            .field("batch_limit", &self.batch_limit)
+            .field("block_on_rate_limit", &self.block_on_rate_limit)
             .finish()
     }
 }
@@ -68,7 +124,26 @@ impl SimArgs {
             pending_zones: self.pending_zones.clone(),
             tokens,
             api_keys: Vec::new(),
+            budget: self.request_budget(),
+            zone_record_quota: self.zone_record_quota,
         }
+    }
+
+    /// The budget `--budget` and `--budget-block` describe.
+    pub fn request_budget(&self) -> Option<RequestBudget> {
+        let budget = self.budget?;
+        let window = Duration::from_secs(budget.window_secs);
+        Some(RequestBudget {
+            requests: budget.requests,
+            window,
+            block: self.budget_block.map_or(window, Duration::from_secs),
+        })
+    }
+
+    /// Sets the switches these options give that [`SimConfig`] does not hold.
+    pub fn apply(&self, sim: &Simulator) {
+        sim.set_batch_limit(self.batch_limit);
+        sim.set_block_on_rate_limit(self.block_on_rate_limit);
     }
 }
 
@@ -89,6 +164,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     let config = args.config();
     let tokens = config.tokens.clone();
     let sim = Simulator::new(config);
+    args.apply(&sim);
     let running = sim
         .serve(args.listen)
         .await

@@ -1,6 +1,7 @@
 //! Cloudflare's v4 response envelope and the error answers the simulator gives.
+use axum::body::{Body, Bytes};
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, StatusCode};
+use http::{HeaderName, HeaderValue, StatusCode};
 use serde_json::{Value, json};
 
 /// A successful answer: always HTTP 200, as Cloudflare does for creates too.
@@ -147,6 +148,8 @@ pub(crate) struct Answer {
     pub status: StatusCode,
     pub body: Value,
     pub retry_after: Option<u64>,
+    /// Further headers, e.g. the budget's `Ratelimit` pair.
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl From<&Result<Reply, ApiError>> for Answer {
@@ -156,11 +159,13 @@ impl From<&Result<Reply, ApiError>> for Answer {
                 status: StatusCode::OK,
                 body: reply.body(),
                 retry_after: None,
+                headers: Vec::new(),
             },
             Err(error) => Answer {
                 status: error.status,
                 body: error.body(),
                 retry_after: error.retry_after,
+                headers: Vec::new(),
             },
         }
     }
@@ -174,6 +179,24 @@ impl IntoResponse for Answer {
                 .headers_mut()
                 .insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
         }
+        for (name, value) in self.headers {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                response
+                    .headers_mut()
+                    .insert(HeaderName::from_static(name), value);
+            }
+        }
         response
     }
+}
+
+/// No answer at all: a body whose stream fails at once, so hyper aborts the connection and an
+/// in-process caller's body read fails too.
+pub(crate) fn dropped_connection() -> Response {
+    let failure = std::io::Error::new(
+        std::io::ErrorKind::ConnectionAborted,
+        "simulated dropped connection",
+    );
+    let stream = futures::stream::iter([Err::<Bytes, _>(failure)]);
+    (StatusCode::OK, Body::from_stream(stream)).into_response()
 }

@@ -19,11 +19,42 @@
 //!   checked with the single calls' rules against the zone as the earlier actions left it; the
 //!   first failing action answers with its own status and code (message prefixed with
 //!   `posts[3]: ` and the like) and nothing is applied. More records than the zone's plan allows
-//!   (Free 200, other plans 3,500) → 400/1004 before anything runs; a body with no list → 400/1004.
+//!   (Free 200, other plans 3,500, or [`Simulator::set_batch_limit`] for every zone) → 400/1004
+//!   before anything runs; a body with no list → 400/1004.
+//! - Record quota (none by default; Cloudflare's Free zones hold 200 records, paid ones 3,500): a
+//!   create, single or among a batch's posts (counted after its deletes), that would take the zone
+//!   over it → 400/81045 "Record quota exceeded." (the code Cloudflare is reported to answer; it
+//!   is not in the published list), the batch applying nothing.
 //! - Supported record types are those that need no `data` object: A, AAAA, CNAME, TXT, NS, PTR, MX.
+//!
+//! Limits, per credential (a Bearer token, or an email + key pair, known by a 12-hex-character
+//! SHA-256 fingerprint, never by the secret):
+//! - every 429 (injected, or from the budget) answers code 971 with `retry-after` and starts a
+//!   block of the credential for that long. A request arriving during a block later than the
+//!   in-flight grace (100 ms) after that 429 was answered is an *early call*: counted and marked
+//!   in the log. With [`Simulator::set_block_on_rate_limit`] (off by default) a call during a
+//!   block is refused with 429/971 and `retry-after` = the block's remaining whole seconds
+//!   (at least 1), without effect and without extending the block.
+//! - the request budget ([`RequestBudget`], off by default; Cloudflare's is 1,200 per 5 minutes):
+//!   the request over it within the sliding window → 429/971 with `retry-after` = the block time,
+//!   then every call of the credential → 429 until the block ends, whatever the block switch
+//!   says. The budget's and the blocks' refusals do not count in the window (calls a fault
+//!   answered do); calls without a valid credential are not budgeted. Every answer to a
+//!   budgeted credential carries `Ratelimit: "default";r=<left>;t=<seconds>` (`t`: until a
+//!   request is freed; during a budget block `r=0` and `t` is the block's end) and
+//!   `Ratelimit-Policy: "default";q=<requests>;w=<window seconds>`.
+//! - limit refusals are answered at once, without consulting the faults.
+//!
+//! Faults ([`Fault`], armed on a [`FaultTarget`]) can reject a call, delay it, fail it after its
+//! effect, or drop its connection: a dropped call gets no answer (the response body fails, so
+//! hyper aborts the connection and an in-process caller's body read fails) and is logged with
+//! status 0.
 pub mod cli;
+mod controls;
 mod envelope;
+mod fault_target;
 mod faults;
+mod limits;
 mod operation;
 mod query;
 mod routes;
@@ -34,9 +65,9 @@ mod tests;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rand::SeedableRng;
-
+pub use fault_target::FaultTarget;
 pub use faults::Fault;
+pub use limits::RequestBudget;
 pub use operation::Operation;
 pub use server::RunningSim;
 pub use state::{LoggedRequest, SimDnsRecord, SimTunnel};
@@ -62,6 +93,11 @@ pub struct SimConfig {
     pub tokens: Vec<String>,
     /// Accepted `(X-Auth-Email, X-Auth-Key)` pairs.
     pub api_keys: Vec<(String, String)>,
+    /// The request budget per credential; `None` (the default) for no budget.
+    pub budget: Option<RequestBudget>,
+    /// Most records every zone may hold; `None` (the default) for no quota. Cloudflare's Free
+    /// zones hold 200 records, paid ones 3,500.
+    pub zone_record_quota: Option<usize>,
 }
 
 impl Default for SimConfig {
@@ -73,6 +109,8 @@ impl Default for SimConfig {
             pending_zones: Vec::new(),
             tokens: Vec::new(),
             api_keys: Vec::new(),
+            budget: None,
+            zone_record_quota: None,
         }
     }
 }
@@ -89,6 +127,8 @@ impl std::fmt::Debug for SimConfig {
                 "api_keys",
                 &format_args!("<{} redacted>", self.api_keys.len()),
             )
+            .field("budget", &self.budget)
+            .field("zone_record_quota", &self.zone_record_quota)
             .finish()
     }
 }
@@ -130,7 +170,9 @@ impl Simulator {
             }) {
                 zone.status = "pending".into();
             }
+            zone.record_quota = config.zone_record_quota;
         }
+        state.limits = limits::Limits::new(config.budget);
         Simulator {
             inner: Arc::new(Mutex::new(state)),
         }
@@ -144,6 +186,12 @@ impl Simulator {
     /// Serves under `/client/v4` on a loopback address; anything else is refused.
     pub async fn serve(&self, addr: std::net::SocketAddr) -> std::io::Result<RunningSim> {
         server::serve(self, addr).await
+    }
+
+    /// Like [`Simulator::serve`], but on a dedicated thread with its own two-worker runtime, so a
+    /// busy or single-threaded test runtime never delays the answers (which would blur timings).
+    pub fn serve_detached(&self, addr: std::net::SocketAddr) -> std::io::Result<RunningSim> {
+        server::serve_detached(self, addr)
     }
 
     /// A poisoned lock only means a panicking test thread; the state itself stays usable.
@@ -190,7 +238,8 @@ impl Simulator {
     }
 
     /// Sets a zone's plan (`free`, `pro`, `business`, `enterprise`; anything else is refused),
-    /// which decides its DNS batch limit (200 on Free, 3,500 otherwise).
+    /// which decides its DNS batch limit (200 on Free, 3,500 otherwise) unless
+    /// [`Simulator::set_batch_limit`] overrides it.
     pub fn set_zone_plan(&self, zone_name: &str, plan: &str) -> bool {
         let plan = plan.to_ascii_lowercase();
         if !["free", "pro", "business", "enterprise"].contains(&plan.as_str()) {
@@ -208,19 +257,6 @@ impl Simulator {
         true
     }
 
-    pub fn inject(&self, op: Operation, fault: Fault) {
-        self.lock().faults.entry(op).or_default().add(fault);
-    }
-
-    pub fn clear_faults(&self) {
-        self.lock().faults.clear();
-    }
-
-    /// Reseeds the RNG behind `Fault::error_rate` (it starts seeded with 0, so runs repeat).
-    pub fn seed_faults(&self, seed: u64) {
-        self.lock().rng = rand::rngs::StdRng::seed_from_u64(seed);
-    }
-
     /// Requests routed to `op`, including those a fault or an auth check answered.
     pub fn calls(&self, op: Operation) -> u64 {
         self.lock().calls.get(&op).copied().unwrap_or(0)
@@ -231,11 +267,14 @@ impl Simulator {
         self.lock().total_calls
     }
 
-    /// Zeroes the counters and empties the request log.
+    /// Zeroes the counters (early calls and budget refusals included) and empties the request
+    /// log; blocks and budget windows in force stay.
     pub fn reset_counters(&self) {
         let mut state = self.lock();
         state.calls.clear();
         state.total_calls = 0;
+        state.limits.early_calls = 0;
+        state.limits.budget_refusals = 0;
         state.log.clear();
     }
 
@@ -269,7 +308,8 @@ impl Simulator {
         self.lock().soft_delete(tunnel_id)
     }
 
-    /// Seeds a record nobody created through this API; `None` if it fails validation.
+    /// Seeds a record nobody created through this API; `None` if it fails validation or the
+    /// zone's record quota.
     pub fn insert_dns_record(&self, zone_name: &str, record: serde_json::Value) -> Option<String> {
         routes::insert_record(&mut self.lock(), zone_name, &record)
     }

@@ -1,10 +1,12 @@
 //! The simulator's in-memory world: one account, its zones, tunnels and DNS records.
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::time::Duration;
 
 use rand::{SeedableRng, rngs::StdRng};
 
-use super::faults::FaultSet;
+use super::fault_target::FaultRules;
+use super::limits::Limits;
 use super::operation::Operation;
 
 /// Most requests kept in the log; older entries are dropped first.
@@ -20,8 +22,21 @@ pub struct LoggedRequest {
     pub query: String,
     /// `None` when the body was empty or not JSON.
     pub request_body: Option<serde_json::Value>,
+    /// 0 when no answer was given: the connection was dropped (`Fault::drop_next`,
+    /// `Fault::drop_after_apply`).
     pub status: u16,
+    /// `null` when no answer was given.
     pub response_body: serde_json::Value,
+    /// Fingerprint of the credential the request carried (12 hex characters of its SHA-256,
+    /// known or not); `None` without a well-formed credential.
+    pub credential: Option<String>,
+    /// Sent while a block of its credential was in force, later than the in-flight grace after
+    /// the 429 that started it (see `Simulator::early_calls`).
+    pub early: bool,
+    /// When the request arrived, since the simulator was created (tokio's clock).
+    pub at: Duration,
+    /// When it was answered (or dropped), since the simulator was created (tokio's clock).
+    pub answered_at: Duration,
 }
 
 /// Bodies can hold tunnel secrets and tokens, so Debug shows only their presence.
@@ -37,6 +52,9 @@ impl fmt::Debug for LoggedRequest {
                 &self.request_body.as_ref().map(|_| "<json>"),
             )
             .field("status", &self.status)
+            .field("credential", &self.credential)
+            .field("early", &self.early)
+            .field("at", &self.at)
             .finish_non_exhaustive()
     }
 }
@@ -50,11 +68,13 @@ pub(crate) struct Zone {
     pub plan: String,
     /// `active`, or `pending` for a zone added but not delegated yet.
     pub status: String,
+    /// Most records the zone may hold; `None` for no quota.
+    pub record_quota: Option<usize>,
 }
 
 impl Zone {
     /// Most records one DNS batch may touch on this zone's plan.
-    pub fn batch_limit(&self) -> usize {
+    pub fn plan_batch_limit(&self) -> usize {
         if self.plan == "free" { 200 } else { 3_500 }
     }
 }
@@ -132,8 +152,13 @@ pub(crate) struct State {
     pub connectors: HashMap<String, Vec<Connector>>,
     /// Creation order per zone id.
     pub records: HashMap<String, Vec<SimDnsRecord>>,
-    pub faults: HashMap<Operation, FaultSet>,
+    pub faults: FaultRules,
     pub rng: StdRng,
+    pub limits: Limits,
+    /// Overrides every zone's plan batch limit when set.
+    pub batch_limit: Option<usize>,
+    /// The origin of the log's timeline.
+    pub created: tokio::time::Instant,
     pub calls: HashMap<Operation, u64>,
     pub total_calls: u64,
     pub log: VecDeque<LoggedRequest>,
@@ -158,6 +183,7 @@ impl State {
                     created_on: now.clone(),
                     plan: "free".into(),
                     status: "active".into(),
+                    record_quota: None,
                 });
             }
         }
@@ -172,8 +198,11 @@ impl State {
             tunnels: Vec::new(),
             connectors: HashMap::new(),
             records,
-            faults: HashMap::new(),
+            faults: FaultRules::default(),
             rng: StdRng::seed_from_u64(0),
+            limits: Limits::new(None),
+            batch_limit: None,
+            created: tokio::time::Instant::now(),
             calls: HashMap::new(),
             total_calls: 0,
             log: VecDeque::new(),
@@ -182,6 +211,11 @@ impl State {
 
     pub(crate) fn zone_by_id(&self, id: &str) -> Option<&Zone> {
         self.zones.iter().find(|z| z.id == id)
+    }
+
+    /// Most records one DNS batch may touch on the zone: the override, else the plan's.
+    pub(crate) fn batch_limit(&self, zone: &Zone) -> usize {
+        self.batch_limit.unwrap_or_else(|| zone.plan_batch_limit())
     }
 
     pub(crate) fn zone_by_name(&self, name: &str) -> Option<&Zone> {

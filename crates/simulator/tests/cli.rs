@@ -132,3 +132,60 @@ fn a_pending_zone_is_listed_with_status_pending() {
         vec![("example.com".to_string(), "active".to_string())]
     );
 }
+
+#[test]
+fn with_a_budget_of_3_per_60_seconds_the_fourth_call_is_answered_429_for_60_seconds() {
+    let mut child = cloudflare_sim()
+        .args(["--listen", "127.0.0.1:0", "--token", "budget-token"])
+        .args(["--budget", "3/60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn simulator");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("ready line");
+    let ready: serde_json::Value = serde_json::from_str(&line).expect("ready line is JSON");
+    let url = ready["url"].as_str().expect("url").to_string();
+    cftunnel_sim::install_crypto_provider();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let answers: Vec<(u16, Option<String>, Option<String>)> = rt.block_on(async {
+        let client = reqwest::Client::new();
+        let mut answers = Vec::new();
+        for _ in 0..4 {
+            let response = client
+                .get(format!("{url}/zones"))
+                .bearer_auth("budget-token")
+                .send()
+                .await
+                .expect("GET /zones");
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+            };
+            answers.push((
+                response.status().as_u16(),
+                header("retry-after"),
+                header("ratelimit-policy"),
+            ));
+        }
+        answers
+    });
+    child.kill().expect("stop simulator");
+    let _ = child.wait();
+    let policy = Some("\"default\";q=3;w=60".to_string());
+    assert_eq!(
+        answers,
+        vec![
+            (200, None, policy.clone()),
+            (200, None, policy.clone()),
+            (200, None, policy.clone()),
+            (429, Some("60".to_string()), policy),
+        ]
+    );
+}

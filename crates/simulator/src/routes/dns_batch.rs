@@ -2,13 +2,14 @@
 //!
 //! The actions run against a copy of the zone's records, each with the single calls' rules
 //! (validation, CNAME exclusivity, identical-record refusal) against the records as the earlier
-//! actions left them. The copy replaces the zone only when every action succeeded; the first
-//! failure is the answer, its message prefixed with the action (`posts[3]: …`).
+//! actions left them, so the record quota counts the posts after the deletes. The copy replaces
+//! the zone only when every action succeeded; the first failure is the answer, its message
+//! prefixed with the action (`posts[3]: …`).
 use http::StatusCode;
 use serde_json::{Map, Value};
 
 use super::Ctx;
-use super::dns::{draft_fields, record_json, record_not_found, stored, zone};
+use super::dns::{check_quota, draft_fields, record_json, record_not_found, stored, zone};
 use super::dns_rules::{check_conflicts, parse_draft};
 use crate::envelope::{ApiError, Reply};
 use crate::state::{SimDnsRecord, State, Zone, hex_id, now};
@@ -36,10 +37,10 @@ pub(super) fn batch(state: &mut State, ctx: &Ctx) -> Result<Reply, ApiError> {
             "a batch needs at least one of deletes, patches, puts or posts",
         ));
     }
-    if total > zone.batch_limit() {
+    let limit = state.batch_limit(&zone);
+    if total > limit {
         return Err(ApiError::dns_validation(format!(
-            "a batch may change at most {} records on this zone's plan, got {total}",
-            zone.batch_limit()
+            "a batch may change at most {limit} records on this zone's plan, got {total}"
         )));
     }
     let mut records = state.records.get(&zone.id).cloned().unwrap_or_default();
@@ -75,6 +76,7 @@ fn apply(
     if kind == 3 {
         let draft = parse_draft(item, &zone.name)?;
         check_conflicts(&draft, records, None)?;
+        check_quota(zone, records)?;
         let at = now();
         let record = stored(draft, hex_id(), zone, at.clone(), at);
         records.push(record.clone());

@@ -1,6 +1,7 @@
 //! The HTTP surface: one route per operation, all funnelled through `dispatch`.
 mod accounts;
 mod auth;
+mod dispatch;
 mod dns;
 mod dns_batch;
 mod dns_rules;
@@ -9,20 +10,16 @@ mod tunnels;
 use std::collections::{BTreeMap, HashMap};
 
 use axum::Router;
-use axum::extract::{FromRequestParts, RawPathParams, Request};
+use axum::extract::Request;
+use axum::response::Response;
 use axum::routing::{MethodFilter, MethodRouter};
 use serde_json::{Map, Value};
 
 use super::Simulator;
-use super::envelope::{Answer, ApiError, Reply};
-use super::faults::FaultPlan;
+use super::envelope::{ApiError, Reply};
 use super::operation::Operation;
 use super::query::Query;
-use super::state::{LoggedRequest, State};
-
-/// Largest request body accepted: a DNS batch of 3,500 records with comments and TXT contents
-/// is a few MiB; every other body is tiny.
-const MAX_BODY_BYTES: usize = 8 << 20;
+use super::state::State;
 
 /// Builds the router serving every operation at paths relative to the API base.
 pub(crate) fn build(sim: &Simulator) -> Router {
@@ -51,7 +48,7 @@ pub(crate) fn unmatched(
     handler(sim, None)
 }
 
-type BoxedAnswer = std::pin::Pin<Box<dyn Future<Output = Answer> + Send>>;
+type BoxedAnswer = std::pin::Pin<Box<dyn Future<Output = Response> + Send>>;
 
 fn handler(
     sim: &Simulator,
@@ -60,7 +57,7 @@ fn handler(
     let sim = sim.clone();
     move |request: Request| {
         let sim = sim.clone();
-        Box::pin(async move { dispatch(sim, op, request).await })
+        Box::pin(async move { dispatch::dispatch(sim, op, request).await })
     }
 }
 
@@ -103,84 +100,6 @@ impl Ctx {
             Err(ApiError::authentication(http::StatusCode::FORBIDDEN))
         }
     }
-}
-
-async fn dispatch(sim: Simulator, op: Option<Operation>, request: Request) -> Answer {
-    let (mut parts, body) = request.into_parts();
-    let params: HashMap<String, String> =
-        match RawPathParams::from_request_parts(&mut parts, &()).await {
-            Ok(raw) => raw
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            Err(_) => HashMap::new(),
-        };
-    let body = axum::body::to_bytes(body, MAX_BODY_BYTES).await;
-    let body_json = match &body {
-        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(None),
-        Ok(bytes) => serde_json::from_slice::<Value>(bytes)
-            .map(Some)
-            .map_err(|e| e.to_string()),
-        Err(_) => Err(format!("larger than {MAX_BODY_BYTES} bytes")),
-    };
-    let ctx = Ctx {
-        path: parts.uri.path().to_string(),
-        params,
-        query: Query::parse(parts.uri.query().unwrap_or_default()),
-        headers: parts.headers,
-        body: body_json,
-    };
-
-    let plan = {
-        let mut state = sim.lock();
-        state.total_calls += 1;
-        match op {
-            Some(op) => {
-                *state.calls.entry(op).or_default() += 1;
-                let State { faults, rng, .. } = &mut *state;
-                faults
-                    .get_mut(&op)
-                    .map(|set| set.plan(rng))
-                    .unwrap_or_default()
-            }
-            None => FaultPlan::default(),
-        }
-    };
-    if let Some(delay) = plan.latency {
-        tokio::time::sleep(delay).await;
-    }
-    let outcome = match plan.reject {
-        Some(error) => Err(error),
-        None => {
-            let mut state = sim.lock();
-            let outcome = match op {
-                Some(op) => handle(&mut state, op, &ctx),
-                None => Err(ApiError::no_route(&ctx.path)),
-            };
-            match plan.fail_after_apply {
-                Some(error) => Err(error),
-                None => outcome,
-            }
-        }
-    };
-    let answer = Answer::from(&outcome);
-    tracing::debug!(
-        operation = op.map(|o| o.to_string()),
-        method = %parts.method,
-        path = %ctx.path,
-        status = answer.status.as_u16(),
-        "cloudflare-sim request"
-    );
-    sim.lock().push_log(LoggedRequest {
-        operation: op,
-        method: parts.method.to_string(),
-        path: ctx.path.clone(),
-        query: parts.uri.query().unwrap_or_default().to_string(),
-        request_body: ctx.body.clone().ok().flatten(),
-        status: answer.status.as_u16(),
-        response_body: answer.body.clone(),
-    });
-    answer
 }
 
 /// Authenticates, then runs the operation against the state.

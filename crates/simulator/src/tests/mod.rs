@@ -1,7 +1,14 @@
 //! Behaviour tests driving the router in-process, plus one through a real socket.
 mod auth;
+mod budget;
+mod cli_options;
+mod detached;
 mod dns;
+mod drops;
+mod fault_targets;
 mod faults;
+mod quota;
+mod rate_limit_blocks;
 mod server;
 mod tunnels;
 
@@ -14,6 +21,18 @@ use super::{SimConfig, Simulator};
 
 pub(super) const TOKEN: &str = "sim-test-token";
 
+/// A second accepted token, to show that limits are per credential.
+pub(super) const OTHER_TOKEN: &str = "sim-other-token";
+
+/// The test simulator accepting [`TOKEN`] and [`OTHER_TOKEN`].
+pub(super) fn two_token_sim() -> Simulator {
+    Simulator::new(SimConfig {
+        tokens: vec![TOKEN.into(), OTHER_TOKEN.into()],
+        api_keys: vec![("ops@example.com".into(), "global-key".into())],
+        ..SimConfig::default()
+    })
+}
+
 pub(super) fn sim() -> Simulator {
     Simulator::new(SimConfig {
         account_name: "Test Account".into(),
@@ -22,6 +41,7 @@ pub(super) fn sim() -> Simulator {
         pending_zones: Vec::new(),
         tokens: vec![TOKEN.into()],
         api_keys: vec![("ops@example.com".into(), "global-key".into())],
+        ..SimConfig::default()
     })
 }
 
@@ -71,6 +91,19 @@ pub(super) async fn send_raw(
     headers: &[(&str, &str)],
     body: Option<String>,
 ) -> Answer {
+    try_send_raw(sim, method, path, headers, body)
+        .await
+        .expect("body")
+}
+
+/// Like [`send_raw`], but a body that fails to arrive (a dropped connection) is the error.
+pub(super) async fn try_send_raw(
+    sim: &Simulator,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<String>,
+) -> Result<Answer, axum::Error> {
     let mut builder = Request::builder().method(method).uri(path);
     for (name, value) in headers {
         builder = builder.header(*name, *value);
@@ -85,15 +118,13 @@ pub(super) async fn send_raw(
         .expect("infallible router");
     let status = response.status();
     let headers = response.headers().clone();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .expect("body");
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await?;
     let body = serde_json::from_slice(&bytes).expect("every answer is JSON");
-    Answer {
+    Ok(Answer {
         status,
         headers,
         body,
-    }
+    })
 }
 
 pub(super) async fn call(
@@ -102,12 +133,28 @@ pub(super) async fn call(
     path: &str,
     body: Option<Value>,
 ) -> Answer {
-    let auth = format!("Bearer {TOKEN}");
+    call_as(sim, TOKEN, method, path, body).await
+}
+
+/// A call with another Bearer token than the test token.
+pub(super) async fn call_as(
+    sim: &Simulator,
+    token: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> Answer {
+    let auth = format!("Bearer {token}");
     let headers = [
         ("authorization", auth.as_str()),
         ("content-type", "application/json"),
     ];
     send_raw(sim, method, path, &headers, body.map(|b| b.to_string())).await
+}
+
+/// The named header as text, `None` when absent.
+pub(super) fn header<'a>(answer: &'a Answer, name: &str) -> Option<&'a str> {
+    answer.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// A GET of `path`.

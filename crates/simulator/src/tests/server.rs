@@ -76,6 +76,11 @@ async fn refuses_to_listen_off_loopback() {
         pending_zones: vec![],
         tokens: vec![],
         account_name: "x".into(),
+        budget: None,
+        budget_block: None,
+        zone_record_quota: None,
+        batch_limit: None,
+        block_on_rate_limit: false,
     };
     let message = crate::cli::run(args)
         .await
