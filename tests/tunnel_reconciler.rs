@@ -32,6 +32,8 @@ mod proxy;
 mod remote;
 #[path = "tunnel_reconciler/remote_connector.rs"]
 mod remote_connector;
+#[path = "tunnel_reconciler/remote_faults.rs"]
+mod remote_faults;
 #[path = "tunnel_reconciler/routes.rs"]
 mod routes;
 #[path = "tunnel_reconciler/takeover.rs"]

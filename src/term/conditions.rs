@@ -20,6 +20,9 @@ pub enum ReadyReason {
     /// Another object runs the same Cloudflare tunnel id (`term/claims.rs`).
     TunnelIdConflict,
     RemotelyManagedTunnel,
+    /// A remotely-managed tunnel's configuration could not be pushed (the message has the
+    /// API's error); the workload was left as it was.
+    ConfigurationPushFailed,
     CredentialsInvalid,
     NameConflict,
     RenderFailed,
@@ -44,6 +47,7 @@ impl ReadyReason {
             ReadyReason::TunnelNameConflict => "TunnelNameConflict",
             ReadyReason::TunnelIdConflict => "TunnelIdConflict",
             ReadyReason::RemotelyManagedTunnel => "RemotelyManagedTunnel",
+            ReadyReason::ConfigurationPushFailed => "ConfigurationPushFailed",
             ReadyReason::CredentialsInvalid => "CredentialsInvalid",
             ReadyReason::NameConflict => "NameConflict",
             ReadyReason::RenderFailed => "RenderFailed",

@@ -186,6 +186,12 @@ impl Context {
             .min(self.options.retry_max)
     }
 
+    /// Is `key` failing already, i.e. is a new failure part of a streak that was announced?
+    pub(crate) fn in_failure_streak(&self, key: &str) -> bool {
+        let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        failures.count(key) > 0
+    }
+
     /// Forgets the failures of `key` after a success.
     pub(crate) fn reset_backoff(&self, key: &str) {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());

@@ -26,6 +26,15 @@ pub enum ReconcileError {
         #[source]
         source: CloudflareError,
     },
+    /// The configuration of a remotely-managed tunnel could not be read or pushed; nothing
+    /// of the new render was applied, so the workload keeps serving what it served.
+    #[error(
+        "the tunnel's configuration was not pushed to Cloudflare, so its workload keeps the configuration it runs until a push succeeds: {source}"
+    )]
+    Push {
+        #[source]
+        source: CloudflareError,
+    },
     #[error(transparent)]
     Render(#[from] RenderError),
 }
@@ -43,6 +52,11 @@ impl ReconcileError {
         ReconcileError::Cloudflare { action, source }
     }
 
+    /// Reading or pushing a remotely-managed tunnel's configuration failed.
+    pub fn push(source: CloudflareError) -> Self {
+        ReconcileError::Push { source }
+    }
+
     /// The `Ready` reason this failure is reported with.
     pub fn reason(&self) -> ReadyReason {
         match self {
@@ -52,6 +66,7 @@ impl ReconcileError {
                 ReadyReason::CloudflareAuthFailed
             }
             ReconcileError::Cloudflare { .. } => ReadyReason::CloudflareError,
+            ReconcileError::Push { .. } => ReadyReason::ConfigurationPushFailed,
             ReconcileError::Render(_) => ReadyReason::RenderFailed,
         }
     }

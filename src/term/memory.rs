@@ -20,6 +20,11 @@ impl Failures {
         *entry
     }
 
+    /// Consecutive failures of `key` so far (0: its last reconcile succeeded).
+    pub fn count(&self, key: &str) -> u32 {
+        self.entries.get(key).copied().unwrap_or(0)
+    }
+
     pub fn reset(&mut self, key: &str) {
         self.entries.remove(key);
     }

@@ -15,6 +15,9 @@ use crate::term::{credentials, events, finalizer};
 use cftunnel_policy::render;
 use cftunnel_types::names::{ANNOTATION_ABANDON_CLEANUP, FINALIZER};
 
+/// Longest wait before a refused configuration push is tried again.
+const PUSH_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// How long a reconcile waits for the first route table.
 const ROUTES_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
@@ -41,8 +44,15 @@ pub async fn reconcile<K: TunnelKindAdapter>(
         }
         Err(error) => {
             tracing::warn!(object = %key, reason = error.metric_label(), %error, "tunnel not reconciled");
-            status::report_failure(&current, &ctx, &error).await?;
-            Ok(Action::requeue(ctx.next_backoff(&key)))
+            let in_streak = ctx.in_failure_streak(&key);
+            status::report_failure(&current, &ctx, &error, in_streak).await?;
+            let backoff = ctx.next_backoff(&key);
+            Ok(Action::requeue(match error {
+                // Nothing tells cftunnel when Cloudflare takes the push again (a token given
+                // Tunnel Edit, an outage over): look again soon; the rate limiter paces it.
+                ReconcileError::Push { .. } => backoff.min(PUSH_RETRY_MAX),
+                _ => backoff,
+            }))
         }
     }
 }
@@ -162,11 +172,12 @@ async fn converge<K: TunnelKindAdapter>(
     };
     let input = tunnel_input(identity, spec, facts, routes.routes);
     let rendered = render::render_all(&input, &render_options(&ctx.options.cloudflared_image))?;
-    apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
     if let Some(config) = remote::config_to_push(current, &input, &rendered)? {
-        // Before Ready: the tunnel serves these rules only once Cloudflare holds them.
+        // Before anything is applied: a workload switched to the token starts only once
+        // Cloudflare holds its rules, and until then the one running keeps serving.
         remote::ensure_pushed(current, ctx, &cf, &resolved, &config, drift_checked).await?;
     }
+    apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
     let obj = &*current;
     status::ensure_labels(obj, ctx, &input).await?;
     status::report_ready(obj, ctx, &resolved, &routes.entries).await?;

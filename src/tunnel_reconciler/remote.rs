@@ -1,12 +1,16 @@
 //! Remotely-managed tunnels (`configSource: Cloudflare`): the rendered ingress is pushed to the
 //! tunnel's configuration on Cloudflare, which cloudflared applies live, without a restart.
 //!
-//! One PUT per effective change: the digest of what was last pushed is kept in
-//! `status.configHash` (and its version in `status.configVersion`), so an unchanged render
-//! pushes nothing and asks Cloudflare nothing. At the drift interval the configuration is read
-//! back; one changed elsewhere (the dashboard, another tool) is put back, with an Event naming
-//! what differed. A PUT replaces the whole document, so cftunnel owns the configuration of a
-//! tunnel in this mode.
+//! One PUT per effective change: the digest of what was last pushed (with the tunnel id it went
+//! to) is kept in `status.configHash` and its version in `status.configVersion`, so an
+//! unchanged render pushes nothing and asks Cloudflare nothing. At the drift interval the
+//! configuration is read back; one whose parts cftunnel writes (`ingress`, `originRequest`)
+//! changed elsewhere is put back, with an Event naming what differed. Fields cftunnel does not
+//! write are kept on every PUT and never compared.
+//!
+//! The push comes before anything is applied to the cluster: a tunnel switched from Local to
+//! Cloudflare keeps its Local workload serving until Cloudflare holds its rules, so a refused
+//! push (a token without Tunnel Edit, a 5xx) never leaves pods running with no ingress.
 use std::collections::BTreeSet;
 
 use kube::ResourceExt;
@@ -18,7 +22,7 @@ use crate::term::adapters::TunnelKindAdapter;
 use crate::term::context::Context;
 use crate::term::{ReconcileError, events};
 use cftunnel_cloudflare::CloudflareClient;
-use cftunnel_policy::render::remote::{config_digest, remote_config};
+use cftunnel_policy::render::remote::{merged_for_put, owned_parts, pushed_digest, remote_config};
 use cftunnel_policy::render::{Rendered, TunnelInput};
 use cftunnel_types::TunnelStatus;
 
@@ -44,8 +48,14 @@ pub(crate) fn config_to_push<K: TunnelKindAdapter>(
     }
 }
 
-/// Pushes `config` unless Cloudflare holds it already: as far as `status.configHash` tells, or,
-/// when `verify` (a drift check ran), as far as Cloudflare answers.
+/// Pushes `config` unless Cloudflare holds it already: as far as `status.configHash` tells
+/// (the digest of what was pushed, tied to the tunnel id), or, when `verify` (a drift check
+/// ran), as far as Cloudflare answers.
+///
+/// A push reads the document first and writes it back with cftunnel's parts replaced
+/// (`merged_for_put`): the API has no compare-and-swap, so reading right before writing keeps
+/// what others put there (`warp-routing`) and shortens the window in which a concurrent edit
+/// is lost. A document whose parts already equal ours is only recorded, never written.
 pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
     obj: &mut K,
     ctx: &Context,
@@ -54,52 +64,57 @@ pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
     config: &Value,
     verify: bool,
 ) -> Result<(), ReconcileError> {
-    let digest = config_digest(config);
+    let account = &resolved.account_id;
+    let tunnel = &resolved.tunnel_id;
+    let digest = pushed_digest(tunnel, config);
     let status = obj.tunnel_status().cloned().unwrap_or_default();
     let pushed =
         status.config_hash.as_deref() == Some(digest.as_str()) && status.config_version.is_some();
-    let account = &resolved.account_id;
-    let tunnel = &resolved.tunnel_id;
     if pushed && !verify {
         return Ok(());
     }
-    if pushed {
-        let held = cf
-            .tunnel_configuration(account, tunnel)
-            .await
-            .map_err(|e| ReconcileError::cloudflare("reading the tunnel's configuration", e))?;
-        let theirs = held.config.unwrap_or(Value::Null);
-        if config_digest(&theirs) == digest {
-            return Ok(());
-        }
-        let note = format!(
-            "the configuration of tunnel {tunnel} on Cloudflare (version {}) was changed outside cftunnel ({}); putting cftunnel's back",
-            held.version,
-            difference(config, &theirs)
-        );
-        tracing::warn!(object = %obj.display(), tunnel = %tunnel, "tunnel configuration changed outside cftunnel; restoring it");
-        events::warning(ctx, &*obj, "ConfigurationRestored", note).await;
-    }
-    let answer = cf
-        .put_tunnel_configuration(account, tunnel, config)
+    let held = cf
+        .tunnel_configuration(account, tunnel)
         .await
-        .map_err(|e| ReconcileError::cloudflare("pushing the tunnel's configuration", e))?;
+        .map_err(ReconcileError::push)?;
+    let theirs = held.config.unwrap_or(Value::Null);
+    let version = if owned_parts(&theirs) == owned_parts(config) {
+        held.version
+    } else {
+        if pushed {
+            let note = format!(
+                "the configuration of tunnel {tunnel} on Cloudflare (version {}) was changed outside cftunnel ({}); putting cftunnel's back",
+                held.version,
+                difference(config, &theirs)
+            );
+            tracing::warn!(object = %obj.display(), tunnel = %tunnel, "tunnel configuration changed outside cftunnel; restoring it");
+            events::warning(ctx, &*obj, "ConfigurationRestored", note).await;
+        }
+        let answer = cf
+            .put_tunnel_configuration(account, tunnel, &merged_for_put(&theirs, config))
+            .await
+            .map_err(ReconcileError::push)?;
+        tracing::info!(object = %obj.display(), tunnel = %tunnel, version = answer.version, "tunnel configuration pushed");
+        answer.version
+    };
+    if pushed && status.config_version == Some(version) {
+        return Ok(());
+    }
     obj.object_api(&ctx.client)
         .patch_status(
             &obj.name_any(),
             &PatchParams::default(),
             &Patch::Merge(json!({ "status": {
-                "configVersion": answer.version,
+                "configVersion": version,
                 "configHash": digest,
             }})),
         )
         .await
         .map_err(|e| ReconcileError::kube("recording the pushed configuration", e))?;
-    tracing::info!(object = %obj.display(), tunnel = %tunnel, version = answer.version, "tunnel configuration pushed");
     let local = obj
         .tunnel_status_mut()
         .get_or_insert_with(TunnelStatus::default);
-    local.config_version = Some(answer.version);
+    local.config_version = Some(version);
     local.config_hash = Some(digest);
     Ok(())
 }

@@ -95,17 +95,32 @@ pub(crate) fn previous_zones_after_move(
 /// Most zones kept in `status.previousZones` (the CRD bounds the list to this).
 pub(crate) const MAX_PREVIOUS_ZONES: usize = crate::dns_sync::MAX_RECORDED_ZONES;
 
-/// Sets `Ready` and publishes an Event when its reason changes.
+/// Whether a `Ready` change is announced with an Event.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Announce {
+    /// Whenever the reason or the message changes.
+    Changes,
+    /// Only when the reason changes: a later failure of a streak already announced (retries
+    /// under a 5xx storm change the message, and must not make an Event each).
+    ReasonChanges,
+}
+
+/// Sets `Ready` and publishes an Event when it changes as `announce` says.
 async fn set_ready<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
     mut next: TunnelStatus,
     reason: ReadyReason,
     message: &str,
+    announce: Announce,
 ) -> Result<(), ReconcileError> {
     let previous = find_ready(obj.tunnel_status().and_then(|s| s.conditions.as_ref()));
     let generation = obj.meta().generation;
     let changed = previous.is_none_or(|p| p.reason != reason.as_str() || p.message != message);
+    let announced = match announce {
+        Announce::Changes => changed,
+        Announce::ReasonChanges => previous.is_none_or(|p| p.reason != reason.as_str()),
+    };
     let condition = ready_condition(previous, reason, message, generation, now());
     let condition = match previous {
         Some(p) if !changed && p.observed_generation == generation => p.clone(),
@@ -114,7 +129,7 @@ async fn set_ready<K: TunnelKindAdapter>(
     next.conditions = Some(with_ready(next.conditions.as_ref(), condition));
     next.observed_generation = generation;
     patch_status(obj, ctx, &next).await?;
-    if changed {
+    if announced {
         if matches!(reason, ReadyReason::Ready | ReadyReason::Deleting) {
             events::normal(ctx, obj, reason.as_str(), message.to_string()).await;
         } else {
@@ -124,13 +139,28 @@ async fn set_ready<K: TunnelKindAdapter>(
     Ok(())
 }
 
+/// `Ready=False` for `error`. One Warning Event per failure streak: `in_streak` (the object's
+/// previous reconcile failed too) publishes one only if the reason changed.
 pub(crate) async fn report_failure<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
     error: &ReconcileError,
+    in_streak: bool,
 ) -> Result<(), ReconcileError> {
     let current = obj.tunnel_status().cloned().unwrap_or_default();
-    set_ready(obj, ctx, current, error.reason(), &error.to_string()).await
+    let announce = match in_streak {
+        true => Announce::ReasonChanges,
+        false => Announce::Changes,
+    };
+    set_ready(
+        obj,
+        ctx,
+        current,
+        error.reason(),
+        &error.to_string(),
+        announce,
+    )
+    .await
 }
 
 /// `Ready=False` with `reason` while a step waits (e.g. a deletion for its pods).
@@ -141,7 +171,7 @@ pub(crate) async fn report_progress<K: TunnelKindAdapter>(
     message: &str,
 ) -> Result<(), ReconcileError> {
     let current = obj.tunnel_status().cloned().unwrap_or_default();
-    set_ready(obj, ctx, current, reason, message).await
+    set_ready(obj, ctx, current, reason, message, Announce::Changes).await
 }
 
 pub(crate) async fn report_ready<K: TunnelKindAdapter>(
@@ -171,7 +201,15 @@ pub(crate) async fn report_ready<K: TunnelKindAdapter>(
         message.push_str("; ");
         message.push_str(note);
     }
-    set_ready(obj, ctx, next, ReadyReason::Ready, &message).await
+    set_ready(
+        obj,
+        ctx,
+        next,
+        ReadyReason::Ready,
+        &message,
+        Announce::Changes,
+    )
+    .await
 }
 
 /// `status.routes[]`: every route declared against the tunnel and what became of it.

@@ -19,7 +19,7 @@ fn fast_drift(options: &mut cftunnel::term::ControllerOptions) {
     options.drift_interval = Duration::from_secs(2);
 }
 
-fn sim_tunnel(h: &Harness, id: &str) -> SimTunnel {
+pub(crate) fn sim_tunnel(h: &Harness, id: &str) -> SimTunnel {
     h.sim
         .tunnels()
         .into_iter()
@@ -28,7 +28,7 @@ fn sim_tunnel(h: &Harness, id: &str) -> SimTunnel {
 }
 
 /// `(hostname, service)` of every rule of the tunnel's configuration on Cloudflare.
-fn pushed_rules(h: &Harness, id: &str) -> Vec<(String, String)> {
+pub(crate) fn pushed_rules(h: &Harness, id: &str) -> Vec<(String, String)> {
     let config = sim_tunnel(h, id).config.unwrap_or(Value::Null);
     config["ingress"]
         .as_array()
@@ -61,7 +61,7 @@ pub(crate) async fn wait_rules(h: &Harness, id: &str, wanted: &[(&str, &str)]) {
     }
 }
 
-fn deployments(h: &Harness) -> Api<Deployment> {
+pub(crate) fn deployments(h: &Harness) -> Api<Deployment> {
     Api::namespaced(h.admin.clone(), &h.ns)
 }
 
@@ -88,7 +88,7 @@ async fn rollout_state(h: &Harness) -> (Option<i64>, Vec<String>) {
     (deployment.metadata.generation, names)
 }
 
-async fn remote_edge(h: &Harness) -> String {
+pub(crate) async fn remote_edge(h: &Harness) -> String {
     h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
     create_service(h, "web", 80, json!({}), json!({})).await;

@@ -342,10 +342,28 @@ fn config_json(state: &State, tunnel: &SimTunnel) -> Value {
         "account_id": state.account_id,
         "tunnel_id": tunnel.id,
         "version": tunnel.config_version,
-        "config": tunnel.config,
+        "config": tunnel.config.as_ref().map(as_answered),
         "source": tunnel.config_src,
         "created_at": tunnel.config_updated_at,
     })
+}
+
+/// A stored configuration as Cloudflare is reported to answer it: with fields nobody sent,
+/// `warp-routing: {enabled: false}` when absent and an empty `originRequest` on every rule
+/// without one. What is stored (and what `Simulator::tunnels` shows) stays as it was sent.
+fn as_answered(config: &Value) -> Value {
+    let mut answered = config.clone();
+    if let Value::Object(fields) = &mut answered {
+        fields
+            .entry("warp-routing")
+            .or_insert_with(|| json!({ "enabled": false }));
+        if let Some(Value::Array(rules)) = fields.get_mut("ingress") {
+            for rule in rules.iter_mut().filter_map(Value::as_object_mut) {
+                rule.entry("originRequest").or_insert_with(|| json!({}));
+            }
+        }
+    }
+    answered
 }
 
 fn tunnel_not_found(message: &str) -> ApiError {

@@ -274,7 +274,23 @@ async fn configuration_versions_increase_and_catch_all_is_enforced() {
         assert_eq!(put.result()["version"], version);
     }
     let got = get(&sim, &path).await;
-    assert_eq!(got.result()["config"], config);
+    // Answered with the fields Cloudflare fills in; stored as sent.
+    let answered = json!({ "ingress": [
+        { "hostname": "app.example.com", "service": "http://web:80", "originRequest": {} },
+        { "service": "http_status:404", "originRequest": {} }
+    ], "warp-routing": { "enabled": false } });
+    assert_eq!(got.result()["config"], answered);
+    assert_eq!(sim.tunnels()[0].config, Some(config.clone()));
+    let own_warp = json!({ "ingress": [{ "service": "http_status:404", "originRequest": { "noTLSVerify": true } }],
+        "warp-routing": { "enabled": true } });
+    call(
+        &sim,
+        Method::PUT,
+        &path,
+        Some(json!({ "config": own_warp })),
+    )
+    .await;
+    assert_eq!(get(&sim, &path).await.result()["config"], own_warp);
     assert_eq!(got.result()["tunnel_id"], id.as_str());
     assert_eq!(got.result()["account_id"], sim.account_id());
     let bad = json!({ "config": { "ingress": [{ "hostname": "a.example.com", "service": "http://a" }] } });
