@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
-use cftunnel_cloudflare::{AttemptStatus, CallObserver};
+use cftunnel_cloudflare::{AttemptStatus, CallObserver, CallOutcome};
 use cftunnel_types::TunnelKind;
 
 /// Upper bounds (seconds) of reconcile durations.
@@ -66,7 +66,10 @@ struct State {
     reconciles: BTreeMap<(&'static str, &'static str), u64>,
     reconcile_seconds: BTreeMap<&'static str, Histogram>,
     cloudflare: BTreeMap<(&'static str, String), u64>,
+    cloudflare_calls: BTreeMap<(&'static str, &'static str), u64>,
+    cloudflare_retries: BTreeMap<(&'static str, &'static str), u64>,
     ratelimit_wait: Histogram,
+    ratelimit_paused: Duration,
     dns_writes: BTreeMap<(&'static str, &'static str), u64>,
     watch_restarts: BTreeMap<String, u64>,
     route_sources: BTreeMap<u64, BTreeMap<&'static str, u64>>,
@@ -200,6 +203,20 @@ impl CallObserver for Metrics {
                 .observe(&WAIT_BUCKETS, waited.as_secs_f64());
         });
     }
+
+    fn call_ended(&self, operation: &'static str, outcome: CallOutcome) {
+        let outcome = outcome.as_str();
+        self.with(|s| *s.cloudflare_calls.entry((operation, outcome)).or_default() += 1);
+    }
+
+    fn retried(&self, operation: &'static str, reason: CallOutcome) {
+        let reason = reason.as_str();
+        self.with(|s| *s.cloudflare_retries.entry((operation, reason)).or_default() += 1);
+    }
+
+    fn paused(&self, pause: Duration) {
+        self.with(|s| s.ratelimit_paused = s.ratelimit_paused.saturating_add(pause));
+    }
 }
 
 fn short_type_name(what: &str) -> String {
@@ -291,6 +308,41 @@ fn encode_state(state: &State, out: &mut String) {
             "cftunnel_cloudflare_requests_total{{operation=\"{operation}\",status=\"{status}\"}} {value}"
         );
     }
+    header(
+        out,
+        "cftunnel_cloudflare_calls_total",
+        "counter",
+        "Cloudflare API calls by operation and how each ended after its retries (ok, 4xx, 5xx, 429, transport_error, timeout, invalid_answer, not_leading).",
+    );
+    for ((operation, outcome), value) in &state.cloudflare_calls {
+        let _ = writeln!(
+            out,
+            "cftunnel_cloudflare_calls_total{{operation=\"{operation}\",outcome=\"{outcome}\"}} {value}"
+        );
+    }
+    header(
+        out,
+        "cftunnel_cloudflare_retries_total",
+        "counter",
+        "Failed Cloudflare attempts tried again, by operation and reason (5xx, 429, transport_error, timeout).",
+    );
+    for ((operation, reason), value) in &state.cloudflare_retries {
+        let _ = writeln!(
+            out,
+            "cftunnel_cloudflare_retries_total{{operation=\"{operation}\",reason=\"{reason}\"}} {value}"
+        );
+    }
+    header(
+        out,
+        "cftunnel_cloudflare_ratelimit_paused_seconds_total",
+        "counter",
+        "Time every call of a credential was paused by Cloudflare's 429 answers (their Retry-After).",
+    );
+    let _ = writeln!(
+        out,
+        "cftunnel_cloudflare_ratelimit_paused_seconds_total {}",
+        state.ratelimit_paused.as_secs_f64()
+    );
     header(
         out,
         "cftunnel_cloudflare_ratelimit_wait_seconds",
@@ -410,5 +462,28 @@ mod tests {
         histogram.encode(&mut text, "w_seconds", &[1.0], "");
         assert!(text.contains("w_seconds_bucket{le=\"1\"} 1\n"), "{text}");
         assert!(text.contains("w_seconds_count 1\n"), "{text}");
+    }
+
+    #[test]
+    fn cloudflare_outcomes_retries_and_pauses_are_counted() {
+        let metrics = Metrics::default();
+        metrics.call_ended("dns.batch", CallOutcome::Ok);
+        metrics.call_ended("dns.batch", CallOutcome::Ok);
+        metrics.call_ended("tunnel.create", CallOutcome::ServerError);
+        metrics.retried("tunnel.create", CallOutcome::ServerError);
+        metrics.retried("tunnel.create", CallOutcome::RateLimited);
+        metrics.paused(Duration::from_secs(3));
+        metrics.paused(Duration::from_millis(1500));
+        let mut text = String::new();
+        metrics.with(|s| encode_state(s, &mut text));
+        for line in [
+            "cftunnel_cloudflare_calls_total{operation=\"dns.batch\",outcome=\"ok\"} 2\n",
+            "cftunnel_cloudflare_calls_total{operation=\"tunnel.create\",outcome=\"5xx\"} 1\n",
+            "cftunnel_cloudflare_retries_total{operation=\"tunnel.create\",reason=\"5xx\"} 1\n",
+            "cftunnel_cloudflare_retries_total{operation=\"tunnel.create\",reason=\"429\"} 1\n",
+            "cftunnel_cloudflare_ratelimit_paused_seconds_total 4.5\n",
+        ] {
+            assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
     }
 }

@@ -270,10 +270,14 @@ impl StatusWriter {
             if self.reported.get(source_ref) == Some(&outcome) {
                 continue;
             }
-            let first = !self.reported.contains_key(source_ref);
-            self.reported.insert(source_ref.clone(), outcome);
-            if first && status == "True" {
+            let previous = self.reported.insert(source_ref.clone(), outcome);
+            if previous.is_none() && status == "True" {
                 // A routed Service seen for the first time (e.g. after a restart): nothing new.
+                continue;
+            }
+            if status != "True" && previous.is_some_and(|(r, _)| r == reason) {
+                // The same failure announced already, with another message (a retry's error
+                // under a Cloudflare storm): one Warning per failure streak.
                 continue;
             }
             let event = Event {

@@ -15,7 +15,7 @@ use url::Url;
 
 use super::error::{CloudflareError, describe_json_error};
 use super::models::{Envelope, FailureEnvelope, Page};
-use super::observer::{AttemptStatus, CallObserver};
+use super::observer::{AttemptStatus, CallObserver, CallOutcome};
 use super::ratelimit::Limiter;
 use super::retry::{self, RetryPolicy};
 use super::transport::{RawResponse, Transport};
@@ -191,6 +191,21 @@ impl CloudflareClient {
         call: Call<'_>,
         url: Url,
     ) -> Result<Envelope<T>, CloudflareError> {
+        let operation = call.operation;
+        let result = self.attempts(call, url).await;
+        let outcome = match &result {
+            Ok(_) => CallOutcome::Ok,
+            Err(error) => outcome_of(error),
+        };
+        self.inner.observer.call_ended(operation, outcome);
+        result
+    }
+
+    async fn attempts<T: DeserializeOwned>(
+        &self,
+        call: Call<'_>,
+        url: Url,
+    ) -> Result<Envelope<T>, CloudflareError> {
         let inner = &self.inner;
         let operation = call.operation;
         let mut attempt = 0u32;
@@ -222,12 +237,14 @@ impl CloudflareClient {
                     if status == 429 {
                         let wait = retry::retry_after(&response.headers);
                         inner.limiter.pause_until(Instant::now() + wait);
+                        inner.observer.paused(wait);
                         tracing::warn!(
                             attempt,
                             retry_after_s = wait.as_secs(),
                             "rate limited by Cloudflare; pausing every call of this credential"
                         );
                         if attempt < inner.retry.max_attempts {
+                            inner.observer.retried(operation, CallOutcome::RateLimited);
                             continue;
                         }
                         return Err(CloudflareError::RateLimited {
@@ -245,6 +262,7 @@ impl CloudflareClient {
                 tracing::debug!(attempt, error = %failure, "cloudflare call failed");
                 return Err(failure);
             }
+            inner.observer.retried(operation, outcome_of(&failure));
             let delay = inner.retry.backoff(attempt);
             tracing::debug!(
                 attempt,
@@ -319,6 +337,22 @@ impl CloudflareClient {
             status: 200,
             detail: format!("pagination did not end after {MAX_PAGES} pages"),
         })
+    }
+}
+
+/// How a call that failed with `error` is counted.
+fn outcome_of(error: &CloudflareError) -> CallOutcome {
+    match error {
+        CloudflareError::Timeout { .. } => CallOutcome::Timeout,
+        CloudflareError::Transport { .. } => CallOutcome::TransportError,
+        CloudflareError::RateLimited { .. } => CallOutcome::RateLimited,
+        CloudflareError::Api { status: 429, .. } => CallOutcome::RateLimited,
+        CloudflareError::Api { status, .. } if *status >= 500 => CallOutcome::ServerError,
+        CloudflareError::Api { .. } => CallOutcome::ClientError,
+        CloudflareError::Decode { .. } | CloudflareError::InvalidInput(_) => {
+            CallOutcome::InvalidAnswer
+        }
+        CloudflareError::NotLeading { .. } => CallOutcome::NotLeading,
     }
 }
 

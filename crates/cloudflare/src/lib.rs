@@ -45,7 +45,7 @@ pub use models::{
     TokenVerification, Tunnel, TunnelConnection, TunnelCredentialsFile, TunnelStatus, Zone,
     ZoneAccount, ZonePlan,
 };
-pub use observer::{AttemptStatus, CallObserver, NoObserver};
+pub use observer::{AttemptStatus, CallObserver, CallOutcome, NoObserver};
 pub use ratelimit::{Limiter, RateLimit, RateLimiters};
 pub use records::{
     CommentFilter, DnsRecord, DnsRecordFilter, DnsRecordType, NewDnsRecord, TTL_AUTO,

@@ -151,3 +151,63 @@ async fn timeout_applies_to_each_attempt() {
     assert!(start.elapsed() >= Duration::from_secs(60));
     assert!(start.elapsed() < Duration::from_secs(120));
 }
+
+/// What an observer was told, in order.
+#[derive(Debug, Default)]
+struct Recorded(std::sync::Mutex<Vec<String>>);
+
+impl crate::CallObserver for Recorded {
+    fn attempt(&self, operation: &'static str, status: crate::AttemptStatus) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("attempt {operation} {status}"));
+    }
+    fn rate_limit_waited(&self, _waited: Duration) {}
+    fn call_ended(&self, operation: &'static str, outcome: crate::CallOutcome) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("ended {operation} {}", outcome.as_str()));
+    }
+    fn retried(&self, operation: &'static str, reason: crate::CallOutcome) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("retried {operation} {}", reason.as_str()));
+    }
+    fn paused(&self, pause: Duration) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("paused {}s", pause.as_secs()));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_observer_hears_each_retry_with_its_reason_each_pause_and_one_outcome_per_call() {
+    let (router, _) = fake(|_, index| match index {
+        0 => fail(503, 1000, "unavailable"),
+        1 => too_many(3),
+        2 => ok(zone()),
+        _ => fail(403, 10000, "Authentication error"),
+    });
+    let observer = std::sync::Arc::new(Recorded::default());
+    let cf = builder(router).observer(observer.clone()).build().unwrap();
+    cf.get_zone(ZONE).await.unwrap();
+    cf.get_zone(ZONE).await.unwrap_err();
+    assert_eq!(
+        *observer.0.lock().unwrap(),
+        [
+            "attempt zone.get 503",
+            "retried zone.get 5xx",
+            "attempt zone.get 429",
+            "paused 3s",
+            "retried zone.get 429",
+            "attempt zone.get 200",
+            "ended zone.get ok",
+            "attempt zone.get 403",
+            "ended zone.get 4xx",
+        ]
+    );
+}
