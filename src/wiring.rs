@@ -84,6 +84,7 @@ pub async fn run(
     let (stop_webhook, webhook_stopped) = tokio::sync::oneshot::channel::<()>();
     let handle = serve_webhook(
         &process,
+        &client,
         caches.clone(),
         webhook,
         metrics.clone(),

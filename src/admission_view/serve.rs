@@ -47,7 +47,7 @@ pub async fn start_webhook(
     let process = Scope::root("webhook");
     let metrics = Metrics::process();
     let caches = ProcessCaches::start(&process, &client, scope, &metrics);
-    match serve_webhook(&process, caches, config, metrics, shutdown).await {
+    match serve_webhook(&process, &client, caches, config, metrics, shutdown).await {
         Ok(handle) => Ok(handle.owning(process)),
         Err(error) => {
             process.cancel();
@@ -60,6 +60,7 @@ pub async fn start_webhook(
 /// listed.
 pub(crate) async fn serve_webhook(
     process: &Scope,
+    client: &Client,
     caches: ProcessCaches,
     config: WebhookConfig,
     metrics: Arc<Metrics>,
@@ -73,6 +74,13 @@ pub(crate) async fn serve_webhook(
         ready.set_ready(true);
         tracing::info!("caches synced; admission is ready");
     });
+    let reachable = readiness.clone();
+    process.spawn(
+        "api-reachability",
+        crate::kube_client::track_reachability(client.clone(), move |ok| {
+            reachable.set_api_reachable(ok);
+        }),
+    );
     webhook::serve(
         process,
         config,

@@ -5,6 +5,11 @@
 //! - A TXT whose `DnsId` is the id of a CNAME created in the same batch is posted with an empty
 //!   `DnsId`; once the batches are done the zone is planned again from the answers and those TXTs
 //!   are patched, in batches too (the TXT is ours by its comment meanwhile).
+//! - A batch of several hostnames refused with "record exists" or "not found" is, once per
+//!   sync, followed by one read of the zone's candidates and a new plan of those hostnames,
+//!   sent again: the usual cause is a batch whose answer was lost and that was applied after
+//!   all (the client's retry then finds its own records), and a re-read costs a page or two
+//!   where halving would cost a request per level for every hostname.
 //! - A batch refused as a whole (4xx) is split in halves and each half sent again, down to one
 //!   hostname, whose refusal is reported on its route; "record exists" / "not found" for one
 //!   hostname re-reads its names and plans it once more, as single writes do.
@@ -21,7 +26,7 @@ use cftunnel_cloudflare::{
 
 use crate::dns_sync::zone::{Run, record_name};
 use cftunnel_policy::dns::plan_zone;
-use cftunnel_policy::dns::{BatchMode, ZoneBatching};
+use cftunnel_policy::dns::{BatchMode, Ours, ZoneBatching, normalize_name};
 use cftunnel_policy::dns::{DnsAction, DnsChange};
 
 /// Where a change's answer is in the batch result.
@@ -112,6 +117,14 @@ impl Run<'_> {
             self.batch_off = true;
             return Box::pin(self.send(groups, may_replan)).await;
         }
+        if groups.len() > 1
+            && may_replan
+            && !self.reread
+            && (error.is_record_exists() || error.is_not_found())
+        {
+            self.reread = true;
+            return Box::pin(self.replan_all(groups)).await;
+        }
         if groups.len() > 1 && is_refusal(&error) {
             let mut first = groups;
             let second = first.split_off(first.len() / 2);
@@ -124,6 +137,41 @@ impl Run<'_> {
         let copies: Vec<CloudflareError> = (1..groups.len()).map(|_| duplicate(&error)).collect();
         for (group, error) in groups.iter().zip(std::iter::once(error).chain(copies)) {
             self.report_failed(group, error);
+        }
+    }
+
+    /// Reads the zone's candidates again and sends the hostnames of a refused batch as the new
+    /// plan wants them (their writes may have been applied already, their answers lost).
+    async fn replan_all(&mut self, groups: Vec<Vec<DnsChange>>) {
+        let ours = Ours::new(&self.zone.tunnels, self.options.cluster_id.as_ref());
+        let hostnames: BTreeSet<String> = self
+            .zone
+            .tunnels
+            .iter()
+            .flat_map(|t| t.hostnames.iter().map(|h| normalize_name(h)))
+            .collect();
+        match self.reader.candidates(ours.targets(), &hostnames).await {
+            Ok(fresh) => self.mirror = fresh,
+            Err(error) => {
+                let copies: Vec<CloudflareError> =
+                    (0..groups.len()).map(|_| duplicate(&error)).collect();
+                for (group, error) in groups.iter().zip(copies) {
+                    self.report_failed(group, error);
+                }
+                return;
+            }
+        }
+        let refused: BTreeSet<String> = groups
+            .iter()
+            .filter_map(|g| g.first().map(|c| c.hostname.clone()))
+            .collect();
+        let mut changes = Vec::new();
+        for hostname in &refused {
+            changes.extend(self.replanned(hostname));
+        }
+        let again = crate::dns_sync::zone::group_by_hostname(changes);
+        if !again.is_empty() {
+            Box::pin(self.send(again, true)).await;
         }
     }
 

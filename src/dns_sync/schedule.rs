@@ -142,6 +142,9 @@ pub struct DnsSync {
     drift: Option<Duration>,
     retry_base: Duration,
     retry_max: Duration,
+    /// Longest wait after a sync whose every problem is a Cloudflare error (`DNSError`): those
+    /// are 5xx, 429 and lost answers far more often than anything lasting.
+    transient_retry_max: Duration,
     groups: HashMap<GroupKey, GroupState>,
     /// The account zone lists hostnames are placed with.
     listed: Listed,
@@ -164,6 +167,7 @@ impl DnsSync {
             drift: (!o.drift_interval.is_zero()).then_some(o.drift_interval),
             retry_base: o.retry_base,
             retry_max: o.retry_max,
+            transient_retry_max: o.transient_retry_max.min(o.retry_max),
             groups: HashMap::new(),
             listed: Listed::new(),
             elsewhere: Elsewhere::new(),
@@ -422,7 +426,15 @@ impl DnsSync {
             )
         } else {
             let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
-            Some(Instant::now() + self.retry_base.saturating_mul(factor).min(self.retry_max))
+            let api_errors_only = outcome
+                .values()
+                .flatten()
+                .all(|p| p.reason == REASON_DNS_ERROR);
+            let max = match api_errors_only {
+                true => self.transient_retry_max,
+                false => self.retry_max,
+            };
+            Some(Instant::now() + self.retry_base.saturating_mul(factor).min(max))
         };
         self.groups.insert(
             key,

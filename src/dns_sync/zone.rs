@@ -91,6 +91,7 @@ pub async fn sync_zone(
         mirror: actual,
         batch_off: false,
         pending_dns_ids: BTreeSet::new(),
+        reread: false,
         reports: zone
             .tunnels
             .iter()
@@ -181,6 +182,8 @@ pub(super) struct Run<'a> {
     pub batch_off: bool,
     /// Hostnames whose TXT was batched with an empty `DnsId` (set once the batches are done).
     pub pending_dns_ids: BTreeSet<String>,
+    /// The candidates were read again during this sync (at most once: see `batched.rs`).
+    pub reread: bool,
 }
 
 /// Why a change did not go through.

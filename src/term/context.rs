@@ -38,6 +38,9 @@ pub struct ControllerOptions {
     pub retry_base: Duration,
     /// Longest retry delay after failures.
     pub retry_max: Duration,
+    /// Longest retry delay after failures that pass by themselves (Cloudflare 5xx, 429,
+    /// timeouts), so a storm's end is followed within this long.
+    pub transient_retry_max: Duration,
     /// Attempts per Cloudflare call (`None`: the client's default budget).
     pub cloudflare_max_attempts: Option<u32>,
     /// `--overwrite-unmanaged-dns`: replace DNS records cftunnel does not own.
@@ -66,6 +69,7 @@ impl Default for ControllerOptions {
             drift_interval: Duration::from_secs(600),
             retry_base: Duration::from_secs(2),
             retry_max: Duration::from_secs(300),
+            transient_retry_max: Duration::from_secs(60),
             cloudflare_max_attempts: None,
             overwrite_unmanaged_dns: false,
             dns_txt_records: true,

@@ -83,6 +83,16 @@ impl ReconcileError {
         }
     }
 
+    /// Will this failure pass by itself (a Cloudflare 5xx, 429, timeout or lost connection)?
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ReconcileError::Cloudflare { source, .. } | ReconcileError::Push { source } => {
+                source.is_transient()
+            }
+            _ => false,
+        }
+    }
+
     /// A short, bounded label for metrics.
     pub fn metric_label(&self) -> &'static str {
         self.reason().as_str()

@@ -51,6 +51,7 @@ pub async fn reconcile<K: TunnelKindAdapter>(
                 // Nothing tells cftunnel when Cloudflare takes the push again (a token given
                 // Tunnel Edit, an outage over): look again soon; the rate limiter paces it.
                 ReconcileError::Push { .. } => backoff.min(PUSH_RETRY_MAX),
+                _ if error.is_transient() => backoff.min(ctx.options.transient_retry_max),
                 _ => backoff,
             }))
         }

@@ -7,8 +7,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::Readiness;
 use super::metrics::WebhookMetrics;
+use super::{NotReady, Readiness};
 use crate::metrics::Metrics;
 
 #[derive(Clone)]
@@ -41,14 +41,18 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(state): State<HealthState>) -> Response {
-    if state.readiness.is_ready() {
-        (StatusCode::OK, "ready\n").into_response()
-    } else {
-        (
+    match state.readiness.serving() {
+        Ok(()) => (StatusCode::OK, "ready\n").into_response(),
+        Err(NotReady::CachesNotSynced) => (
             StatusCode::SERVICE_UNAVAILABLE,
             "not ready: caches have not synced yet\n",
         )
-            .into_response()
+            .into_response(),
+        Err(NotReady::ApiServerUnreachable) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: the API server does not answer\n",
+        )
+            .into_response(),
     }
 }
 
@@ -113,6 +117,15 @@ mod tests {
             get_text(&app, "/readyz").await,
             (StatusCode::OK, "ready\n".to_owned())
         );
+        readiness.set_api_reachable(false);
+        assert_eq!(
+            get_text(&app, "/readyz").await,
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not ready: the API server does not answer\n".to_owned()
+            )
+        );
+        readiness.set_api_reachable(true);
         readiness.set_ready(false);
         assert_eq!(
             get_text(&app, "/readyz").await.0,

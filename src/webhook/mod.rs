@@ -130,9 +130,24 @@ impl WebhookConfig {
     }
 }
 
-/// Whether the caches are synced; admission answers wait for it (an empty cache approves everything), conversion does not.
+/// Whether the caches are synced, and whether the API server answers. Admission answers wait
+/// for the first (an empty cache approves everything), conversion does not; `/readyz` wants
+/// both, so a replica that lost the API server leaves the Services' endpoints until it is back.
 #[derive(Debug, Clone, Default)]
-pub struct Readiness(Arc<AtomicBool>);
+pub struct Readiness(Arc<ReadinessFlags>);
+
+#[derive(Debug, Default)]
+struct ReadinessFlags {
+    synced: AtomicBool,
+    api_unreachable: AtomicBool,
+}
+
+/// Why `/readyz` answers 503.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotReady {
+    CachesNotSynced,
+    ApiServerUnreachable,
+}
 
 impl Readiness {
     /// Starts not ready.
@@ -140,14 +155,30 @@ impl Readiness {
         Self::default()
     }
 
-    /// Marks the webhook ready (caches synced) or not.
+    /// Marks the caches synced or not.
     pub fn set_ready(&self, ready: bool) {
-        self.0.store(ready, Ordering::Release);
+        self.0.synced.store(ready, Ordering::Release);
     }
 
-    /// True once the caches have synced.
+    /// Records whether the API server answers (it is assumed to until told otherwise).
+    pub fn set_api_reachable(&self, reachable: bool) {
+        self.0.api_unreachable.store(!reachable, Ordering::Release);
+    }
+
+    /// True once the caches have synced: admission may be answered.
     pub fn is_ready(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        self.0.synced.load(Ordering::Acquire)
+    }
+
+    /// What `/readyz` says: ready when the caches synced and the API server answers.
+    pub fn serving(&self) -> Result<(), NotReady> {
+        if !self.is_ready() {
+            return Err(NotReady::CachesNotSynced);
+        }
+        if self.0.api_unreachable.load(Ordering::Acquire) {
+            return Err(NotReady::ApiServerUnreachable);
+        }
+        Ok(())
     }
 }
 
@@ -196,6 +227,22 @@ mod tests {
         assert!(clone.is_ready());
         clone.set_ready(false);
         assert!(!readiness.is_ready());
+    }
+
+    #[test]
+    fn serving_wants_synced_caches_and_a_reachable_api_server() {
+        let readiness = Readiness::new();
+        assert_eq!(readiness.serving(), Err(NotReady::CachesNotSynced));
+        readiness.set_ready(true);
+        assert_eq!(readiness.serving(), Ok(()));
+        readiness.set_api_reachable(false);
+        assert_eq!(readiness.serving(), Err(NotReady::ApiServerUnreachable));
+        assert!(
+            readiness.is_ready(),
+            "admission still answers from its caches"
+        );
+        readiness.set_api_reachable(true);
+        assert_eq!(readiness.serving(), Ok(()));
     }
 
     #[test]

@@ -124,10 +124,11 @@ async fn one_refused_record_changes_nothing_and_the_other_hostnames_land_after_t
         .filter(|e| e.operation == Some(Operation::BatchDnsRecords))
         .map(|e| e.status)
         .collect();
-    // 8 hostnames refused; halves of 4: app-0..3 land, app-4..7 refused; app-4,5 refused;
+    // 8 hostnames refused; the candidates are read again (the A record stays invisible) and
+    // the same 8 refused again; halves of 4: app-0..3 land, app-4..7 refused; app-4,5 refused;
     // app-4 lands, app-5 refused (re-read and reported); app-6,7 land; then the DnsId patches.
-    assert_eq!(batch_sizes(&env), vec![16, 8, 8, 4, 2, 2, 4, 7]);
-    assert_eq!(statuses, vec![400, 200, 400, 400, 200, 400, 200, 200]);
+    assert_eq!(batch_sizes(&env), vec![16, 16, 8, 8, 4, 2, 2, 4, 7]);
+    assert_eq!(statuses, vec![400, 400, 200, 400, 400, 200, 400, 200, 200]);
     let conflicts = &report.tunnels[0].conflicts;
     assert_eq!(conflicts.len(), 1, "{conflicts:?}");
     assert_eq!(conflicts[0].hostname, "app-5.example.com");
@@ -148,6 +149,36 @@ async fn one_refused_record_changes_nothing_and_the_other_hostnames_land_after_t
     assert!(env.record("CNAME", "app-5.example.com").is_none());
     assert!(env.record("TXT", "_managed.app-5.example.com").is_none());
     assert_eq!(env.records().len(), 1 + 7 * 2);
+    env.assert_contract();
+}
+
+#[tokio::test]
+async fn a_batch_applied_whose_answer_was_lost_costs_one_reread_not_a_split() {
+    let env = Env::batched();
+    let mut edge = tunnel("edge", ID_A, &[]);
+    edge.hostnames = hostnames("app", 8);
+    // Applied, then answered 500: the client's retry finds its own records and is refused.
+    env.sim
+        .inject(Operation::BatchDnsRecords, Fault::fail_after_apply(1, 500));
+    let report = env.sync(&zone(vec![edge.clone()])).await;
+    assert!(
+        report.tunnels[0].is_clean(),
+        "{:?}",
+        report.tunnels[0].errors
+    );
+    let statuses: Vec<u16> = env
+        .sim
+        .request_log()
+        .iter()
+        .filter(|e| e.operation == Some(Operation::BatchDnsRecords))
+        .map(|e| e.status)
+        .collect();
+    // The lost batch, its refused retry, then (after one read of the candidates) only the
+    // DnsId patches of the TXTs the lost batch posted.
+    assert_eq!(statuses, vec![500, 400, 200]);
+    assert_eq!(batch_sizes(&env), vec![16, 16, 8]);
+    assert_routed(&env, edge.hostnames.iter().cloned());
+    assert_eq!(env.records().len(), 16);
     env.assert_contract();
 }
 

@@ -100,12 +100,23 @@ pub fn cftunnel_run(
     dir: &std::path::Path,
     kubeconfig: &std::path::Path,
 ) -> (std::process::Command, PathBuf) {
-    let log_path = dir.join("cftunnel.log");
+    cftunnel_run_on(dir, kubeconfig, "127.0.0.1:0", "cftunnel.log")
+}
+
+/// [`cftunnel_run`] with its health server on `health` (e.g. a port the test reads `/readyz`
+/// from) and its log in `<dir>/<log>`.
+pub fn cftunnel_run_on(
+    dir: &std::path::Path,
+    kubeconfig: &std::path::Path,
+    health: &str,
+    log: &str,
+) -> (std::process::Command, PathBuf) {
+    let log_path = dir.join(log);
     let log = std::fs::File::create(&log_path).expect("log file");
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cftunnel"));
     command
         .args(["run", "--webhook-listen", "127.0.0.1:0"])
-        .args(["--health-listen", "127.0.0.1:0", "--tls-cert-file"])
+        .args(["--health-listen", health, "--tls-cert-file"])
         .arg(dir.join("tls.crt"))
         .arg("--tls-key-file")
         .arg(dir.join("tls.key"))
@@ -137,4 +148,17 @@ pub fn install_gateway_api_crds(plane: &ControlPlane) {
     let mut args = vec!["wait", "--for=condition=Established", "--timeout=60s"];
     args.extend(crds.iter().map(String::as_str));
     kubectl_ok(plane, &args, "");
+}
+
+/// A temporary directory holding `tls.crt` and `tls.key`, a serving certificate for 127.0.0.1
+/// from the plane's CA (for `cftunnel run` processes serving files).
+pub fn serving_cert_dir(plane: &ControlPlane) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cert = plane
+        .ca()
+        .issue_server_cert(&["127.0.0.1"])
+        .expect("serving cert");
+    std::fs::write(dir.path().join("tls.crt"), &cert.cert_pem).expect("write cert");
+    std::fs::write(dir.path().join("tls.key"), &cert.key_pem).expect("write key");
+    dir
 }

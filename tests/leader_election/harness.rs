@@ -19,7 +19,7 @@ use tokio::sync::{OnceCell, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::install_support::install_namespaces_and_rbac;
-pub use crate::install_support::operator_client;
+pub use crate::install_support::{operator_client, serving_cert_dir};
 
 pub const WAIT: Duration = Duration::from_secs(90);
 pub const POLL: Duration = Duration::from_millis(100);
@@ -229,17 +229,4 @@ pub async fn wait_until(what: &str, check: impl Fn() -> bool) {
     poll_until(what, WAIT, POLL, || async move { check().then_some(()) })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-}
-
-/// A temporary directory holding `tls.crt` and `tls.key`, a serving certificate for 127.0.0.1
-/// from the plane's CA (for `cftunnel run` processes).
-pub fn serving_cert_dir(plane: &ControlPlane) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let cert = plane
-        .ca()
-        .issue_server_cert(&["127.0.0.1"])
-        .expect("serving cert");
-    std::fs::write(dir.path().join("tls.crt"), &cert.cert_pem).expect("write cert");
-    std::fs::write(dir.path().join("tls.key"), &cert.key_pem).expect("write key");
-    dir
 }

@@ -159,6 +159,16 @@ impl CloudflareError {
         CODES_RECORD_EXISTS.iter().any(|c| self.has_code(*c))
     }
 
+    /// A failure that passes by itself (5xx, 429, a timeout, a lost connection): worth trying
+    /// again soon, unlike an answer that stays the same until someone changes something.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Timeout { .. } | Self::Transport { .. } | Self::RateLimited { .. } => true,
+            Self::Api { status, .. } => *status == 429 || *status >= 500,
+            _ => false,
+        }
+    }
+
     /// Credentials rejected or lacking permission (401/403).
     pub fn is_auth(&self) -> bool {
         matches!(

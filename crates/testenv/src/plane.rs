@@ -67,6 +67,16 @@ pub struct ControlPlane {
     startup: Duration,
     next_user: AtomicU64,
     node: Option<Node>,
+    /// What kube-apiserver was started with, so an outage can end on the same port.
+    apiserver: Option<ApiServerLaunch>,
+}
+
+/// How kube-apiserver was started.
+#[derive(Debug, Clone)]
+struct ApiServerLaunch {
+    files: apiserver::ApiServerFiles,
+    port: u16,
+    extra: Vec<String>,
 }
 
 impl ControlPlane {
@@ -122,6 +132,7 @@ impl ControlPlane {
             startup: Duration::ZERO,
             next_user: AtomicU64::new(0),
             node: None,
+            apiserver: None,
         };
         let node_dirs = match with_node {
             true => Some(node::prepare(&dir)?),
@@ -168,6 +179,11 @@ impl ControlPlane {
             admin_client.clone(),
         );
         plane.processes.push(process.await?);
+        plane.apiserver = Some(ApiServerLaunch {
+            files: files.clone(),
+            port,
+            extra: options.extra_apiserver_args.clone(),
+        });
 
         for crd in &options.crds {
             apply_crd(&admin_client, crd).await?;
@@ -392,6 +408,43 @@ impl ControlPlane {
     /// How long [`ControlPlane::start`] took.
     pub fn startup_duration(&self) -> Duration {
         self.startup
+    }
+
+    /// Stops kube-apiserver alone (SIGTERM, then SIGKILL after a grace), leaving etcd and every
+    /// other component running: an API server outage, ended by [`ControlPlane::start_apiserver`].
+    pub async fn stop_apiserver(&mut self) {
+        let Some(at) = self
+            .processes
+            .iter()
+            .position(|p| p.name == "kube-apiserver")
+        else {
+            return;
+        };
+        let mut process = self.processes.remove(at);
+        let _ = tokio::task::spawn_blocking(move || process.stop()).await;
+    }
+
+    /// Starts kube-apiserver again, on the same port with the same flags and certificates, and
+    /// waits until it is ready; a no-op while it runs.
+    pub async fn start_apiserver(&mut self) -> Result<(), TestEnvError> {
+        if self.processes.iter().any(|p| p.name == "kube-apiserver") {
+            return Ok(());
+        }
+        let Some(launch) = self.apiserver.clone() else {
+            return Ok(());
+        };
+        let process = apiserver::start(
+            &self.binaries.apiserver,
+            &self.dir,
+            &launch.files,
+            &self.etcd_url,
+            launch.port,
+            &launch.extra,
+            self.admin_client()?,
+        )
+        .await?;
+        self.processes.push(process);
+        Ok(())
     }
 
     /// Stops every component (KCM, kube-apiserver, etcd) and removes the directory.
