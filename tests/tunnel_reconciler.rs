@@ -36,6 +36,8 @@ mod remote_connector;
 mod remote_faults;
 #[path = "tunnel_reconciler/routes.rs"]
 mod routes;
+#[path = "tunnel_reconciler/shared.rs"]
+mod shared;
 #[path = "tunnel_reconciler/takeover.rs"]
 mod takeover;
 #[path = "tunnel_reconciler/updates.rs"]

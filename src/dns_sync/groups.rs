@@ -28,7 +28,9 @@ use crate::term::Context;
 use crate::term::ReadyReason;
 use crate::term::conditions::find_ready;
 use crate::term::zones::{ZONE_LIST_MAX_AGE, ZONE_LIST_MIN_REFRESH, list_account_zones};
-use cftunnel_policy::dns::{AccountZone, TunnelDns, ZoneDns, no_zone_message, pending_zone, place};
+use cftunnel_policy::dns::{
+    AccountZone, TunnelDns, ZoneDns, no_zone_message, normalize_name, pending_zone, place,
+};
 use cftunnel_policy::routes::RouteTable;
 use cftunnel_policy::rules::route::in_domain;
 use cftunnel_types::TunnelIdentity;
@@ -205,7 +207,7 @@ pub(super) fn wanted(
                 .entry(key)
                 .or_insert_with(|| ZoneDns {
                     zone_name,
-                    tunnels: Vec::new(),
+                    ..ZoneDns::default()
                 })
                 .tunnels
                 .push(TunnelDns {
@@ -222,7 +224,37 @@ pub(super) fn wanted(
     for zone in out.groups.values_mut() {
         zone.tunnels.sort_by(|a, b| a.identity.cmp(&b.identity));
     }
+    hand_over_between_credentials(&mut out.groups);
     out
+}
+
+/// Tells each group which hostnames this cluster routes through the same zone's other groups
+/// (other credentials), so a hostname moving between them is taken over, never deleted first.
+fn hand_over_between_credentials(groups: &mut BTreeMap<GroupKey, ZoneDns>) {
+    let mut by_zone: BTreeMap<String, Vec<(GroupKey, BTreeSet<String>)>> = BTreeMap::new();
+    for (key, zone) in groups.iter() {
+        let hostnames = zone
+            .tunnels
+            .iter()
+            .flat_map(|t| t.hostnames.iter().map(|h| normalize_name(h)))
+            .collect();
+        by_zone
+            .entry(key.zone_id.clone())
+            .or_default()
+            .push((key.clone(), hostnames));
+    }
+    for siblings in by_zone.values().filter(|s| s.len() > 1) {
+        for (key, _) in siblings {
+            let elsewhere: BTreeSet<String> = siblings
+                .iter()
+                .filter(|(other, _)| other != key)
+                .flat_map(|(_, hostnames)| hostnames.iter().cloned())
+                .collect();
+            if let Some(zone) = groups.get_mut(key) {
+                zone.routed_elsewhere = elsewhere;
+            }
+        }
+    }
 }
 
 /// A zone list of the directory, with when it was read.

@@ -209,15 +209,13 @@ impl DnsSync {
         }
     }
 
-    /// Syncs every group whose input changed or whose retry or drift time has come.
-    /// `force`: tunnels whose group must be synced now even after a restart (a binding of
-    /// theirs is being deleted).
+    /// Syncs every group seen for the first time (so what changed while no one ran is found
+    /// at once), and every group whose input changed or whose retry or drift time has come.
     pub async fn run(
         &mut self,
         ctx: &Context,
         table: &RouteTable,
         records: &[TunnelRecord],
-        force: &BTreeSet<TunnelIdentity>,
         publish: &watch::Sender<Arc<DnsView>>,
     ) {
         self.resolved = Arc::new(Resolved::read(ctx, records).await);
@@ -274,12 +272,9 @@ impl DnsSync {
                 continue;
             }
             let due = match self.groups.get(&key) {
-                // First sight (a start): only groups with something to write or remove.
-                None => zone.tunnels.iter().any(|t| {
-                    !t.hostnames.is_empty()
-                        || force.contains(&t.identity)
-                        || owners.get(&t.identity) != Some(&key.zone_id)
-                }),
+                // First sight (a start, a new leader): every group, those whose tunnels want no
+                // hostname included, since their last route may have gone while no one ran.
+                None => true,
                 Some(state) => state.input != zone || state.due.is_some_and(|d| d <= now),
             };
             if due {
@@ -492,6 +487,7 @@ async fn sync_once(
             .filter(|t| !ctx.dns_guard.is_retired(&t.tunnel_id))
             .cloned()
             .collect(),
+        routed_elsewhere: zone.routed_elsewhere.clone(),
     };
     match sync_zone(&client, &key.zone_id, zone, options).await {
         Ok(report) => {

@@ -1,6 +1,5 @@
 //! The DNS task of a term: it receives each new route table from the route reconciler and syncs
 //! on it, paced, and when a retry or drift sync comes due.
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,7 +9,6 @@ use super::TunnelRecord;
 use super::schedule::{DnsSync, DnsView};
 use crate::term::Context;
 use cftunnel_policy::routes::RouteTable;
-use cftunnel_types::TunnelIdentity;
 
 /// Least time between the start of one DNS sync and the start of the next one that a route
 /// change triggers. A lone change after a quiet spell is synced at once (after [`DEBOUNCE`]); a
@@ -27,8 +25,6 @@ pub(crate) const DNS_COALESCE: Duration = Duration::from_secs(10);
 pub(crate) struct DnsInput {
     pub table: Arc<RouteTable>,
     pub records: Vec<TunnelRecord>,
-    /// Tunnels with a binding being deleted: their group is synced even right after a start.
-    pub force: BTreeSet<TunnelIdentity>,
 }
 
 /// The DNS task: syncs on every new input, and when a retry or drift sync comes due.
@@ -42,14 +38,7 @@ pub(crate) async fn run_dns(
         let current = input.borrow_and_update().clone();
         let ran_at = current.is_some().then(tokio::time::Instant::now);
         if let Some(current) = current {
-            dns.run(
-                &ctx,
-                &current.table,
-                &current.records,
-                &current.force,
-                &view,
-            )
-            .await;
+            dns.run(&ctx, &current.table, &current.records, &view).await;
         }
         tokio::select! {
             changed = input.changed() => {

@@ -11,7 +11,7 @@ mod ingress_status;
 mod status;
 mod world;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,15 +61,9 @@ pub async fn run(
         }
         let records = cache.tunnel_records();
         let bindings = cache.bindings();
-        let force: BTreeSet<TunnelIdentity> = bindings
-            .iter()
-            .filter(|b| b.metadata.deletion_timestamp.is_some())
-            .filter_map(|b| status::binding_tunnel(b))
-            .collect();
         input_tx.send_replace(Some(Arc::new(DnsInput {
             table: table.clone(),
             records: records.clone(),
-            force,
         })));
         let view = view_rx.borrow().clone();
         statuses

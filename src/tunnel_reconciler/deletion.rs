@@ -281,6 +281,7 @@ async fn remove_dns_records<K: TunnelKindAdapter>(
                 txt_records: true,
                 sweep,
             }],
+            ..ZoneDns::default()
         };
         let _zone_lock = ctx.dns_guard.lock(&zone.id).await;
         let report = sync_zone(cf, &zone.id, &input, &ctx.dns_options())

@@ -173,6 +173,7 @@ pub fn zone(tunnels: Vec<TunnelDns>) -> ZoneDns {
     ZoneDns {
         zone_name: ZONE.into(),
         tunnels,
+        ..ZoneDns::default()
     }
 }
 

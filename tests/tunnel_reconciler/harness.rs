@@ -26,6 +26,8 @@ use tokio::sync::OnceCell;
 use crate::install_support::install_namespaces_and_rbac;
 
 pub const TOKEN: &str = "sim-token-for-tests";
+/// A second token of the same account (another credential, so another DNS group).
+pub const TOKEN_B: &str = "sim-token-for-tests-b";
 pub const WAIT: Duration = Duration::from_secs(120);
 pub const POLL: Duration = Duration::from_millis(250);
 pub use crate::install_support::OPERATOR_USER;
@@ -101,7 +103,7 @@ impl Harness {
         let admin = plane.admin_client().expect("admin client");
         let ns = plane.create_namespace(prefix).await.expect("namespace");
         let sim = Simulator::new(SimConfig {
-            tokens: vec![TOKEN.to_string()],
+            tokens: vec![TOKEN.to_string(), TOKEN_B.to_string()],
             zones: zones.iter().map(|z| z.to_string()).collect(),
             ..SimConfig::default()
         });

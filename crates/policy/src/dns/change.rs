@@ -245,7 +245,8 @@ impl ConflictReason {
     pub fn is_other_cluster(&self) -> bool {
         match self {
             Self::OtherCluster { .. } => true,
-            Self::OtherOwner { marker } => marker.contains(" cluster="),
+            // This cluster's own markers are siblings (`ownership.rs`), never conflicts.
+            Self::OtherOwner { marker } => super::marker::marker_cluster(marker).is_some(),
             _ => false,
         }
     }

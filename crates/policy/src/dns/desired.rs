@@ -36,11 +36,16 @@ pub struct TunnelDns {
 
 /// Every tunnel with routes (or records to remove) in one zone. When several tunnels want the
 /// same hostname, the one whose record it already is keeps it, otherwise the first in this list.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ZoneDns {
     /// The zone's name: hostnames outside it are refused, never written.
     pub zone_name: String,
     pub tunnels: Vec<TunnelDns>,
+    /// Hostnames (normalised) routed by this cluster's tunnels of the same zone that are synced
+    /// apart (another API credential): a record of ours there that no tunnel here wants is left
+    /// for them to take over, never deleted, so a hostname moved between tunnels with different
+    /// credentials keeps a record throughout.
+    pub routed_elsewhere: BTreeSet<String>,
 }
 
 /// Operator-wide settings of the sync.

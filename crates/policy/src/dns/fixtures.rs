@@ -34,6 +34,7 @@ pub(super) fn zone(tunnels: Vec<TunnelDns>) -> ZoneDns {
     ZoneDns {
         zone_name: ZONE.into(),
         tunnels,
+        ..ZoneDns::default()
     }
 }
 

@@ -77,6 +77,14 @@ pub fn ownership_marker(identity: &TunnelIdentity, cluster: Option<&ClusterId>) 
     format!("{head}~{hex}")
 }
 
+/// The cluster a cftunnel marker names, if it names one in full (a marker cut to fit the
+/// comment limit may have lost it).
+pub(crate) fn marker_cluster(comment: &str) -> Option<&str> {
+    let rest = comment.strip_prefix(MARKER_PREFIX)?;
+    let (_, cluster) = rest.rsplit_once(" cluster=")?;
+    ClusterId::new(cluster).ok().map(|_| cluster)
+}
+
 /// True if `comment` is some cftunnel's marker (ours or another installation's).
 pub(crate) fn is_cftunnel_marker(comment: &str) -> bool {
     comment.starts_with(MARKER_PREFIX)
@@ -123,6 +131,22 @@ mod tests {
         assert_ne!(a, b);
         assert!(a.starts_with("cftunnel Tunnel nnn"));
         assert!(is_cftunnel_marker(&a));
+    }
+
+    #[test]
+    fn the_cluster_of_a_marker_is_read_whole_or_not_at_all() {
+        assert_eq!(
+            marker_cluster("cftunnel Tunnel shop/edge cluster=prod-eu"),
+            Some("prod-eu")
+        );
+        assert_eq!(marker_cluster("cftunnel Tunnel shop/edge"), None);
+        assert_eq!(marker_cluster("someone Tunnel a/b cluster=prod-eu"), None);
+        let long = "n".repeat(63);
+        let cut = ownership_marker(
+            &tunnel(&long, &long[1..]),
+            Some(&ClusterId::new("prod-eu").unwrap()),
+        );
+        assert_eq!(marker_cluster(&cut), None, "{cut}");
     }
 
     #[test]

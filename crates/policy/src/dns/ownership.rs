@@ -11,6 +11,10 @@
 //!   those cftunnel wrote before markers named a cluster (`cftunnel <identity>`). Taken over for
 //!   a hostname a route here wants (one PATCH adds the marker); otherwise left alone, because
 //!   another cluster connected to the same tunnel may be serving it.
+//! - **Sibling** ([`Owner::Sibling`]): this cluster's marker for a tunnel that is not in this
+//!   zone's input (one synced with another API credential). Taken over for a hostname a route
+//!   here wants (the route model gives each hostname one owner in the cluster, so the sibling
+//!   no longer routes it), never deleted from here.
 //! - **Foreign**: anything else, another cluster's marker included.
 //!
 //! One exception: a tunnel cftunnel itself deletes ([`TunnelDns::sweep`]) takes every CNAME that
@@ -27,7 +31,7 @@ use cftunnel_cloudflare::DnsRecord;
 
 use super::change::ConflictReason;
 use super::desired::{TunnelDns, normalize_name, tunnel_target};
-use super::marker::{ClusterId, is_cftunnel_marker, ownership_marker};
+use super::marker::{ClusterId, is_cftunnel_marker, marker_cluster, ownership_marker};
 use super::txt::ManagedTxt;
 
 /// The owner of one record, as far as this zone's tunnels are concerned.
@@ -38,6 +42,8 @@ pub enum Owner {
     /// Points at that tunnel but proves no cluster (Go-written, or cftunnel before cluster
     /// markers): ours only for a hostname a route here wants.
     Adoptable(usize),
+    /// This cluster's, for a tunnel synced in another group of the zone.
+    Sibling,
     Foreign(ConflictReason),
 }
 
@@ -46,7 +52,7 @@ impl Owner {
     pub fn wanted_by(&self) -> Option<usize> {
         match self {
             Owner::Tunnel(index) | Owner::Adoptable(index) => Some(*index),
-            Owner::Foreign(_) => None,
+            Owner::Sibling | Owner::Foreign(_) => None,
         }
     }
 
@@ -131,6 +137,12 @@ impl Ours {
         &self.targets
     }
 
+    /// Is `comment` this cluster's marker (of a tunnel not in this input: those are matched
+    /// before)?
+    fn is_sibling(&self, comment: &str) -> bool {
+        self.cluster.is_some() && marker_cluster(comment) == self.cluster.as_deref()
+    }
+
     fn tunnel_of_id(&self, id: &str) -> Option<usize> {
         self.by_id.get(&normalize_id(id)).copied()
     }
@@ -150,6 +162,7 @@ impl Ours {
             Some(comment) if points_at_us && self.by_legacy_marker.contains_key(comment) => {
                 Owner::Adoptable(self.by_legacy_marker[comment])
             }
+            Some(comment) if self.is_sibling(comment) => Owner::Sibling,
             Some(comment) if is_cftunnel_marker(comment) => {
                 Owner::Foreign(ConflictReason::OtherOwner {
                     marker: comment.to_string(),
@@ -168,7 +181,7 @@ impl Ours {
                         // Our own TXT proves the CNAME it names; a Go one only lets it be adopted.
                         Owner::Tunnel(index) => Some(Owner::Tunnel(index)),
                         Owner::Adoptable(index) => Some(Owner::Adoptable(index)),
-                        Owner::Foreign(_) => None,
+                        Owner::Sibling | Owner::Foreign(_) => None,
                     });
                 vouched.unwrap_or(Owner::Foreign(ConflictReason::NoOwnershipProof))
             }
@@ -194,6 +207,7 @@ impl Ours {
             Some(comment) if named.is_some() && self.by_legacy_marker.contains_key(comment) => {
                 Owner::Adoptable(self.by_legacy_marker[comment])
             }
+            Some(comment) if self.is_sibling(comment) => Owner::Sibling,
             Some(comment) if is_cftunnel_marker(comment) => {
                 Owner::Foreign(ConflictReason::OtherOwner {
                     marker: comment.to_string(),
@@ -207,6 +221,12 @@ impl Ours {
                     }),
                     None => Owner::Adoptable(index),
                 },
+                (Some(value), None)
+                    if value.owner.is_some()
+                        && value.owner.as_deref() == self.cluster.as_deref() =>
+                {
+                    Owner::Sibling
+                }
                 (Some(value), None) => Owner::Foreign(ConflictReason::TxtNamesOtherTunnel {
                     tunnel_id: value.tunnel_id,
                     tunnel_name: value.tunnel_name,

@@ -165,8 +165,9 @@ impl<'a> Planner<'a> {
         });
     }
 
-    /// The records at a routed hostname and at its `_managed` name, sorted by owner.
-    fn found_at(&self, hostname: &str, owns_txt: bool) -> Found<'a> {
+    /// The records at a routed hostname and at its `_managed` name, sorted by owner. A sibling's
+    /// record (this cluster's, for a tunnel synced elsewhere) counts as `heir`'s to take over.
+    fn found_at(&self, hostname: &str, owns_txt: bool, heir: usize) -> Found<'a> {
         let txts = self.txts_at(&managed_txt_name(hostname));
         let wildcard = hostname.starts_with("*.");
         let mut found = Found::default();
@@ -174,6 +175,7 @@ impl<'a> Planner<'a> {
             if record.is_type(DnsRecordType::Cname) {
                 match self.ours.cname_owner(record, &txts, wildcard) {
                     Owner::Tunnel(t) | Owner::Adoptable(t) => found.cnames.push((record, t)),
+                    Owner::Sibling => found.cnames.push((record, heir)),
                     Owner::Foreign(reason) => found.blockers.push((record, reason)),
                 }
             } else if blocks_cname(record) {
@@ -182,7 +184,7 @@ impl<'a> Planner<'a> {
         }
         for record in txts.into_iter().filter(|_| owns_txt) {
             match self.ours.txt_owner(record) {
-                Owner::Tunnel(_) | Owner::Adoptable(_) => found.txts.push(record),
+                Owner::Tunnel(_) | Owner::Adoptable(_) | Owner::Sibling => found.txts.push(record),
                 Owner::Foreign(reason) => found.foreign_txts.push((record, reason)),
             }
         }
@@ -190,7 +192,7 @@ impl<'a> Planner<'a> {
     }
 
     fn plan_hostname(&mut self, hostname: &str, wanters: &[usize], owns_txt: bool) {
-        let found = self.found_at(hostname, owns_txt);
+        let found = self.found_at(hostname, owns_txt, wanters[0]);
         let winner = wanters
             .iter()
             .copied()
@@ -350,7 +352,8 @@ impl<'a> Planner<'a> {
     ) {
         let names: Vec<String> = self.by_name.keys().cloned().collect();
         for name in &names {
-            if wanted.contains_key(name) {
+            // Another group of this cluster routes it and takes the record over.
+            if wanted.contains_key(name) || self.zone.routed_elsewhere.contains(name) {
                 continue;
             }
             let txts = self.txts_at(&managed_txt_name(name));
@@ -373,12 +376,16 @@ impl<'a> Planner<'a> {
             let Some(base) = name.strip_prefix(TXT_PREFIX) else {
                 continue;
             };
-            if txt_names.contains_key(name) {
-                continue;
-            }
             let wildcard = base
                 .strip_prefix("wildcard.")
                 .map(|rest| format!("*.{rest}"));
+            let elsewhere = |h: &str| self.zone.routed_elsewhere.contains(h);
+            if txt_names.contains_key(name)
+                || elsewhere(base)
+                || wildcard.as_deref().is_some_and(elsewhere)
+            {
+                continue;
+            }
             let group = [Some(base.to_string()), wildcard]
                 .into_iter()
                 .flatten()

@@ -242,3 +242,106 @@ fn order_of_the_records_does_not_matter() {
         BTreeSet::from(["a.example.com", "gone.example.com"])
     );
 }
+
+/// The records `name` holds for `tunnel` (id `id`) written by cluster `cluster`.
+fn cluster_records(tunnel: &str, id: &str, cluster: &str) -> Vec<cftunnel_cloudflare::DnsRecord> {
+    let cluster = ClusterId::new(cluster).unwrap();
+    let marker = ownership_marker(&identity(tunnel), Some(&cluster));
+    let txt = ManagedTxt {
+        dns_id: "c1".into(),
+        tunnel_name: format!("{tunnel}-cf"),
+        tunnel_id: id.into(),
+        owner: Some(cluster.as_str().into()),
+    };
+    vec![
+        cname_record(
+            "c1",
+            "app.example.com",
+            &format!("{id}.cfargotunnel.com"),
+            Some(&marker),
+        ),
+        record(
+            "t1",
+            "TXT",
+            "_managed.app.example.com",
+            &txt.to_content(),
+            Some(&marker),
+        ),
+    ]
+}
+
+fn in_cluster(cluster: &str) -> DnsOptions {
+    DnsOptions {
+        cluster_id: Some(ClusterId::new(cluster).unwrap()),
+        ..DnsOptions::default()
+    }
+}
+
+#[test]
+fn a_record_this_cluster_wrote_for_a_tunnel_synced_elsewhere_is_taken_over_when_wanted() {
+    // `edge` (another API token, another group) routed app.example.com; now `web` does.
+    let actual = cluster_records("edge", ID_A, "eu");
+    let zone = zone(vec![tunnel("web", ID_B, &["app.example.com"])]);
+    let plan = plan_zone(&zone, &actual, &in_cluster("eu"));
+    assert!(plan.conflicts.is_empty(), "{:?}", plan.conflicts);
+    assert_eq!(
+        summary(&plan),
+        vec![
+            s("update", "CNAME", "app.example.com"),
+            s("update", "TXT", "_managed.app.example.com")
+        ]
+    );
+    let after = apply(&actual, &plan);
+    let cname = after.iter().find(|r| r.record_type == "CNAME").unwrap();
+    assert_eq!(cname.id, "c1", "the same record, re-pointed");
+    assert_eq!(cname.content, format!("{ID_B}.cfargotunnel.com"));
+    assert_eq!(
+        cname.comment.as_deref(),
+        Some("cftunnel Tunnel shop/web cluster=eu")
+    );
+    assert_eq!(
+        plan_zone(&zone, &after, &in_cluster("eu")),
+        DnsPlan::default()
+    );
+}
+
+#[test]
+fn a_hostname_routed_by_another_group_of_this_cluster_is_handed_over_not_deleted() {
+    let actual = cluster_records("edge", ID_A, "eu");
+    let mut zone = zone(vec![tunnel("edge", ID_A, &[])]);
+    let deleted = plan_zone(&zone, &actual, &in_cluster("eu"));
+    assert_eq!(
+        summary(&deleted),
+        vec![
+            s("delete", "CNAME", "app.example.com"),
+            s("delete", "TXT", "_managed.app.example.com")
+        ],
+        "no tunnel of the cluster wants it: deleted"
+    );
+    zone.routed_elsewhere = BTreeSet::from(["app.example.com".to_string()]);
+    assert_eq!(
+        plan_zone(&zone, &actual, &in_cluster("eu")),
+        DnsPlan::default()
+    );
+    // Once the other group took it over, it is a sibling's here: never deleted.
+    zone.routed_elsewhere.clear();
+    let taken = cluster_records("web", ID_B, "eu");
+    assert_eq!(
+        plan_zone(&zone, &taken, &in_cluster("eu")),
+        DnsPlan::default()
+    );
+}
+
+#[test]
+fn another_clusters_record_stays_a_conflict_that_waits_for_that_cluster() {
+    let actual = cluster_records("edge", ID_A, "us");
+    let zone = zone(vec![tunnel("web", ID_B, &["app.example.com"])]);
+    let plan = plan_zone(&zone, &actual, &in_cluster("eu"));
+    assert!(plan.changes.is_empty(), "{:?}", plan.changes);
+    assert_eq!(plan.conflicts.len(), 1);
+    assert!(
+        plan.conflicts[0].reason.is_other_cluster(),
+        "{:?}",
+        plan.conflicts[0].reason
+    );
+}
