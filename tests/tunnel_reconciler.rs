@@ -34,6 +34,8 @@ mod remote;
 mod remote_connector;
 #[path = "tunnel_reconciler/remote_faults.rs"]
 mod remote_faults;
+#[path = "tunnel_reconciler/remote_merge.rs"]
+mod remote_merge;
 #[path = "tunnel_reconciler/routes.rs"]
 mod routes;
 #[path = "tunnel_reconciler/shared.rs"]

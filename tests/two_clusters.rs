@@ -41,6 +41,17 @@ impl Cluster {
         credentials_file: &str,
         tunnel_id: &str,
     ) -> Cluster {
+        Cluster::start_with(sim, account, credentials_file, tunnel_id, json!({})).await
+    }
+
+    /// [`Cluster::start`] with `extra` merged into the Tunnel's spec.
+    async fn start_with(
+        sim: &RunningSim,
+        account: &str,
+        credentials_file: &str,
+        tunnel_id: &str,
+        extra: serde_json::Value,
+    ) -> Cluster {
         let plane = ControlPlane::start(ControlPlaneOptions::for_cftunnel())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
@@ -98,14 +109,18 @@ impl Cluster {
         };
         cluster.options.cluster_resource_namespace = cluster.ns.clone();
         cluster.start_operator();
+        let mut spec = json!({
+            "existingTunnel": {"id": tunnel_id},
+            "cloudflare": {"domain": ZONE, "secret": "cloudflare-api", "accountId": account},
+        });
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+            spec.extend(extra.clone());
+        }
         let tunnel: Tunnel = serde_json::from_value(json!({
             "apiVersion": "networking.cfargotunnel.com/v1alpha2",
             "kind": "Tunnel",
             "metadata": {"name": "edge"},
-            "spec": {
-                "existingTunnel": {"id": tunnel_id},
-                "cloudflare": {"domain": ZONE, "secret": "cloudflare-api", "accountId": account},
-            },
+            "spec": spec,
         }))
         .expect("tunnel");
         cluster
@@ -169,6 +184,23 @@ impl Cluster {
     /// The marker this cluster writes for its Tunnel `edge`.
     fn marker(&self) -> String {
         format!("cftunnel Tunnel {}/edge cluster={}", self.ns, self.id)
+    }
+
+    /// The message of the Tunnel's `SharedTunnel` condition, if it has one.
+    async fn shared_condition(&self) -> Option<String> {
+        let tunnel = self.tunnels().get_opt("edge").await.ok()??;
+        let conditions = tunnel.status?.conditions?;
+        conditions
+            .into_iter()
+            .find(|c| c.type_ == "SharedTunnel")
+            .map(|c| c.message)
+    }
+
+    async fn stop(mut self) {
+        if let Some(task) = self.operator.take() {
+            task.abort();
+        }
+        self.plane.stop().await;
     }
 
     async fn binding_reason(&self, name: &str) -> Option<String> {
@@ -245,6 +277,44 @@ async fn two_clusters_on_one_tunnel_keep_their_hostnames_and_hand_one_over() {
     second.bind("b", "b.example.com").await;
     second.bind("both", "both.example.com").await;
     wait_held_by(&sim, "b.example.com", &second.marker()).await;
+    // Each routes a hostname the other does not: each Tunnel says so, naming the other's.
+    for (cluster, other, theirs, mine) in [
+        (&first, &second.id, "b.example.com", "a.example.com"),
+        (&second, &first.id, "a.example.com", "b.example.com"),
+    ] {
+        let message = poll_until("the SharedTunnel condition", WAIT, POLL, || async {
+            cluster
+                .shared_condition()
+                .await
+                .filter(|m| m.contains(theirs))
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            message.starts_with(&format!("cluster(s) {other} route {theirs} through")),
+            "{message}"
+        );
+        assert!(message.contains("catch-all (http_status:404)"), "{message}");
+        assert!(
+            !message.contains(mine) && !message.contains("both.example.com"),
+            "{message}"
+        );
+        let events = Api::<k8s_openapi::api::events::v1::Event>::namespaced(
+            cluster.client.clone(),
+            &cluster.ns,
+        )
+        .list(&Default::default())
+        .await
+        .expect("events");
+        assert!(
+            events
+                .items
+                .iter()
+                .any(|e| e.reason.as_deref() == Some("SharedTunnel")
+                    && e.note.as_deref().is_some_and(|n| n.contains(theirs))),
+            "a SharedTunnel Event names {theirs}"
+        );
+    }
     poll_until(
         "the second is told another cluster holds it",
         WAIT,
@@ -304,17 +374,134 @@ async fn two_clusters_on_one_tunnel_keep_their_hostnames_and_hand_one_over() {
         .count();
     assert_eq!(txts, 2, "each of the second's hostnames keeps its TXT");
 
-    if let Some(task) = second.operator.take() {
-        task.abort();
+    second.stop().await;
+    first.stop().await;
+    running.shutdown().await;
+}
+
+/// A simulated account holding one tunnel created with `src`, and the credentials file of it.
+async fn shared_tunnel(src: ConfigSrc) -> (Simulator, RunningSim, String, String) {
+    cftunnel_testenv::install_crypto_provider();
+    let sim = Simulator::new(SimConfig {
+        tokens: vec![TOKEN.into()],
+        zones: vec![ZONE.into()],
+        ..SimConfig::default()
+    });
+    let running = sim
+        .serve("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("sim");
+    let secret = [3u8; 32];
+    let cf = CloudflareClient::builder(Credentials::ApiToken(TOKEN.into()))
+        .base_url(running.url.clone())
+        .build()
+        .expect("client");
+    let tunnel = cf
+        .create_tunnel(&sim.account_id(), "shared", &secret, src)
+        .await
+        .expect("tunnel")
+        .id;
+    let file = json!({"AccountTag": sim.account_id(), "TunnelSecret": STANDARD.encode(secret), "TunnelID": tunnel}).to_string();
+    (sim, running, tunnel, file)
+}
+
+#[tokio::test]
+async fn two_clusters_routing_the_same_hostnames_through_one_tunnel_are_not_a_shared_layout() {
+    let (sim, running, tunnel, file) = shared_tunnel(ConfigSrc::Local).await;
+    let account = sim.account_id();
+    let first = Cluster::start(&running, &account, &file, &tunnel).await;
+    let second = Cluster::start(&running, &account, &file, &tunnel).await;
+    for cluster in [&first, &second] {
+        cluster.bind("app", "app.example.com").await;
     }
-    let Cluster { plane, .. } = second;
-    plane.stop().await;
-    let Cluster {
-        plane, operator, ..
-    } = first;
-    if let Some(task) = operator {
-        task.abort();
+    // Whichever wrote it first holds the record; both route the hostname.
+    poll_until("app.example.com written", WAIT, POLL, || async {
+        cname(&sim, "app.example.com").map(|_| ())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    wait_rounds(&sim, 6).await;
+    for cluster in [&first, &second] {
+        assert_eq!(
+            cluster.shared_condition().await,
+            None,
+            "replicas share a tunnel rightly"
+        );
     }
-    plane.stop().await;
+    second.stop().await;
+    first.stop().await;
+    running.shutdown().await;
+}
+
+/// `(hostname, service)` of every rule of the tunnel's configuration.
+fn remote_rules(sim: &Simulator, tunnel: &str) -> Vec<(String, String)> {
+    let config = sim
+        .tunnels()
+        .into_iter()
+        .find(|t| t.id == tunnel)
+        .and_then(|t| t.config)
+        .unwrap_or_default();
+    config["ingress"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            (
+                r["hostname"].as_str().unwrap_or("*").to_string(),
+                r["service"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn two_clusters_on_one_remote_tunnel_keep_both_their_rules_through_drift_checks() {
+    let (sim, running, tunnel, file) = shared_tunnel(ConfigSrc::Cloudflare).await;
+    let account = sim.account_id();
+    let remote = json!({"configSource": "Cloudflare"});
+    let first = Cluster::start_with(&running, &account, &file, &tunnel, remote.clone()).await;
+    let second = Cluster::start_with(&running, &account, &file, &tunnel, remote).await;
+    first.bind("a", "a.example.com").await;
+    second.bind("b", "b.example.com").await;
+    let both = vec![
+        (
+            "a.example.com".to_string(),
+            "http://web.apps.svc:80".to_string(),
+        ),
+        (
+            "b.example.com".to_string(),
+            "http://web.apps.svc:80".to_string(),
+        ),
+        ("*".to_string(), "http_status:404".to_string()),
+    ];
+    // Exact hostnames in the order their writers pushed them; the catch-all last.
+    let sorted = || {
+        let mut rules = remote_rules(&sim, &tunnel);
+        let catch_all = rules.pop();
+        rules.sort();
+        rules.extend(catch_all);
+        rules
+    };
+    poll_until("both clusters' rules", WAIT, POLL, || async {
+        (sorted() == both).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {:?}", remote_rules(&sim, &tunnel)));
+    // Several drift intervals: each reads the configuration, neither writes it again.
+    let puts = sim.calls(Operation::PutConfiguration);
+    let reads = sim.calls(Operation::GetConfiguration);
+    poll_until("six more drift reads", WAIT, POLL, || async {
+        (sim.calls(Operation::GetConfiguration) >= reads + 6).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        sim.calls(Operation::PutConfiguration),
+        puts,
+        "a cluster restored its copy"
+    );
+    assert_eq!(sorted(), both);
+    second.stop().await;
+    first.stop().await;
     running.shutdown().await;
 }

@@ -11,6 +11,7 @@
 mod batched;
 mod candidates;
 mod credentials;
+mod group_sync;
 mod groups;
 mod previous_zones;
 mod report;

@@ -6,7 +6,7 @@ use cftunnel_types::TunnelIdentity;
 
 use crate::metrics::Metrics;
 
-use cftunnel_policy::dns::{DnsConflict, InvalidHostname, RecordRef};
+use cftunnel_policy::dns::{DnsConflict, InvalidHostname, RecordRef, SharedHostname};
 
 /// The kind of a write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -84,6 +84,8 @@ pub struct TunnelDnsReport {
     pub conflicts: Vec<DnsConflict>,
     pub invalid: Vec<InvalidHostname>,
     pub errors: Vec<DnsWriteError>,
+    /// Other clusters' hostnames on this tunnel that no tunnel of the zone routes here.
+    pub shared: Vec<SharedHostname>,
     /// CNAME and TXT records of this tunnel left in the zone after the sync. A tunnel being
     /// deleted (passed with no hostnames) is clean once this is 0 and `errors` is empty.
     pub records_left: usize,
@@ -97,6 +99,7 @@ impl TunnelDnsReport {
             conflicts: Vec::new(),
             invalid: Vec::new(),
             errors: Vec::new(),
+            shared: Vec::new(),
             records_left: 0,
         }
     }

@@ -16,12 +16,12 @@ use tokio::sync::watch;
 
 use crate::dns_sync::TunnelRecord;
 use crate::dns_sync::credentials::Resolved;
+use crate::dns_sync::group_sync::{GroupOutcome, sync_once};
 use crate::dns_sync::groups::{
     Directory, Elsewhere, GroupKey, Listed, Wanted, directory, refresh, wanted,
 };
-use crate::dns_sync::sync_zone;
 use crate::term::Context;
-use cftunnel_policy::dns::{AccountZone, DnsOptions, ZoneDns};
+use cftunnel_policy::dns::{AccountZone, DnsOptions, SharedHostname, ZoneDns};
 use cftunnel_policy::routes::RouteTable;
 use cftunnel_types::TunnelIdentity;
 
@@ -46,6 +46,8 @@ struct GroupState {
     clean: bool,
     /// Problems of its last sync, per tunnel.
     problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
+    /// Other clusters' hostnames on its tunnels, as its last sync that read the zone found.
+    shared: Vec<SharedHostname>,
     failures: u32,
     /// Next retry (after problems) or drift sync.
     due: Option<Instant>,
@@ -62,9 +64,16 @@ pub struct DnsView {
     groups: HashMap<GroupKey, (ZoneDns, bool)>,
     /// Every group's problems and the unplaced hostnames, per tunnel.
     problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
+    /// Hostnames other clusters route through each tunnel that this cluster does not.
+    shared: BTreeMap<TunnelIdentity, BTreeSet<SharedHostname>>,
 }
 
 impl DnsView {
+    /// Every tunnel through which other clusters route hostnames this cluster does not.
+    pub fn shared(&self) -> &BTreeMap<TunnelIdentity, BTreeSet<SharedHostname>> {
+        &self.shared
+    }
+
     /// Every problem of `tunnel`'s DNS, in every zone it is in (its own, one its hostnames are
     /// placed in, one it left), and its hostnames placed in none.
     pub fn problems(&self, tunnel: &TunnelIdentity) -> &[DnsProblem] {
@@ -195,7 +204,17 @@ impl DnsSync {
                     .extend(list.iter().cloned());
             }
         }
+        let mut shared: BTreeMap<TunnelIdentity, BTreeSet<SharedHostname>> = BTreeMap::new();
+        for group in self.groups.values() {
+            for hostname in &group.shared {
+                shared
+                    .entry(hostname.tunnel.clone())
+                    .or_default()
+                    .insert(hostname.clone());
+            }
+        }
         DnsView {
+            shared,
             txt_records: self.txt_records,
             directory: Arc::new(directory(&self.listed)),
             elsewhere: Arc::new(self.elsewhere.clone()),
@@ -357,7 +376,7 @@ impl DnsSync {
 }
 
 /// Is `tunnel` in `zone`'s group with no hostname there (its records there are removed)?
-fn wants_nothing(zone: &ZoneDns, tunnel: &TunnelIdentity) -> bool {
+pub(super) fn wants_nothing(zone: &ZoneDns, tunnel: &TunnelIdentity) -> bool {
     zone.tunnels
         .iter()
         .any(|t| &t.identity == tunnel && t.hostnames.is_empty())
@@ -380,7 +399,17 @@ impl DnsSync {
         zone: ZoneDns,
         owners: &BTreeMap<TunnelIdentity, String>,
     ) {
-        let outcome = sync_once(ctx, &key, &zone, &self.options, &self.resolved, owners).await;
+        let GroupOutcome {
+            problems: outcome,
+            shared,
+        } = sync_once(ctx, &key, &zone, &self.options, &self.resolved, owners).await;
+        // A sync that could not read the zone knows nothing new of other clusters' hostnames.
+        let shared = shared.unwrap_or_else(|| {
+            self.groups
+                .get(&key)
+                .map(|g| g.shared.clone())
+                .unwrap_or_default()
+        });
         let clean = outcome.values().all(Vec::is_empty);
         if clean {
             // A zone other than its own that holds nothing of a tunnel any more is let go.
@@ -437,108 +466,11 @@ impl DnsSync {
                 input: zone,
                 clean,
                 problems: outcome,
+                shared,
                 failures,
                 due,
             },
         );
-    }
-}
-
-/// One sync of one group; the problems per tunnel (empty: clean).
-async fn sync_once(
-    ctx: &Context,
-    key: &GroupKey,
-    zone: &ZoneDns,
-    options: &DnsOptions,
-    resolved: &Resolved,
-    owners: &BTreeMap<TunnelIdentity, String>,
-) -> BTreeMap<TunnelIdentity, Vec<DnsProblem>> {
-    let everyone = |message: String| -> BTreeMap<TunnelIdentity, Vec<DnsProblem>> {
-        zone.tunnels
-            .iter()
-            .map(|t| {
-                let problem = DnsProblem {
-                    hostname: None,
-                    reason: REASON_DNS_ERROR,
-                    message: message.clone(),
-                };
-                (t.identity.clone(), vec![problem])
-            })
-            .collect()
-    };
-    if zone.tunnels.is_empty() {
-        return BTreeMap::new();
-    }
-    let credentials = match resolved.for_group(&key.credential) {
-        Ok(credentials) => credentials.clone(),
-        Err(error) => return everyone(format!("DNS records not synced: {error}")),
-    };
-    let client = match ctx.cloudflare(credentials) {
-        Ok(client) => client,
-        Err(error) => return everyone(format!("DNS records not synced: {error}")),
-    };
-    // Tunnels being deleted are left out once their deletion has the zone (see `DnsGuard`).
-    let _zone_lock = ctx.dns_guard.lock(&key.zone_id).await;
-    let zone = &ZoneDns {
-        zone_name: zone.zone_name.clone(),
-        tunnels: zone
-            .tunnels
-            .iter()
-            .filter(|t| !ctx.dns_guard.is_retired(&t.tunnel_id))
-            .cloned()
-            .collect(),
-        routed_elsewhere: zone.routed_elsewhere.clone(),
-    };
-    match sync_zone(&client, &key.zone_id, zone, options).await {
-        Ok(report) => {
-            report.count_writes(&ctx.metrics);
-            tracing::debug!(zone = %zone.zone_name, reads = report.reads, writes = report.writes, "DNS synced");
-            report
-                .tunnels
-                .iter()
-                .map(|t| {
-                    let conflicts = t.conflicts.iter().map(|c| DnsProblem {
-                        hostname: Some(c.hostname.clone()),
-                        reason: if c.reason.is_other_cluster() {
-                            REASON_DNS_OTHER_CLUSTER
-                        } else {
-                            REASON_DNS_CONFLICT
-                        },
-                        message: c.to_string(),
-                    });
-                    let invalid = t.invalid.iter().map(|i| DnsProblem {
-                        hostname: Some(i.hostname.clone()),
-                        reason: REASON_DNS_ERROR,
-                        message: i.to_string(),
-                    });
-                    let errors = t.errors.iter().map(|e| DnsProblem {
-                        hostname: Some(e.hostname.clone()),
-                        reason: REASON_DNS_ERROR,
-                        message: e.to_string(),
-                    });
-                    // A zone other than its own where it wants nothing (one it left, by a domain
-                    // change or a route change) must end up holding none of its records.
-                    let leaving = owners.get(&t.identity) != Some(&key.zone_id)
-                        && wants_nothing(zone, &t.identity);
-                    let left = (leaving && t.records_left > 0).then(|| DnsProblem {
-                        hostname: None,
-                        reason: REASON_DNS_ERROR,
-                        message: format!(
-                            "{} DNS record(s) of this tunnel in zone {}, where it routes no hostname now, not removed yet",
-                            t.records_left, zone.zone_name
-                        ),
-                    });
-                    (
-                        t.identity.clone(),
-                        conflicts.chain(invalid).chain(errors).chain(left).collect(),
-                    )
-                })
-                .collect()
-        }
-        Err(error) => {
-            tracing::warn!(zone = %zone.zone_name, %error, "DNS sync failed");
-            everyone(format!("DNS records not synced: {error}"))
-        }
     }
 }
 

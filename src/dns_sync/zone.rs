@@ -109,6 +109,11 @@ pub async fn sync_zone(
             report.invalid.push(invalid);
         }
     }
+    for shared in plan.shared {
+        if let Some(report) = run.report_of(&shared.tunnel) {
+            report.shared.push(shared);
+        }
+    }
     run.apply_all(group_by_hostname(plan.changes)).await;
     let left = records_left(zone, &run.mirror, options);
     for (report, left) in run.reports.iter_mut().zip(left) {

@@ -66,6 +66,10 @@ pub async fn run(
             records: records.clone(),
         })));
         let view = view_rx.borrow().clone();
+        // The tunnel reconciler writes the SharedTunnel condition: re-run those that changed.
+        for tunnel in ctx.shared_tunnels.replace(view.shared()) {
+            let _ = triggers.send(tunnel);
+        }
         statuses
             .write(&ctx, &table, &view, &records, &bindings, &cache.ingresses())
             .await;

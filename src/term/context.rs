@@ -99,6 +99,9 @@ pub struct Context {
     batch_memory: BatchMemory,
     /// Every tunnel's routes, published by the route reconciler.
     pub routes: std::sync::Arc<cftunnel_policy::routes::RouteIndex>,
+    /// Other clusters' hostnames on each tunnel, published by the route reconciler from the
+    /// DNS task's findings.
+    pub shared_tunnels: super::shared::SharedTunnels,
     /// Zone ids looked up by name, shared by every reconcile.
     pub zone_ids: super::zones::ZoneIds,
     /// Every zone of an account per credential, for the DNS placement of hostnames.
@@ -142,6 +145,7 @@ impl Context {
             cluster,
             batch_memory: BatchMemory::default(),
             routes: Default::default(),
+            shared_tunnels: Default::default(),
             zone_ids: Default::default(),
             zone_lists: Default::default(),
             dns_zones: Default::default(),

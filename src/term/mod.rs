@@ -1,7 +1,8 @@
 //! What one leadership term's reconcilers share (docs/design.md §3): the [`Context`] handed to
 //! every reconcile (clients, options, the term's scope, rate limiters, metrics), the zones of
 //! each account, the DNS guard, the one-object-per-tunnel-id claims, the `Ready` condition and
-//! its reasons, the finalizer, Events, API credentials and the per-object memory. The tunnel
+//! its reasons, the finalizer, Events, API credentials, the per-object memory and what the DNS
+//! task found of other clusters on each tunnel. The tunnel
 //! reconciler and the route reconciler both use it; neither reaches into the other.
 pub mod adapters;
 pub mod claims;
@@ -14,6 +15,7 @@ mod error;
 pub mod events;
 pub mod finalizer;
 pub mod memory;
+pub mod shared;
 pub mod zones;
 
 pub use adapters::TunnelKindAdapter;

@@ -1,7 +1,8 @@
 //! Deletion of a tunnel object: for a newTunnel, the cloudflared pods go first (bounded, see
 //! `deletion_pods`), then its DNS records, its connections and the tunnel on Cloudflare (found
 //! even without `status.tunnelId`, see `deletion_target`); for an existingTunnel only the DNS
-//! records cftunnel wrote for it. Nothing is (re)applied once deletion started. A failure the
+//! records cftunnel wrote for it and, when it is remotely managed, cftunnel's rules in its
+//! configuration (the others stay). Nothing is (re)applied once deletion started. A failure the
 //! user cannot fix on Cloudflare's side is let go with `cfargotunnel.com/abandon-cleanup`.
 use std::time::Duration;
 
@@ -227,7 +228,10 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
         &obj.uid().unwrap_or_default(),
     );
     let own = Some((zone_id, zone_name));
-    remove_dns_records(obj, ctx, &cf, &target, own, others, false).await
+    remove_dns_records(obj, ctx, &cf, &target, own, others, false).await?;
+    // A remotely-managed tunnel stays on Cloudflare: only cftunnel's rules leave it.
+    let tunnel_id = target.tunnel_id.clone().unwrap_or_default();
+    super::remote::withdraw(obj, &cf, &target.account_id, &tunnel_id).await
 }
 
 /// Has the user let this deletion finish without (all of) the clean-up on Cloudflare?

@@ -22,7 +22,10 @@ use crate::term::adapters::TunnelKindAdapter;
 use crate::term::context::Context;
 use crate::term::{ReconcileError, events};
 use cftunnel_cloudflare::CloudflareClient;
-use cftunnel_policy::render::remote::{merged_for_put, owned_parts, pushed_digest, remote_config};
+use cftunnel_policy::render::remote::remote_config;
+use cftunnel_policy::render::remote_merge::{
+    merged_for_put, owned_view, pushed_digest, rule_hostnames, withdrawn,
+};
 use cftunnel_policy::render::{Rendered, TunnelInput};
 use cftunnel_types::TunnelStatus;
 
@@ -52,10 +55,11 @@ pub(crate) fn config_to_push<K: TunnelKindAdapter>(
 /// (the digest of what was pushed, tied to the tunnel id), or, when `verify` (a drift check
 /// ran), as far as Cloudflare answers.
 ///
-/// A push reads the document first and writes it back with cftunnel's parts replaced
-/// (`merged_for_put`): the API has no compare-and-swap, so reading right before writing keeps
-/// what others put there (`warp-routing`) and shortens the window in which a concurrent edit
-/// is lost. A document whose parts already equal ours is only recorded, never written.
+/// A push reads the document first and writes back a merge (`remote_merge`): only the rules of
+/// hostnames cftunnel owns — those it routes now and those it pushed before
+/// (`status.configHostnames`) — are replaced; other clusters' and the dashboard's rules stay.
+/// The hostnames a push adds are recorded in status before it is sent, so a crash between
+/// the two can never leave a rule of cftunnel's that it would take for someone else's.
 pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
     obj: &mut K,
     ctx: &Context,
@@ -73,49 +77,111 @@ pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
     if pushed && !verify {
         return Ok(());
     }
+    let ours = rule_hostnames(config);
+    let before: BTreeSet<String> = status.config_hostnames.iter().flatten().cloned().collect();
+    let owned: BTreeSet<String> = ours.union(&before).cloned().collect();
     let held = cf
         .tunnel_configuration(account, tunnel)
         .await
         .map_err(ReconcileError::push)?;
     let theirs = held.config.unwrap_or(Value::Null);
-    let version = if owned_parts(&theirs) == owned_parts(config) {
+    let version = if owned_view(&theirs, &owned) == owned_view(config, &owned) {
         held.version
     } else {
         if pushed {
             let note = format!(
-                "the configuration of tunnel {tunnel} on Cloudflare (version {}) was changed outside cftunnel ({}); putting cftunnel's back",
+                "the configuration of tunnel {tunnel} on Cloudflare (version {}) was changed outside cftunnel ({}); putting cftunnel's rules back (other rules are kept)",
                 held.version,
-                difference(config, &theirs)
+                difference(&owned_view(config, &owned), &owned_view(&theirs, &owned))
             );
             tracing::warn!(object = %obj.display(), tunnel = %tunnel, "tunnel configuration changed outside cftunnel; restoring it");
             events::warning(ctx, &*obj, "ConfigurationRestored", note).await;
         }
+        if !ours.is_subset(&before) {
+            record(obj, ctx, json!({ "configHostnames": owned })).await?;
+        }
+        let merged = merged_for_put(&theirs, config, &owned);
         let answer = cf
-            .put_tunnel_configuration(account, tunnel, &merged_for_put(&theirs, config))
+            .put_tunnel_configuration(account, tunnel, &merged)
             .await
             .map_err(ReconcileError::push)?;
         tracing::info!(object = %obj.display(), tunnel = %tunnel, version = answer.version, "tunnel configuration pushed");
         answer.version
     };
-    if pushed && status.config_version == Some(version) {
+    let recorded = pushed
+        && status.config_version == Some(version)
+        && status
+            .config_hostnames
+            .as_ref()
+            .map(|h| h.iter().cloned().collect())
+            == Some(ours.clone());
+    if recorded {
         return Ok(());
     }
-    obj.object_api(&ctx.client)
-        .patch_status(
-            &obj.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "status": {
-                "configVersion": version,
-                "configHash": digest,
-            }})),
-        )
-        .await
-        .map_err(|e| ReconcileError::kube("recording the pushed configuration", e))?;
+    record(
+        obj,
+        ctx,
+        json!({
+            "configVersion": version,
+            "configHash": digest,
+            "configHostnames": ours,
+        }),
+    )
+    .await?;
     let local = obj
         .tunnel_status_mut()
         .get_or_insert_with(TunnelStatus::default);
     local.config_version = Some(version);
     local.config_hash = Some(digest);
+    local.config_hostnames = Some(ours.into_iter().collect());
+    Ok(())
+}
+
+/// Merge-patches `fields` into the object's status.
+async fn record<K: TunnelKindAdapter>(
+    obj: &K,
+    ctx: &Context,
+    fields: Value,
+) -> Result<(), ReconcileError> {
+    obj.object_api(&ctx.client)
+        .patch_status(
+            &obj.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": fields })),
+        )
+        .await
+        .map_err(|e| ReconcileError::kube("recording the pushed configuration", e))?;
+    Ok(())
+}
+
+/// Takes cftunnel's rules out of a remotely-managed tunnel's configuration that it does not
+/// delete (an existingTunnel), keeping everyone else's and the catch-all there is; no call
+/// when nothing of cftunnel's is there.
+pub(crate) async fn withdraw<K: TunnelKindAdapter>(
+    obj: &K,
+    cf: &CloudflareClient,
+    account: &str,
+    tunnel: &str,
+) -> Result<(), ReconcileError> {
+    let status = obj.tunnel_status().cloned().unwrap_or_default();
+    if status.config_version.is_none() {
+        return Ok(());
+    }
+    let owned: BTreeSet<String> = status.config_hostnames.iter().flatten().cloned().collect();
+    let held = match cf.tunnel_configuration(account, tunnel).await {
+        Ok(held) => held,
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) => return Err(ReconcileError::push(e)),
+    };
+    let theirs = held.config.unwrap_or(Value::Null);
+    if rule_hostnames(&theirs).is_disjoint(&owned) {
+        return Ok(());
+    }
+    let remaining = withdrawn(&theirs, &owned);
+    cf.put_tunnel_configuration(account, tunnel, &remaining)
+        .await
+        .map_err(ReconcileError::push)?;
+    tracing::info!(object = %obj.display(), tunnel = %tunnel, "cftunnel's rules taken out of the tunnel's configuration");
     Ok(())
 }
 

@@ -13,10 +13,12 @@ use crate::term::adapters::TunnelKindAdapter;
 use crate::term::conditions::{ReadyReason, find_ready, ready_condition, with_ready};
 use crate::term::context::Context;
 use crate::term::events;
+use crate::term::shared::{SHARED_TUNNEL, shared_message, with_shared};
 use cftunnel_policy::render::TunnelInput;
 use cftunnel_policy::render::labels::{object_labels, selector_labels};
 use cftunnel_policy::routes::{RouteEntry, RouteReason};
 use cftunnel_types::{RouteStatus, TunnelStatus, ZoneRef};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 fn now() -> Time {
     Time(jiff::Timestamp::now())
@@ -201,6 +203,21 @@ pub(crate) async fn report_ready<K: TunnelKindAdapter>(
         message.push_str("; ");
         message.push_str(note);
     }
+    let shared = ctx.shared_tunnels.of(&obj.route_identity());
+    let catch_all = &obj.tunnel_spec().fallback_target;
+    let was = shared_condition(obj.tunnel_status()).map(|c| c.message.clone());
+    next.conditions = Some(with_shared(
+        next.conditions.take().unwrap_or_default(),
+        &shared,
+        catch_all,
+        obj.meta().generation,
+        now(),
+    ));
+    let is = (!shared.is_empty()).then(|| shared_message(&shared, catch_all));
+    if is.is_some() && is != was {
+        tracing::warn!(object = %obj.display(), hostnames = shared.len(), "other clusters route other hostnames through this tunnel");
+        events::warning(ctx, obj, SHARED_TUNNEL, is.clone().unwrap_or_default()).await;
+    }
     set_ready(
         obj,
         ctx,
@@ -210,6 +227,15 @@ pub(crate) async fn report_ready<K: TunnelKindAdapter>(
         Announce::Changes,
     )
     .await
+}
+
+/// The tunnel's `SharedTunnel` condition, if it has one.
+fn shared_condition(status: Option<&TunnelStatus>) -> Option<&Condition> {
+    status?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == SHARED_TUNNEL)
 }
 
 /// `status.routes[]`: every route declared against the tunnel and what became of it.

@@ -179,7 +179,8 @@ async fn a_tunnel_in_cloudflare_mode_is_pushed_its_routes_and_changes_them_witho
 }
 
 #[tokio::test]
-async fn a_configuration_replaced_behind_cftunnels_back_is_put_back_at_the_drift_interval() {
+async fn a_configuration_changed_behind_cftunnels_back_gets_cftunnels_parts_back_at_the_drift_interval()
+ {
     let h = Harness::start_with("tr-remote-drift", fast_drift).await;
     let id = remote_edge(&h).await;
     wait_rules(&h, &id, &[("*", "http_status:404")]).await;
@@ -191,7 +192,16 @@ async fn a_configuration_replaced_behind_cftunnels_back_is_put_back_at_the_drift
         )
         .await
         .expect("a PUT from elsewhere");
-    wait_rules(&h, &id, &[("*", "http_status:404")]).await;
+    // The dashboard's rule is not cftunnel's and stays; the catch-all cftunnel wrote comes back.
+    wait_rules(
+        &h,
+        &id,
+        &[
+            ("dashboard.example.com", "http://elsewhere:80"),
+            ("*", "http_status:404"),
+        ],
+    )
+    .await;
     poll_until("a ConfigurationRestored Event", WAIT, POLL, || async {
         h.event_reasons("edge")
             .await

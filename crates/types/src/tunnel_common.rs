@@ -187,4 +187,9 @@ pub struct TunnelStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64))]
     pub config_hash: Option<String>,
+    /// `configSource: Cloudflare`: the hostnames whose rules cftunnel put in the tunnel's
+    /// configuration. A push changes and removes only these (and adds its new ones); every
+    /// other rule, another cluster's or the dashboard's, is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_hostnames: Option<Vec<String>>,
 }

@@ -328,10 +328,24 @@ impl fmt::Display for InvalidHostname {
     }
 }
 
+/// A hostname another cluster's record points at one of this zone's tunnels while no tunnel
+/// here routes it: that cluster shares the tunnel, and its visitors' requests may reach this
+/// cluster's connectors, whose rules do not know the hostname (Cloudflare picks a nearby
+/// connector of the tunnel, with no steering by hostname).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SharedHostname {
+    pub tunnel: TunnelIdentity,
+    pub hostname: String,
+    /// The cluster its record's marker names.
+    pub cluster: String,
+}
+
 /// The planner's answer for one zone.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DnsPlan {
     pub changes: Vec<DnsChange>,
     pub conflicts: Vec<DnsConflict>,
     pub invalid: Vec<InvalidHostname>,
+    /// Hostnames other clusters route through this zone's tunnels, which this cluster does not.
+    pub shared: Vec<SharedHostname>,
 }

@@ -44,7 +44,7 @@ mod plan_tests;
 pub use batching::{BatchMemory, BatchMode, ZoneBatching};
 pub use change::{
     ConflictReason, DesiredRecord, DnsAction, DnsChange, DnsConflict, DnsIdSource, DnsPlan,
-    InvalidHostname, RecordRef,
+    InvalidHostname, RecordRef, SharedHostname,
 };
 pub use desired::{
     DnsOptions, MAX_HOSTNAME_CHARS, TunnelDns, ZoneDns, normalize_name, tunnel_target,

@@ -143,6 +143,25 @@ impl Ours {
         self.cluster.is_some() && marker_cluster(comment) == self.cluster.as_deref()
     }
 
+    /// The cluster another installation's record names when it points at the current id of
+    /// one of the zone's tunnels: `(tunnel index, cluster)`.
+    pub(crate) fn other_cluster_on(
+        &self,
+        record: &DnsRecord,
+        tunnels: &[TunnelDns],
+    ) -> Option<(usize, String)> {
+        let comment = record.comment.as_deref()?;
+        let cluster = marker_cluster(comment)?;
+        if Some(cluster) == self.cluster.as_deref() {
+            return None;
+        }
+        let target = normalize_name(&record.content);
+        let index = tunnels.iter().position(|t| {
+            !t.tunnel_id.trim().is_empty() && tunnel_target(&t.tunnel_id) == target
+        })?;
+        Some((index, cluster.to_string()))
+    }
+
     fn tunnel_of_id(&self, id: &str) -> Option<usize> {
         self.by_id.get(&normalize_id(id)).copied()
     }

@@ -6,7 +6,7 @@ use cftunnel_cloudflare::{DnsRecord, DnsRecordType};
 
 use super::change::{
     ConflictReason, DesiredRecord, DnsAction, DnsChange, DnsConflict, DnsIdSource, DnsPlan,
-    InvalidHostname, RecordRef,
+    InvalidHostname, RecordRef, SharedHostname,
 };
 use super::desired::{DnsOptions, ZoneDns, hostname_problem, normalize_name};
 use super::ownership::{Ours, Owner};
@@ -56,6 +56,7 @@ pub fn plan_zone(zone: &ZoneDns, actual: &[DnsRecord], options: &DnsOptions) -> 
         planner.plan_hostname(hostname, wanters, owns_txt);
     }
     planner.plan_orphans(&wanted, &txt_names);
+    planner.find_shared(&wanted);
     let Planner {
         groups, mut plan, ..
     } = planner;
@@ -340,6 +341,27 @@ impl<'a> Planner<'a> {
             .filter(|(r, _)| Some(r.id.as_str()) != kept_id)
         {
             self.push(winner, hostname, delete(record, true));
+        }
+    }
+
+    /// CNAMEs another cluster wrote for one of these tunnels at names no tunnel here routes
+    /// (that cluster shares the tunnel with this one, routing other hostnames).
+    fn find_shared(&mut self, wanted: &BTreeMap<String, Vec<usize>>) {
+        for (name, records) in &self.by_name {
+            if wanted.contains_key(name) || self.zone.routed_elsewhere.contains(name) {
+                continue;
+            }
+            for record in records.iter().filter(|r| r.is_type(DnsRecordType::Cname)) {
+                if let Some((index, cluster)) =
+                    self.ours.other_cluster_on(record, &self.zone.tunnels)
+                {
+                    self.plan.shared.push(SharedHostname {
+                        tunnel: self.zone.tunnels[index].identity.clone(),
+                        hostname: name.clone(),
+                        cluster,
+                    });
+                }
+            }
         }
     }
 

@@ -345,3 +345,37 @@ fn another_clusters_record_stays_a_conflict_that_waits_for_that_cluster() {
         plan.conflicts[0].reason
     );
 }
+
+#[test]
+fn another_clusters_hostname_on_this_tunnel_is_reported_as_shared_only_when_not_routed_here() {
+    // Cluster `us` routes app.example.com through edge's tunnel; cluster `eu` runs edge too.
+    let theirs = cluster_records("edge", ID_A, "us");
+    let other_hostnames = zone(vec![tunnel("edge", ID_A, &["shop.example.com"])]);
+    let plan = plan_zone(&other_hostnames, &theirs, &in_cluster("eu"));
+    assert_eq!(
+        plan.shared,
+        vec![SharedHostname {
+            tunnel: identity("edge"),
+            hostname: "app.example.com".into(),
+            cluster: "us".into(),
+        }]
+    );
+    assert!(
+        plan.changes.iter().all(|c| c.hostname != "app.example.com"),
+        "never touched"
+    );
+    // Both clusters route the same hostname (replicas of one another): nothing shared.
+    let same_hostnames = zone(vec![tunnel("edge", ID_A, &["app.example.com"])]);
+    assert!(
+        plan_zone(&same_hostnames, &theirs, &in_cluster("eu"))
+            .shared
+            .is_empty()
+    );
+    // This cluster's own records are never "shared".
+    let ours = cluster_records("edge", ID_A, "eu");
+    assert!(
+        plan_zone(&other_hostnames, &ours, &in_cluster("eu"))
+            .shared
+            .is_empty()
+    );
+}

@@ -9,6 +9,7 @@ pub mod input;
 pub mod labels;
 pub mod objects;
 pub mod remote;
+pub mod remote_merge;
 pub mod strategic_merge;
 pub mod strategic_merge_keys;
 

@@ -81,71 +81,6 @@ pub fn config_digest(config: &Value) -> String {
     digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
-/// The top-level keys of a configuration document that cftunnel writes; every other key
-/// (`warp-routing`, anything Cloudflare or the dashboard adds) belongs to someone else.
-pub const OWNED_KEYS: [&str; 2] = ["ingress", "originRequest"];
-
-/// The parts of a configuration document cftunnel writes, normalised: the other top-level keys
-/// dropped, and nulls and empty objects removed at every depth. Cloudflare is reported to answer
-/// a GET with fields nobody sent (`warp-routing`, an empty `originRequest` on each rule), so
-/// documents are compared on these parts only. `false` and `0` are kept: a rule's
-/// `noTLSVerify: false` overriding the tunnel's `true` means something.
-pub fn owned_parts(document: &Value) -> Value {
-    let mut owned = Map::new();
-    if let Value::Object(fields) = document {
-        for key in OWNED_KEYS {
-            if let Some(value) = fields.get(key).and_then(normalised) {
-                owned.insert(key.to_string(), value);
-            }
-        }
-    }
-    Value::Object(owned)
-}
-
-/// `value` without nulls or empty objects at any depth; `None` when nothing is left of it.
-fn normalised(value: &Value) -> Option<Value> {
-    match value {
-        Value::Null => None,
-        Value::Object(fields) => {
-            let kept: Map<String, Value> = fields
-                .iter()
-                .filter_map(|(k, v)| normalised(v).map(|v| (k.clone(), v)))
-                .collect();
-            (!kept.is_empty()).then_some(Value::Object(kept))
-        }
-        Value::Array(items) => Some(Value::Array(
-            items
-                .iter()
-                .map(|item| normalised(item).unwrap_or_else(|| Value::Object(Map::new())))
-                .collect(),
-        )),
-        other => Some(other.clone()),
-    }
-}
-
-/// The document to PUT: `theirs` (what Cloudflare holds now) with cftunnel's parts replaced by
-/// `ours`, so a field cftunnel does not manage (an adopted tunnel's `warp-routing`) survives.
-pub fn merged_for_put(theirs: &Value, ours: &Value) -> Value {
-    let mut merged = match theirs {
-        Value::Object(fields) => fields.clone(),
-        _ => Map::new(),
-    };
-    for key in OWNED_KEYS {
-        merged.remove(key);
-        if let Some(value) = ours.get(key) {
-            merged.insert(key.to_string(), value.clone());
-        }
-    }
-    Value::Object(merged)
-}
-
-/// What `status.configHash` records: the digest of cftunnel's parts of `config` as pushed to
-/// the tunnel `tunnel_id`. The id is part of it, so a recreated tunnel (a new id, the same
-/// rules) never counts as already holding the configuration its predecessor was given.
-pub fn pushed_digest(tunnel_id: &str, config: &Value) -> String {
-    config_digest(&json!({ "tunnelId": tunnel_id, "config": owned_parts(config) }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,42 +101,5 @@ mod tests {
         let c = json!({"ingress": [{"hostname": "b", "service": "http://x"}], "originRequest": {"noTLSVerify": true}});
         assert_eq!(config_digest(&a), config_digest(&b));
         assert_ne!(config_digest(&a), config_digest(&c));
-    }
-
-    #[test]
-    fn owned_parts_ignore_fields_cloudflare_fills_in_and_keys_cftunnel_does_not_write() {
-        let ours = json!({"ingress": [{"hostname": "a", "service": "http://x"}, {"service": "http_status:404"}]});
-        let answered = json!({
-            "ingress": [
-                {"hostname": "a", "service": "http://x", "originRequest": {}},
-                {"service": "http_status:404", "originRequest": {"access": null}}
-            ],
-            "originRequest": {},
-            "warp-routing": {"enabled": false}
-        });
-        assert_eq!(owned_parts(&ours), owned_parts(&answered));
-        let changed = json!({"ingress": [{"hostname": "a", "service": "http://y"}, {"service": "http_status:404"}]});
-        assert_ne!(owned_parts(&ours), owned_parts(&changed));
-        let explicit_off = json!({"ingress": [{"hostname": "a", "service": "http://x", "originRequest": {"noTLSVerify": false}}, {"service": "http_status:404"}]});
-        assert_ne!(owned_parts(&ours), owned_parts(&explicit_off));
-    }
-
-    #[test]
-    fn a_merged_document_keeps_what_cftunnel_does_not_manage() {
-        let theirs = json!({"ingress": [{"service": "http_status:503"}], "warp-routing": {"enabled": true}, "originRequest": {"noTLSVerify": true}});
-        let ours = json!({"ingress": [{"hostname": "a", "service": "http://x"}, {"service": "http_status:404"}]});
-        assert_eq!(
-            merged_for_put(&theirs, &ours),
-            json!({"ingress": [{"hostname": "a", "service": "http://x"}, {"service": "http_status:404"}], "warp-routing": {"enabled": true}})
-        );
-        assert_eq!(merged_for_put(&Value::Null, &ours), ours);
-    }
-
-    #[test]
-    fn the_pushed_digest_is_tied_to_the_tunnel_id() {
-        let config = json!({"ingress": [{"service": "http_status:404"}]});
-        assert_ne!(pushed_digest("t1", &config), pushed_digest("t2", &config));
-        let filled = json!({"ingress": [{"service": "http_status:404", "originRequest": {}}], "warp-routing": {"enabled": false}});
-        assert_eq!(pushed_digest("t1", &config), pushed_digest("t1", &filled));
     }
 }

@@ -1,0 +1,136 @@
+//! One sync of one group (a zone and an API credential): the client for the group's
+//! credential, the zone lock, the sync, and its outcome in the terms statuses read.
+use std::collections::BTreeMap;
+
+use crate::dns_sync::credentials::Resolved;
+use crate::dns_sync::groups::GroupKey;
+use crate::dns_sync::schedule::{
+    DnsProblem, REASON_DNS_CONFLICT, REASON_DNS_ERROR, REASON_DNS_OTHER_CLUSTER, wants_nothing,
+};
+use crate::dns_sync::sync_zone;
+use crate::term::Context;
+use cftunnel_policy::dns::{DnsOptions, SharedHostname, ZoneDns};
+use cftunnel_types::TunnelIdentity;
+
+/// What one sync of a group found.
+pub(super) struct GroupOutcome {
+    /// The problems per tunnel (empty: clean).
+    pub problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
+    /// Other clusters' hostnames on the group's tunnels; `None` when the zone was not read.
+    pub shared: Option<Vec<SharedHostname>>,
+}
+
+/// One sync of one group.
+pub(super) async fn sync_once(
+    ctx: &Context,
+    key: &GroupKey,
+    zone: &ZoneDns,
+    options: &DnsOptions,
+    resolved: &Resolved,
+    owners: &BTreeMap<TunnelIdentity, String>,
+) -> GroupOutcome {
+    let everyone = |message: String| -> GroupOutcome {
+        let problems = zone
+            .tunnels
+            .iter()
+            .map(|t| {
+                let problem = DnsProblem {
+                    hostname: None,
+                    reason: REASON_DNS_ERROR,
+                    message: message.clone(),
+                };
+                (t.identity.clone(), vec![problem])
+            })
+            .collect();
+        GroupOutcome {
+            problems,
+            shared: None,
+        }
+    };
+    if zone.tunnels.is_empty() {
+        return GroupOutcome {
+            problems: BTreeMap::new(),
+            shared: Some(Vec::new()),
+        };
+    }
+    let credentials = match resolved.for_group(&key.credential) {
+        Ok(credentials) => credentials.clone(),
+        Err(error) => return everyone(format!("DNS records not synced: {error}")),
+    };
+    let client = match ctx.cloudflare(credentials) {
+        Ok(client) => client,
+        Err(error) => return everyone(format!("DNS records not synced: {error}")),
+    };
+    // Tunnels being deleted are left out once their deletion has the zone (see `DnsGuard`).
+    let _zone_lock = ctx.dns_guard.lock(&key.zone_id).await;
+    let zone = &ZoneDns {
+        zone_name: zone.zone_name.clone(),
+        tunnels: zone
+            .tunnels
+            .iter()
+            .filter(|t| !ctx.dns_guard.is_retired(&t.tunnel_id))
+            .cloned()
+            .collect(),
+        routed_elsewhere: zone.routed_elsewhere.clone(),
+    };
+    match sync_zone(&client, &key.zone_id, zone, options).await {
+        Ok(report) => {
+            report.count_writes(&ctx.metrics);
+            tracing::debug!(zone = %zone.zone_name, reads = report.reads, writes = report.writes, "DNS synced");
+            let shared = report
+                .tunnels
+                .iter()
+                .flat_map(|t| t.shared.iter().cloned())
+                .collect();
+            let problems = report
+                .tunnels
+                .iter()
+                .map(|t| {
+                    let conflicts = t.conflicts.iter().map(|c| DnsProblem {
+                        hostname: Some(c.hostname.clone()),
+                        reason: if c.reason.is_other_cluster() {
+                            REASON_DNS_OTHER_CLUSTER
+                        } else {
+                            REASON_DNS_CONFLICT
+                        },
+                        message: c.to_string(),
+                    });
+                    let invalid = t.invalid.iter().map(|i| DnsProblem {
+                        hostname: Some(i.hostname.clone()),
+                        reason: REASON_DNS_ERROR,
+                        message: i.to_string(),
+                    });
+                    let errors = t.errors.iter().map(|e| DnsProblem {
+                        hostname: Some(e.hostname.clone()),
+                        reason: REASON_DNS_ERROR,
+                        message: e.to_string(),
+                    });
+                    // A zone other than its own where it wants nothing (one it left, by a domain
+                    // change or a route change) must end up holding none of its records.
+                    let leaving = owners.get(&t.identity) != Some(&key.zone_id)
+                        && wants_nothing(zone, &t.identity);
+                    let left = (leaving && t.records_left > 0).then(|| DnsProblem {
+                        hostname: None,
+                        reason: REASON_DNS_ERROR,
+                        message: format!(
+                            "{} DNS record(s) of this tunnel in zone {}, where it routes no hostname now, not removed yet",
+                            t.records_left, zone.zone_name
+                        ),
+                    });
+                    (
+                        t.identity.clone(),
+                        conflicts.chain(invalid).chain(errors).chain(left).collect(),
+                    )
+                })
+                .collect();
+            GroupOutcome {
+                problems,
+                shared: Some(shared),
+            }
+        }
+        Err(error) => {
+            tracing::warn!(zone = %zone.zone_name, %error, "DNS sync failed");
+            everyone(format!("DNS records not synced: {error}"))
+        }
+    }
+}
