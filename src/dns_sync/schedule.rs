@@ -291,9 +291,7 @@ impl DnsSync {
                 continue;
             }
             let due = match self.groups.get(&key) {
-                // First sight (a start, a new leader): every group, those whose tunnels want no
-                // hostname included, since their last route may have gone while no one ran.
-                None => true,
+                None => first_sight_due(&zone, records, &owners, &key.zone_id),
                 Some(state) => state.input != zone || state.due.is_some_and(|d| d <= now),
             };
             if due {
@@ -383,6 +381,29 @@ pub(super) fn wants_nothing(zone: &ZoneDns, tunnel: &TunnelIdentity) -> bool {
 }
 
 /// Each live tunnel's own zone id.
+/// Whether a group seen for the first time (a start, a new leader) is synced at once: when a
+/// tunnel of it routes a hostname, when its zone is not the one its status records, or when
+/// its status still lists routes (its last route went while no one ran, so records of it may
+/// be left). A group of tunnels that route nothing and never did costs no call; a record
+/// left behind by a leader that died between clearing the routes and deleting the records
+/// is found by the drift check.
+fn first_sight_due(
+    zone: &ZoneDns,
+    records: &[TunnelRecord],
+    owners: &BTreeMap<TunnelIdentity, String>,
+    zone_id: &str,
+) -> bool {
+    zone.tunnels.iter().any(|t| {
+        let routed_before = records
+            .iter()
+            .find(|r| r.identity == t.identity)
+            .is_none_or(|r| r.deleting || r.status.routes.as_ref().is_some_and(|v| !v.is_empty()));
+        !t.hostnames.is_empty()
+            || routed_before
+            || owners.get(&t.identity).map(String::as_str) != Some(zone_id)
+    })
+}
+
 fn own_zones(records: &[TunnelRecord]) -> BTreeMap<TunnelIdentity, String> {
     records
         .iter()
