@@ -11,3 +11,5 @@ mod install_support;
 mod live;
 #[path = "gateway_api/offline.rs"]
 mod offline;
+#[path = "gateway_api/parents.rs"]
+mod parents;

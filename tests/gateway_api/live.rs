@@ -2,7 +2,8 @@
 //! (the chart's copy) are installed while it runs, and within a minute it serves them; a header
 //! match is refused on the route's status, a missing backend is `BackendNotFound` and answers
 //! 500, `attachedRoutes` counts what attached, one hostname claimed by a binding, an Ingress and
-//! an HTTPRoute has one owner and each is told, deleting a route deletes its DNS records; then
+//! an HTTPRoute has one owner and each is told, deleting a route deletes its DNS records, each
+//! parent of a route is judged on its own and gRPC backends must speak TLS (`parents.rs`); then
 //! the conformance suite's cases are applied and their statuses asserted as the suite asserts.
 use std::time::Duration;
 
@@ -23,11 +24,11 @@ use crate::cases::{CLASS, cases, documents, status_problems};
 use crate::harness::{Harness, POLL, TOKEN, WAIT};
 use crate::install_support::{install_gateway_api_crds, kubectl_ok};
 
-const API_SECRET: &str = "cloudflare-api";
+pub(crate) const API_SECRET: &str = "cloudflare-api";
 /// How soon after the CRDs are installed cftunnel must serve them.
 const SERVED_WITHIN: Duration = Duration::from_secs(60);
 
-async fn create<K>(api: &Api<K>, object: Value) -> K
+pub(crate) async fn create<K>(api: &Api<K>, object: Value) -> K
 where
     K: kube::Resource + Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
 {
@@ -87,7 +88,10 @@ async fn live_statuses(h: &Harness) -> GatewayApiStatus {
     out
 }
 
-fn condition<'c>(conditions: &'c [Condition], type_: &str) -> (&'c str, &'c str, &'c str) {
+pub(crate) fn condition<'c>(
+    conditions: &'c [Condition],
+    type_: &str,
+) -> (&'c str, &'c str, &'c str) {
     conditions
         .iter()
         .find(|c| c.type_ == type_)
@@ -173,7 +177,7 @@ fn records(h: &Harness, name: &str) -> usize {
         .count()
 }
 
-async fn wait_records(h: &Harness, name: &str, count: usize) {
+pub(crate) async fn wait_records(h: &Harness, name: &str, count: usize) {
     poll_until(
         &format!("{count} record(s) at {name}"),
         WAIT,
@@ -394,6 +398,10 @@ async fn gateway_api_installed_while_cftunnel_runs_is_served_and_the_conformance
         .expect("delete route");
     wait_records(&h, "gw.example.com", 0).await;
     wait_records(&h, "_managed.gw.example.com", 0).await;
+
+    // Each parent judged on its own, and gRPC backends as a tunnel can carry them.
+    crate::parents::each_parent_is_judged_on_its_own(&h, &class).await;
+    crate::parents::grpc_backends_must_speak_tls(&h).await;
 
     // The conformance suite's cases: base manifests, a tunnel per Gateway, then each case.
     let base = documents("base/manifests.yaml");

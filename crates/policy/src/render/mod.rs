@@ -18,6 +18,8 @@ mod cloudflared_check;
 #[cfg(test)]
 mod cloudflared_check_ingress_paths;
 #[cfg(test)]
+mod protocol_tests;
+#[cfg(test)]
 pub(crate) mod record;
 #[cfg(test)]
 mod remote_tests;
@@ -198,11 +200,7 @@ pub fn render_all(input: &TunnelInput, options: &RenderOptions) -> Result<Render
         &credentials_json,
         origin_ca_pool.and(input.origin_ca_pem.as_deref()),
     );
-    let protocol = if input.spec.protocol.is_empty() {
-        "auto"
-    } else {
-        &input.spec.protocol
-    };
+    let protocol = edge_protocol(input);
     let mut deployment = objects::deployment(
         &common,
         &objects::WorkloadParams {
@@ -232,6 +230,25 @@ pub fn render_all(input: &TunnelInput, options: &RenderOptions) -> Result<Render
         pdb: objects::pod_disruption_budget(&common),
         checksum: sum,
     })
+}
+
+/// The transport cloudflared reaches Cloudflare with (`--protocol`): `http2` when a route goes to
+/// an HTTP/2 origin (a GRPCRoute's rules, `http2Origin` of a binding or Service), whatever
+/// `spec.protocol` says, since gRPC calls fail over QUIC (cloudflared issues #1170, #491);
+/// else `spec.protocol`, `auto` when unset.
+pub(crate) fn edge_protocol(input: &TunnelInput) -> &str {
+    if input
+        .routes
+        .iter()
+        .any(|r| r.origin_request.http2_origin == Some(true))
+    {
+        return "http2";
+    }
+    if input.spec.protocol.is_empty() {
+        "auto"
+    } else {
+        &input.spec.protocol
+    }
 }
 
 /// The connector token cloudflared runs a remotely-managed tunnel with: what Cloudflare's

@@ -103,6 +103,33 @@ pub(crate) fn gateway_tunnel(
     }
 }
 
+/// Why `tunnel` cannot serve the routes of a Gateway in `gateway_namespace`, if it cannot: it
+/// does not exist, or its own `allowedRoutes` refuses the Gateway's namespace (the Gateway is
+/// what uses the tunnel; its listeners decide which route namespaces attach). The route model
+/// gates a source with the same two checks.
+pub(crate) fn tunnel_problem(
+    world: &RouteWorld,
+    tunnel: &TunnelIdentity,
+    gateway_namespace: &str,
+) -> Option<String> {
+    let Some(facts) = world.tunnels.iter().find(|t| &t.identity == tunnel) else {
+        return Some(format!(
+            "{tunnel} does not exist; create it or name an existing tunnel"
+        ));
+    };
+    let admitted = admits_namespace(
+        &world.namespace_labels,
+        &facts.allowed,
+        &facts.identity.namespace,
+        gateway_namespace,
+    );
+    (!admitted).then(|| {
+        format!(
+            "{tunnel} does not admit routes from namespace {gateway_namespace:?}, the Gateway's (its allowedRoutes.namespaces); ask its owner to allow it, or name another tunnel"
+        )
+    })
+}
+
 /// Is this listener's protocol one a tunnel serves? (The edge terminates TLS: HTTP and HTTPS.)
 pub(crate) fn supported_protocol(listener: &Listener) -> bool {
     matches!(listener.protocol.as_str(), "HTTP" | "HTTPS")
@@ -211,11 +238,24 @@ pub(crate) struct ParentOutcome<'w> {
     pub gateway: &'w Gateway,
     /// The Gateway's tunnel (`Err`: why there is none).
     pub tunnel: Result<TunnelIdentity, String>,
+    /// Why that tunnel does not serve this Gateway (see [`tunnel_problem`]), if it does not.
+    pub tunnel_problem: Option<String>,
     /// The listeners the route attached to: selected by `sectionName` and `port`, admitting it
     /// by `allowedRoutes`, with a hostname in common (what `attachedRoutes` counts).
     pub listeners: Vec<usize>,
     /// The hostnames it serves there, or why it is not accepted: (reason, message).
     pub hostnames: Result<Vec<(Field, &'w str)>, (&'static str, String)>,
+}
+
+impl<'w> ParentOutcome<'w> {
+    /// The tunnel this parent serves the route through, with the hostnames it serves there:
+    /// `None` when the Gateway has no working tunnel or no listener takes the route.
+    pub(crate) fn served(&self) -> Option<(&TunnelIdentity, &[(Field, &'w str)])> {
+        match (&self.tunnel, &self.tunnel_problem, &self.hostnames) {
+            (Ok(tunnel), None, Ok(hosts)) => Some((tunnel, hosts.as_slice())),
+            _ => None,
+        }
+    }
 }
 
 /// The parent references of a route of `kind` in `namespace` that name Gateways of cftunnel's,
@@ -248,6 +288,10 @@ pub(crate) fn parents<'w>(
             continue;
         };
         let tunnel = gateway_tunnel(gateway, class);
+        let problem = tunnel
+            .as_ref()
+            .ok()
+            .and_then(|t| tunnel_problem(world, t, gateway_namespace));
         let field = format!("spec.parentRefs[{index}]");
         let mut selected = Vec::new();
         let mut allowed = Vec::new();
@@ -326,6 +370,7 @@ pub(crate) fn parents<'w>(
             reference,
             gateway,
             tunnel,
+            tunnel_problem: problem,
             listeners: allowed,
             hostnames,
         });

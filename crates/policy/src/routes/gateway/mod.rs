@@ -9,18 +9,28 @@
 //!   namespace or a ClusterTunnel), else its class's `spec.parametersRef` (a ClusterTunnel, or a
 //!   Tunnel with its namespace). The tunnel's `allowedRoutes` is asked about the Gateway's
 //!   namespace; the listeners' `allowedRoutes` about the route's.
+//! - **Every parent on its own:** each parent reference is judged with its own Gateway, tunnel
+//!   and listener hostnames; a tunnel gets a route's rules only through the parents it serves,
+//!   and each `status.parents[]` entry says what became of that parent alone.
 //! - **Attachment:** `sectionName` and `port` select listeners; HTTP and HTTPS listeners serve
 //!   (the edge terminates TLS); hostnames are the intersection of listener and route hostnames.
 //! - **Rules:** `Exact` and `PathPrefix` become typed matches, `RegularExpression` a checked
 //!   cloudflared regex; a GRPCRoute's service and method become exact or prefix paths with an
-//!   HTTP/2 origin. One backend per rule: a Service (a ReferenceGrant in its namespace when it
-//!   is in another), else the rule answers 500.
+//!   HTTP/2 origin over TLS (`https://`); a gRPC backend that is not TLS (`rules::speaks_tls`)
+//!   is `UnsupportedProtocol`. One backend per rule: a Service (a ReferenceGrant in its
+//!   namespace when it is in another), else the rule answers 500 (a GRPCRoute's 503, which gRPC
+//!   clients read as `UNAVAILABLE`).
 //! - **Refused, never dropped:** header, query and method matches, filters, timeouts and a
 //!   split over several backends: the route is not served and says so (`Accepted=False`,
 //!   `UnsupportedValue`, naming the field).
 //! - Hostname authority is the model's: one owner per hostname(+path) across every kind, the
 //!   oldest object first, then namespace and name.
 pub(crate) mod attach;
+#[cfg(test)]
+mod grpc_tests;
+mod parent_status;
+#[cfg(test)]
+mod parent_tests;
 pub(crate) mod rules;
 pub mod status;
 #[cfg(test)]
@@ -37,7 +47,7 @@ use attach::ParentOutcome;
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::gateway::{RouteParentStatus, RouteStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use rules::{INVALID_BACKEND_SERVICE, RouteAnalysis, Target};
+use rules::{RouteAnalysis, Target};
 
 /// One HTTPRoute or GRPCRoute read once: its parents resolved and its rules as a tunnel can
 /// serve them. Sources and statuses are both made from this.
@@ -108,6 +118,17 @@ pub(super) fn gateway_sources<'w>(
 /// Hostnames with the field each came from.
 type Hostnames<'w> = Vec<(Field, &'w str)>;
 
+/// Which source of a route a parent feeds. The parents a tunnel serves merge into one source
+/// per tunnel (their hostnames, each once), so hostnames shared by two of them are claimed once.
+/// A parent whose tunnel is missing or refuses its Gateway's namespace feeds a source of its own,
+/// judged by the model with that namespace: it records why (`TunnelNotFound`,
+/// `NamespaceNotAllowed`), claims nothing and never reaches the served parents' rules.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Feed {
+    Served(TunnelIdentity),
+    Refused(TunnelIdentity, String),
+}
+
 fn sources_of<'w>(
     kind: SourceKind,
     metadata: &'w ObjectMeta,
@@ -118,8 +139,7 @@ fn sources_of<'w>(
         return Vec::new();
     }
     let reference = SourceRef::of(kind, metadata);
-    // Accepted parents by tunnel: each tunnel gets the union of their hostnames.
-    let mut by_tunnel: BTreeMap<TunnelIdentity, (String, Hostnames<'w>)> = BTreeMap::new();
+    let mut feeds: BTreeMap<Feed, (String, Hostnames<'w>)> = BTreeMap::new();
     for parent in parents {
         let (Ok(tunnel), Ok(hosts)) = (&parent.tunnel, &parent.hostnames) else {
             continue;
@@ -130,8 +150,12 @@ fn sources_of<'w>(
             .namespace
             .clone()
             .unwrap_or_default();
-        let entry = by_tunnel
-            .entry(tunnel.clone())
+        let feed = match parent.tunnel_problem {
+            None => Feed::Served(tunnel.clone()),
+            Some(_) => Feed::Refused(tunnel.clone(), gateway_namespace.clone()),
+        };
+        let entry = feeds
+            .entry(feed)
             .or_insert_with(|| (gateway_namespace, Vec::new()));
         for (field, host) in hosts {
             if !entry.1.iter().any(|(_, h)| h.eq_ignore_ascii_case(host)) {
@@ -139,11 +163,13 @@ fn sources_of<'w>(
             }
         }
     }
-    by_tunnel
+    feeds
         .into_iter()
-        .map(|(tunnel, (gateway_namespace, hosts))| Source {
+        .map(|(feed, (gateway_namespace, hosts))| Source {
             age: Age::of(&reference, metadata),
-            tunnel: Some(tunnel),
+            tunnel: Some(match feed {
+                Feed::Served(tunnel) | Feed::Refused(tunnel, _) => tunnel,
+            }),
             tunnel_field: "spec.parentRefs".into(),
             tunnel_user_namespace: Some(gateway_namespace),
             disable_dns: false,
@@ -182,6 +208,11 @@ fn declared_routes<'w>(
                         Field::RouteRule(i, "backendRefs[0].port"),
                         PortRef::Number(i64::from(*port)),
                     )),
+                    // A gRPC backend got here only by speaking TLS (`rules::speaks_tls`), which
+                    // its port name alone may not tell the model's own protocol inference.
+                    protocol: analysis
+                        .http2
+                        .then_some((Field::RouteRule(i, "backendRefs[0].port"), "https")),
                     http2_origin: analysis.http2,
                     ..RouteInput::default()
                 },
@@ -189,7 +220,7 @@ fn declared_routes<'w>(
             ),
             Target::Invalid => (
                 RouteInput {
-                    target: Some((Field::RouteRule(i, "backendRefs"), INVALID_BACKEND_SERVICE)),
+                    target: Some((Field::RouteRule(i, "backendRefs"), analysis.invalid_backend)),
                     ..RouteInput::default()
                 },
                 None,

@@ -1,6 +1,6 @@
 //! The rules of an HTTPRoute or GRPCRoute as a tunnel can serve them: path matches, one backend
 //! per rule, and every field a tunnel cannot express, named so the route can be refused with it.
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Service, ServicePort};
 
 use crate::routes::path::{escape, typed_path};
 use crate::routes::route::PathKind;
@@ -9,8 +9,15 @@ use crate::routes::world::RouteWorld;
 use crate::rules::route::Field;
 use cftunnel_types::gateway::{BackendRef, GATEWAY_GROUP, GRPCRoute, HTTPRoute};
 
-/// Answered for a rule whose backend cannot be used, as the specification requires.
+/// Answered for an HTTPRoute rule whose backend cannot be used: HTTPRouteRule.backendRefs says
+/// "requests that would have otherwise been routed to an invalid backend" MUST get a 500.
 pub(crate) const INVALID_BACKEND_SERVICE: &str = "http_status:500";
+
+/// Answered for a GRPCRoute rule whose backend cannot be used. GRPCRouteRule.backendRefs asks
+/// for an `UNAVAILABLE` status; cloudflared can answer only an HTTP status, and a gRPC client
+/// reads a 503 without `grpc-status` as `UNAVAILABLE` (gRPC's HTTP to gRPC status mapping;
+/// a 500 would read as `UNKNOWN`).
+pub(crate) const INVALID_GRPC_BACKEND_SERVICE: &str = "http_status:503";
 
 /// One path a rule matches.
 #[derive(Clone, Debug)]
@@ -31,7 +38,7 @@ pub(crate) enum Target<'w> {
         port: i32,
         service: &'w Service,
     },
-    /// [`INVALID_BACKEND_SERVICE`].
+    /// [`RouteAnalysis::invalid_backend`].
     Invalid,
 }
 
@@ -43,15 +50,29 @@ pub(crate) struct RuleRoutes<'w> {
 }
 
 /// A route read as a tunnel would serve it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct RouteAnalysis<'w> {
     pub rules: Vec<RuleRoutes<'w>>,
     /// Fields a tunnel cannot express: the route is refused (`Accepted=False`, `UnsupportedValue`).
     pub unsupported: Vec<String>,
     /// Backends that do not resolve: (reason, message), the route's `ResolvedRefs=False`.
     pub unresolved: Vec<(&'static str, String)>,
-    /// gRPC: the origin speaks HTTP/2.
+    /// gRPC: the origin speaks HTTP/2 over TLS (every backend that is not refused does).
     pub http2: bool,
+    /// What a rule whose backend cannot be used answers.
+    pub invalid_backend: &'static str,
+}
+
+impl Default for RouteAnalysis<'_> {
+    fn default() -> Self {
+        RouteAnalysis {
+            rules: Vec::new(),
+            unsupported: Vec::new(),
+            unresolved: Vec::new(),
+            http2: false,
+            invalid_backend: INVALID_BACKEND_SERVICE,
+        }
+    }
 }
 
 /// What reading one route's rules needs besides the rule: the world, its Services, the route's
@@ -148,6 +169,7 @@ pub(crate) fn analyze_grpc<'w>(
     };
     let mut out = RouteAnalysis {
         http2: true,
+        invalid_backend: INVALID_GRPC_BACKEND_SERVICE,
         ..RouteAnalysis::default()
     };
     for (i, rule) in route.spec.rules.iter().enumerate() {
@@ -258,6 +280,12 @@ fn resolve<'w>(
         kind: route_kind,
         namespace,
     } = *reading;
+    let answers = match out.invalid_backend {
+        INVALID_GRPC_BACKEND_SERVICE => {
+            "requests answer 503, which gRPC clients read as UNAVAILABLE"
+        }
+        _ => "requests answer 500",
+    };
     let weighted: Vec<(usize, &BackendRef)> = refs
         .iter()
         .enumerate()
@@ -285,7 +313,7 @@ fn resolve<'w>(
     if !group.is_empty() || kind != "Service" {
         out.unresolved.push((
             "InvalidKind",
-            format!("{field}: {kind} ({group:?}) is not a kind cftunnel routes to; use a Service (requests answer 500)"),
+            format!("{field}: {kind} ({group:?}) is not a kind cftunnel routes to; use a Service ({answers})"),
         ));
         return Target::Invalid;
     }
@@ -302,7 +330,7 @@ fn resolve<'w>(
         out.unresolved.push((
             "RefNotPermitted",
             format!(
-                "{field}: Service {backend_namespace}/{} is in another namespace and no ReferenceGrant there allows {route_kind}s of {namespace} to use it; add one (requests answer 500)",
+                "{field}: Service {backend_namespace}/{} is in another namespace and no ReferenceGrant there allows {route_kind}s of {namespace} to use it; add one ({answers})",
                 backend.name
             ),
         ));
@@ -315,7 +343,7 @@ fn resolve<'w>(
         out.unresolved.push((
             "BackendNotFound",
             format!(
-                "{field}: Service {backend_namespace}/{} does not exist; create it or fix the name (requests answer 500)",
+                "{field}: Service {backend_namespace}/{} does not exist; create it or fix the name ({answers})",
                 backend.name
             ),
         ));
@@ -331,25 +359,57 @@ fn resolve<'w>(
         Some(p) => {
             out.unresolved.push((
                 "BackendNotFound",
-                format!("{field}.port: Service {backend_namespace}/{} has no port {p}; use one of its ports (requests answer 500)", backend.name),
+                format!("{field}.port: Service {backend_namespace}/{} has no port {p}; use one of its ports ({answers})", backend.name),
             ));
             return Target::Invalid;
         }
         None => {
             out.unresolved.push((
                 "BackendNotFound",
-                format!(
-                    "{field}.port: not set; a Service backend needs its port (requests answer 500)"
-                ),
+                format!("{field}.port: not set; a Service backend needs its port ({answers})"),
             ));
             return Target::Invalid;
         }
     };
+    if route_kind == "GRPCRoute"
+        && let Some(plain) = ports.iter().find(|sp| sp.port == port && !speaks_tls(sp))
+    {
+        out.unresolved.push((
+            "UnsupportedProtocol",
+            format!(
+                "{field}.port: port {port} of Service {backend_namespace}/{} is not TLS ({}), and cloudflared reaches an origin over HTTP/2, which gRPC needs, only with TLS; serve gRPC over TLS on a port with appProtocol https, or one named https, grpcs or https-..., or port 443 ({answers})",
+                backend.name,
+                port_protocol(plain)
+            ),
+        ));
+        return Target::Invalid;
+    }
     Target::Service {
         namespace: backend_namespace,
         name: backend.name.as_str(),
         port,
         service,
+    }
+}
+
+/// Does a Service port speak TLS? cloudflared's `http2Origin` acts only over TLS, so this
+/// decides whether a GRPCRoute backend can work. An `appProtocol`, when set, is the Service's
+/// own word: TLS exactly when it is `https` (`kubernetes.io/h2c` is cleartext HTTP/2). Without
+/// one: TLS when the port is named `https`, `grpcs` or `https-…`, or its number is 443.
+pub(crate) fn speaks_tls(port: &ServicePort) -> bool {
+    if let Some(app_protocol) = port.app_protocol.as_deref().filter(|p| !p.is_empty()) {
+        return app_protocol.eq_ignore_ascii_case("https");
+    }
+    let name = port.name.as_deref().unwrap_or("");
+    matches!(name, "https" | "grpcs") || name.starts_with("https-") || port.port == 443
+}
+
+/// How a message describes what a port declares: its `appProtocol`, else its name, else nothing.
+fn port_protocol(port: &ServicePort) -> String {
+    match (port.app_protocol.as_deref(), port.name.as_deref()) {
+        (Some(p), _) if !p.is_empty() => format!("appProtocol {p:?}"),
+        (_, Some(n)) if !n.is_empty() => format!("named {n:?}"),
+        _ => "no appProtocol and no name".to_string(),
     }
 }
 

@@ -1,8 +1,9 @@
 //! The statuses Gateway API defines, as the route model's outcome gives them: GatewayClass
 //! `Accepted` and `supportedFeatures`; Gateway `Accepted`, `Programmed`, `addresses` and per
 //! listener `Accepted`, `ResolvedRefs`, `Programmed`, `Conflicted` and `attachedRoutes`; per
-//! route one `status.parents` entry per parent reference of cftunnel's, with `Accepted` and
-//! `ResolvedRefs` (and `PartiallyInvalid` while an older object owns some of its hostnames).
+//! route one `status.parents` entry per parent reference of cftunnel's, each judged on its own
+//! (`parent_status.rs`). A Gateway whose tunnel is missing or refuses its namespace is not
+//! `Accepted` (`InvalidParameters`).
 //!
 //! Conditions carry the object's generation; `lastTransitionTime` is kept from the current
 //! condition when its status is unchanged, else `now`.
@@ -10,10 +11,10 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 
-use super::attach::{self, ParentOutcome};
-use super::rules::RouteAnalysis;
+use super::attach;
+use super::parent_status::{Judged, parent_status, served_entries};
 use crate::routes::source::ServiceIndex;
-use crate::routes::table::{RouteReason, RouteTable};
+use crate::routes::table::RouteTable;
 use crate::routes::world::{RouteWorld, SourceKind, SourceRef};
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::gateway::{
@@ -22,8 +23,12 @@ use cftunnel_types::gateway::{
 };
 use cftunnel_types::names::CONTROLLER_NAME;
 
-/// The features a GatewayClass of cftunnel's reports.
-pub const SUPPORTED_FEATURES: &[&str] = &["GRPCRoute", "Gateway", "HTTPRoute", "ReferenceGrant"];
+/// The features a GatewayClass of cftunnel's reports: "the set of features the GatewayClass
+/// support", named as the conformance suite names them (`pkg/features`) and sorted, as
+/// `supportedFeatures` requires. Only those whose conformance cases pass here (README,
+/// Conformance); GRPCRoute is served but not listed: no conformance case of it runs, its
+/// header matches are refused, and Cloudflare does not support gRPC on public hostnames.
+pub const SUPPORTED_FEATURES: &[&str] = &["Gateway", "HTTPRoute", "ReferenceGrant"];
 
 /// Every status cftunnel writes on Gateway API objects, by object.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -43,15 +48,21 @@ pub struct StatusInput<'a> {
     pub now: Time,
 }
 
-struct Conditions<'a> {
+pub(super) struct Conditions<'a> {
     previous: &'a [Condition],
     generation: Option<i64>,
     now: &'a Time,
-    out: Vec<Condition>,
+    pub(super) out: Vec<Condition>,
 }
 
 impl Conditions<'_> {
-    fn set(&mut self, type_: &str, status: bool, reason: &str, message: impl Into<String>) {
+    pub(super) fn set(
+        &mut self,
+        type_: &str,
+        status: bool,
+        reason: &str,
+        message: impl Into<String>,
+    ) {
         let status = if status { "True" } else { "False" };
         let last_transition_time = self
             .previous
@@ -69,7 +80,7 @@ impl Conditions<'_> {
     }
 }
 
-fn conditions<'a>(
+pub(super) fn conditions<'a>(
     previous: &'a [Condition],
     metadata: &ObjectMeta,
     now: &'a Time,
@@ -159,11 +170,13 @@ pub fn gateway_statuses(
         let source = SourceRef::of(*kind, metadata);
         let statuses = parents
             .iter()
-            .map(|p| {
+            .map(|parent| {
                 parent_status(
-                    p,
-                    analysis,
-                    table.sources.get(&source),
+                    &Judged {
+                        parent,
+                        analysis,
+                        served: served_entries(parent, table, &source),
+                    },
                     previous,
                     metadata,
                     &input.now,
@@ -211,12 +224,15 @@ fn gateway_status(
 ) -> GatewayStatus {
     let current = gateway.status.clone().unwrap_or_default();
     let mut c = conditions(&current.conditions, &gateway.metadata, &input.now);
-    let exists = tunnel
+    let namespace = gateway.metadata.namespace.as_deref().unwrap_or("");
+    // A tunnel that is missing or refuses this Gateway's namespace serves none of its routes.
+    let problem = tunnel
         .as_ref()
         .ok()
-        .filter(|t| world.tunnels.iter().any(|f| &f.identity == *t));
-    let id = exists.and_then(|t| input.tunnel_ids.get(t));
-    match (&tunnel, exists, id) {
+        .and_then(|t| attach::tunnel_problem(world, t, namespace));
+    let usable = tunnel.as_ref().ok().filter(|_| problem.is_none());
+    let id = usable.and_then(|t| input.tunnel_ids.get(t));
+    match (&tunnel, &problem, id) {
         (Err(problem), _, _) => {
             c.set("Accepted", false, "InvalidParameters", problem.clone());
             c.set(
@@ -226,21 +242,16 @@ fn gateway_status(
                 "the Gateway names no tunnel",
             );
         }
-        (Ok(t), None, _) => {
-            c.set(
-                "Accepted",
-                false,
-                "InvalidParameters",
-                format!("{t} does not exist; create it or name an existing tunnel"),
-            );
+        (Ok(t), Some(problem), _) => {
+            c.set("Accepted", false, "InvalidParameters", problem.clone());
             c.set(
                 "Programmed",
                 false,
                 "Invalid",
-                format!("{t} does not exist"),
+                format!("{t} serves no route of this Gateway"),
             );
         }
-        (Ok(t), Some(_), None) => {
+        (Ok(t), None, None) => {
             c.set("Accepted", true, "Accepted", format!("served through {t}"));
             c.set(
                 "Programmed",
@@ -249,7 +260,7 @@ fn gateway_status(
                 format!("{t} has no Cloudflare tunnel yet"),
             );
         }
-        (Ok(t), Some(_), Some(_)) => {
+        (Ok(t), None, Some(_)) => {
             c.set("Accepted", true, "Accepted", format!("served through {t}"));
             c.set(
                 "Programmed",
@@ -356,92 +367,4 @@ fn gateway_status(
         conditions: c.out,
         listeners,
     }
-}
-
-fn parent_status(
-    parent: &ParentOutcome<'_>,
-    analysis: &RouteAnalysis<'_>,
-    source: Option<&crate::routes::SourceStatus>,
-    previous: &[RouteParentStatus],
-    metadata: &ObjectMeta,
-    now: &Time,
-) -> RouteParentStatus {
-    let previous = previous
-        .iter()
-        .find(|p| p.parent_ref == *parent.reference && p.controller_name == CONTROLLER_NAME)
-        .map(|p| p.conditions.as_slice())
-        .unwrap_or_default();
-    let mut c = conditions(previous, metadata, now);
-    let entries: Vec<_> = source
-        .map(|s| s.routes.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .collect();
-    let lost: Vec<&str> = entries
-        .iter()
-        .filter(|e| e.reason == RouteReason::HostnameConflict)
-        .map(|e| e.message.as_str())
-        .collect();
-    let refused: Vec<&str> = entries
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.reason,
-                RouteReason::InvalidRoute
-                    | RouteReason::NamespaceNotAllowed
-                    | RouteReason::TunnelNotFound
-            )
-        })
-        .map(|e| e.message.as_str())
-        .collect();
-    let mut partially = None;
-    match (&parent.tunnel, &parent.hostnames) {
-        _ if !analysis.unsupported.is_empty() => c.set(
-            "Accepted",
-            false,
-            "UnsupportedValue",
-            analysis.unsupported.join("; "),
-        ),
-        (Err(problem), _) => c.set("Accepted", false, "NoMatchingParent", problem.clone()),
-        (_, Err((reason, message))) => c.set("Accepted", false, reason, message.clone()),
-        _ if !refused.is_empty() => c.set("Accepted", false, "UnsupportedValue", dedup(&refused)),
-        _ if !lost.is_empty() && lost.len() == entries.len() => {
-            c.set("Accepted", false, "HostnameConflict", dedup(&lost))
-        }
-        _ => {
-            c.set("Accepted", true, "Accepted", "");
-            if !lost.is_empty() {
-                partially = Some(dedup(&lost));
-            }
-        }
-    }
-    match analysis.unresolved.first() {
-        Some((reason, _)) => {
-            let messages: Vec<&str> = analysis
-                .unresolved
-                .iter()
-                .map(|(_, m)| m.as_str())
-                .collect();
-            c.set("ResolvedRefs", false, reason, messages.join("; "))
-        }
-        None => c.set("ResolvedRefs", true, "ResolvedRefs", ""),
-    }
-    if let Some(message) = partially {
-        c.set("PartiallyInvalid", true, "HostnameConflict", message);
-    }
-    RouteParentStatus {
-        parent_ref: parent.reference.clone(),
-        controller_name: CONTROLLER_NAME.to_string(),
-        conditions: c.out,
-    }
-}
-
-fn dedup(messages: &[&str]) -> String {
-    let mut out: Vec<&str> = Vec::new();
-    for m in messages {
-        if !out.contains(m) {
-            out.push(m);
-        }
-    }
-    out.join("; ")
 }

@@ -11,17 +11,17 @@ use crate::routes::*;
 use cftunnel_types::gateway::{GRPCRoute, Gateway, GatewayClass, HTTPRoute};
 use cftunnel_types::{TunnelIdentity, TunnelKind};
 
-fn decode<T: serde::de::DeserializeOwned>(value: Value) -> Arc<T> {
+pub(super) fn decode<T: serde::de::DeserializeOwned>(value: Value) -> Arc<T> {
     Arc::new(serde_json::from_value(value).unwrap_or_else(|e| panic!("fixture: {e}")))
 }
 
-fn cluster_edge() -> TunnelIdentity {
+pub(super) fn cluster_edge() -> TunnelIdentity {
     identity(TunnelKind::ClusterTunnel, "", "edge")
 }
 
 /// A world with the class `cftunnel` on the ClusterTunnel `edge` and the Gateway `shop/web`
 /// (one HTTP listener, routes from every namespace).
-fn gateway_world() -> RouteWorld {
+pub(super) fn gateway_world() -> RouteWorld {
     let mut world = world_with(
         Vec::new(),
         vec![http_service("shop", "web"), http_service("shop", "api")],
@@ -41,7 +41,7 @@ fn gateway_world() -> RouteWorld {
     world
 }
 
-fn http_route(name: &str, created: i64, spec: Value) -> Arc<HTTPRoute> {
+pub(super) fn http_route(name: &str, created: i64, spec: Value) -> Arc<HTTPRoute> {
     decode(json!({
         "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
         "metadata": {"name": name, "namespace": "shop", "generation": 1, "uid": format!("uid-{name}"),
@@ -50,7 +50,7 @@ fn http_route(name: &str, created: i64, spec: Value) -> Arc<HTTPRoute> {
     }))
 }
 
-fn statuses(world: &RouteWorld, table: &RouteTable) -> GatewayApiStatus {
+pub(super) fn statuses(world: &RouteWorld, table: &RouteTable) -> GatewayApiStatus {
     let ids = [(
         cluster_edge(),
         "6ff42ae2-765d-4adf-8112-31c55c1551ef".to_string(),
@@ -66,14 +66,21 @@ fn statuses(world: &RouteWorld, table: &RouteTable) -> GatewayApiStatus {
     )
 }
 
-fn parent_conditions(statuses: &GatewayApiStatus, kind: SourceKind, name: &str) -> Vec<Condition> {
+pub(super) fn parent_conditions(
+    statuses: &GatewayApiStatus,
+    kind: SourceKind,
+    name: &str,
+) -> Vec<Condition> {
     statuses.routes[&(kind, "shop".to_string(), name.to_string())]
         .first()
         .map(|p| p.conditions.clone())
         .unwrap_or_default()
 }
 
-fn condition<'c>(conditions: &'c [Condition], type_: &str) -> (&'c str, &'c str, &'c str) {
+pub(super) fn condition<'c>(
+    conditions: &'c [Condition],
+    type_: &str,
+) -> (&'c str, &'c str, &'c str) {
     conditions
         .iter()
         .find(|c| c.type_ == type_)
@@ -129,14 +136,24 @@ fn a_header_match_or_a_traffic_split_is_refused_with_its_field_and_never_served(
 #[test]
 fn a_grpc_route_matches_service_and_method_paths_with_an_http2_origin() {
     let mut world = gateway_world();
+    for name in ["cart", "carts"] {
+        world.services.push(service(
+            "shop",
+            name,
+            0,
+            json!({}),
+            json!({}),
+            json!([{"name": "grpcs", "port": 8443}]),
+        ));
+    }
     world.grpc_routes.push(decode::<GRPCRoute>(json!({
         "apiVersion": "gateway.networking.k8s.io/v1", "kind": "GRPCRoute",
         "metadata": {"name": "grpc", "namespace": "shop"},
         "spec": {"parentRefs": [{"name": "web"}], "hostnames": ["grpc.example.org"], "rules": [
             {"matches": [{"method": {"service": "shop.Cart", "method": "Add"}}],
-             "backendRefs": [{"name": "api", "port": 80}]},
+             "backendRefs": [{"name": "cart", "port": 8443}]},
             {"matches": [{"method": {"service": "shop.Cart"}}],
-             "backendRefs": [{"name": "web", "port": 80}]}]},
+             "backendRefs": [{"name": "carts", "port": 8443}]}]},
     })));
     let table = compute_routes(&world);
     let routes = table.routes_of(&cluster_edge());
@@ -146,16 +163,20 @@ fn a_grpc_route_matches_service_and_method_paths_with_an_http2_origin() {
     };
     assert_eq!(
         served("/shop.Cart/Add"),
-        ("http://api.shop.svc:80", Some(true))
+        ("https://cart.shop.svc:8443", Some(true))
     );
     assert_eq!(
         served("/shop.Cart/Remove"),
-        ("http://web.shop.svc:80", Some(true))
+        ("https://carts.shop.svc:8443", Some(true))
     );
     assert_eq!(served("/shop.Cartx/Add"), ("catch-all", None));
     let statuses = statuses(&world, &table);
     let grpc = parent_conditions(&statuses, SourceKind::GRPCRoute, "grpc");
     assert_eq!(condition(&grpc, "Accepted").0, "True");
+    assert_eq!(
+        condition(&grpc, "ResolvedRefs"),
+        ("True", "ResolvedRefs", "")
+    );
 }
 
 #[test]
@@ -260,4 +281,20 @@ fn a_missing_backend_answers_500_and_says_backend_not_found() {
             .iter()
             .all(|c| c.observed_generation == Some(2) && c.status == "True")
     );
+}
+
+#[test]
+fn a_gateway_class_lists_exactly_the_features_whose_conformance_cases_pass_sorted_by_name() {
+    let world = gateway_world();
+    let statuses = statuses(&world, &compute_routes(&world));
+    let names: Vec<&str> = statuses.classes["cftunnel"]
+        .supported_features
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    // GRPCRoute is served but passes no conformance case here (header matches are refused).
+    assert_eq!(names, ["Gateway", "HTTPRoute", "ReferenceGrant"]);
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted, "supportedFeatures MUST be sorted by name");
 }
