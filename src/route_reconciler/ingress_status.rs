@@ -2,7 +2,8 @@
 //! `status.loadBalancer.ingress[].hostname`, the tunnel's `<tunnelId>.cfargotunnel.com`, while
 //! at least one of its routes is served (removed otherwise), and one Event per Ingress
 //! generation that carries a `tls` section (Cloudflare's edge terminates TLS). Its route
-//! outcomes are Events too, written with the labelled Services' ([`super::status`]).
+//! outcomes are Events too, written with the labelled Services' ([`super::status`]). An
+//! Ingress moved to another controller's class loses the entries cftunnel wrote (only those).
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -48,6 +49,37 @@ pub(crate) fn load_balancer(
     }
 }
 
+/// `have` without the entries naming one of cftunnel's tunnels: what an Ingress moved to
+/// another controller's class keeps (that controller writes its own, and ExternalDNS and
+/// others follow the field).
+pub(crate) fn without_ours(
+    have: &IngressLoadBalancerStatus,
+    records: &[TunnelRecord],
+) -> IngressLoadBalancerStatus {
+    let ours: HashSet<String> = records
+        .iter()
+        .filter_map(|r| r.status.tunnel_id.as_deref())
+        .chain(records.iter().flat_map(|r| {
+            r.status
+                .previous_tunnel_ids
+                .iter()
+                .flatten()
+                .map(String::as_str)
+        }))
+        .map(tunnel_hostname)
+        .collect();
+    let kept: Vec<IngressLoadBalancerIngress> = have
+        .ingress
+        .iter()
+        .flatten()
+        .filter(|i| !i.hostname.as_ref().is_some_and(|h| ours.contains(h)))
+        .cloned()
+        .collect();
+    IngressLoadBalancerStatus {
+        ingress: (!kept.is_empty()).then_some(kept),
+    }
+}
+
 /// The ObjectReference Events about an Ingress name.
 pub(crate) fn ingress_reference(source: &SourceRef) -> ObjectReference {
     ObjectReference {
@@ -61,26 +93,27 @@ pub(crate) fn ingress_reference(source: &SourceRef) -> ObjectReference {
 }
 
 /// Writes each Ingress's `status.loadBalancer` when it differs, and the TLS Event once per
-/// generation (`tls_told` remembers which were told).
+/// notices once per generation (`told` remembers which were told).
 pub(super) async fn write_ingresses(
     ctx: &Context,
     table: &RouteTable,
     records: &[TunnelRecord],
     ingresses: &[Arc<Ingress>],
-    tls_told: &mut HashSet<(String, i64)>,
+    told: &mut HashSet<(String, i64, Notice)>,
 ) {
     let mut current = HashSet::new();
     for ingress in ingresses {
         let source_ref = SourceRef::of(SourceKind::Ingress, &ingress.metadata);
-        let Some(source) = table.sources.get(&source_ref) else {
-            continue;
-        };
-        let wanted = load_balancer(source, records);
         let have = ingress
             .status
             .as_ref()
             .and_then(|s| s.load_balancer.clone())
             .unwrap_or_default();
+        let wanted = match table.sources.get(&source_ref) {
+            Some(source) => load_balancer(source, records),
+            // Not (or no longer) of cftunnel's classes: only the entries cftunnel wrote go.
+            None => without_ours(&have, records),
+        };
         let same = have.ingress.as_deref().unwrap_or_default()
             == wanted.ingress.as_deref().unwrap_or_default();
         if !same {
@@ -97,34 +130,72 @@ pub(super) async fn write_ingresses(
                 tracing::warn!(ingress = %source_ref, %error, "Ingress status not written");
             }
         }
-        let has_tls = ingress
-            .spec
-            .as_ref()
+        if !table.sources.contains_key(&source_ref) {
+            continue;
+        }
+        let spec = ingress.spec.as_ref();
+        let has_tls = spec
             .and_then(|s| s.tls.as_ref())
             .is_some_and(|tls| !tls.is_empty());
-        let key = (
+        let wildcards: Vec<&str> = spec
+            .and_then(|s| s.rules.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.host.as_deref())
+            .filter(|h| h.starts_with("*."))
+            .collect();
+        let (uid, generation) = (
             ingress.uid().unwrap_or_default(),
             ingress.metadata.generation.unwrap_or(0),
         );
-        if has_tls {
+        for (notice, due) in [
+            (Notice::TlsAtEdge, has_tls),
+            (Notice::WildcardDepth, !wildcards.is_empty()),
+        ] {
+            if !due {
+                continue;
+            }
+            let key = (uid.clone(), generation, notice);
             current.insert(key.clone());
-            if tls_told.insert(key) {
-                tell_tls(ctx, &source_ref).await;
+            if told.insert(key) {
+                tell(ctx, &source_ref, notice, &wildcards).await;
             }
         }
     }
-    tls_told.retain(|k| current.contains(k));
+    told.retain(|k| current.contains(k));
 }
 
-async fn tell_tls(ctx: &Context, source: &SourceRef) {
-    let event = Event {
-        type_: EventType::Normal,
-        reason: "TLSAtEdge".to_string(),
-        note: Some(
+/// What an Ingress of cftunnel's is told once per generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Notice {
+    /// It has a `tls` section.
+    TlsAtEdge,
+    /// It has a wildcard host.
+    WildcardDepth,
+}
+
+async fn tell(ctx: &Context, source: &SourceRef, notice: Notice, wildcards: &[&str]) {
+    let (reason, note) = match notice {
+        Notice::TlsAtEdge => (
+            "TLSAtEdge",
             "spec.tls: Cloudflare's edge terminates TLS for these hosts with its own certificate; \
              the Secret is not used, and traffic reaches the Service through the tunnel"
                 .to_string(),
         ),
+        // The Ingress specification matches `*.foo.com` one label deep (`bar.foo.com`, not
+        // `baz.bar.foo.com`); cloudflared and a DNS wildcard take every depth.
+        Notice::WildcardDepth => (
+            "WildcardMatchesEveryDepth",
+            format!(
+                "spec.rules[].host {}: the Ingress specification matches a wildcard host one label deep, but cloudflared's rule and the DNS wildcard record match names of every depth below it (baz.bar.foo.com as well as bar.foo.com); give deeper names rules of their own to route them elsewhere",
+                wildcards.join(", ")
+            ),
+        ),
+    };
+    let event = Event {
+        type_: EventType::Normal,
+        reason: reason.to_string(),
+        note: Some(crate::term::events::bounded(note)),
         action: "Route".to_string(),
         secondary: None,
     };
@@ -213,5 +284,28 @@ mod tests {
             .is_empty(),
             "no tunnel id yet: no address"
         );
+    }
+
+    #[test]
+    fn an_ingress_of_another_class_keeps_only_the_entries_cftunnel_did_not_write() {
+        let id = "6ff42ae2-765d-4adf-8112-31c55c1551ef";
+        let entry = |h: &str| IngressLoadBalancerIngress {
+            hostname: Some(h.into()),
+            ..IngressLoadBalancerIngress::default()
+        };
+        let have = IngressLoadBalancerStatus {
+            ingress: Some(vec![
+                entry(&format!("{id}.cfargotunnel.com")),
+                entry("lb.other.example"),
+            ]),
+        };
+        assert_eq!(
+            hostnames(&without_ours(&have, &[record(Some(id))])),
+            vec!["lb.other.example".to_string()]
+        );
+        let only_ours = IngressLoadBalancerStatus {
+            ingress: Some(vec![entry(&format!("{id}.cfargotunnel.com"))]),
+        };
+        assert_eq!(without_ours(&only_ours, &[record(Some(id))]).ingress, None);
     }
 }

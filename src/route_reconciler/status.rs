@@ -28,8 +28,8 @@ use cftunnel_types::{TunnelIdentity, TunnelKind};
 #[derive(Default)]
 pub(crate) struct StatusWriter {
     reported: HashMap<SourceRef, (String, String)>,
-    /// Ingress (uid, generation) pairs already told that the edge terminates their TLS.
-    tls_told: std::collections::HashSet<(String, i64)>,
+    /// Ingress (uid, generation, notice) already told (TLS at the edge, wildcard depth).
+    ingress_told: std::collections::HashSet<(String, i64, super::ingress_status::Notice)>,
 }
 
 /// The tunnel a binding names (kind in any case; a Tunnel in the binding's namespace).
@@ -179,8 +179,14 @@ impl StatusWriter {
             }
         }
         self.write_services(ctx, table, dns).await;
-        super::ingress_status::write_ingresses(ctx, table, records, ingresses, &mut self.tls_told)
-            .await;
+        super::ingress_status::write_ingresses(
+            ctx,
+            table,
+            records,
+            ingresses,
+            &mut self.ingress_told,
+        )
+        .await;
     }
 
     async fn write_binding(

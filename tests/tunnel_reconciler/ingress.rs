@@ -141,3 +141,80 @@ async fn an_ingress_is_routed_shares_one_owner_per_hostname_and_leaves_nothing_b
         .await
         .expect("delete IngressClass");
 }
+
+#[tokio::test]
+async fn an_ingress_moved_to_another_class_loses_the_load_balancer_cftunnel_wrote() {
+    let h = Harness::start("tr-ingress-move").await;
+    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
+        .await;
+    let ns = h.ns.clone();
+    let class_name = format!("cftunnel-{ns}");
+    let classes: Api<IngressClass> = Api::all(h.admin.clone());
+    let class: IngressClass = serde_json::from_value(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": class_name},
+        "spec": {"controller": "cfargotunnel.com/cftunnel",
+                 "parameters": {"apiGroup": "networking.cfargotunnel.com", "kind": "Tunnel",
+                                "name": "edge", "scope": "Namespace", "namespace": ns}},
+    }))
+    .expect("class json");
+    classes
+        .create(&PostParams::default(), &class)
+        .await
+        .expect("create IngressClass");
+    create_service(&h, "web", 80, json!({}), json!({})).await;
+    h.create_tunnel(
+        "edge",
+        h.spec(API_SECRET, json!({"newTunnel": {"name": "edge"}})),
+    )
+    .await;
+    let ingresses: Api<Ingress> = Api::namespaced(h.admin.clone(), &ns);
+    let ingress: Ingress = serde_json::from_value(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "wild"},
+        "spec": {
+            "ingressClassName": class_name,
+            "rules": [{"host": "*.wild.example.com", "http": {"paths": [
+                {"path": "/", "pathType": "Prefix",
+                 "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]
+        }
+    }))
+    .expect("ingress json");
+    ingresses
+        .create(&PostParams::default(), &ingress)
+        .await
+        .expect("create Ingress");
+    let t = h.wait_reason(&h.tunnels(), "edge", "Ready").await;
+    let id = t.status.and_then(|s| s.tunnel_id).expect("tunnel id");
+    let hostname = format!("{id}.cfargotunnel.com");
+    poll_until("status.loadBalancer of the Ingress", WAIT, POLL, || async {
+        (load_balancer(&ingresses, "wild").await == vec![hostname.clone()]).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    // The Ingress specification's wildcard is one label deep; cloudflared's and DNS's are not.
+    h.wait_event("wild", "WildcardMatchesEveryDepth").await;
+    wait_records(&h, "*.wild.example.com", 1).await;
+
+    ingresses
+        .patch(
+            "wild",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"ingressClassName": "someone-else"}})),
+        )
+        .await
+        .expect("move the Ingress");
+    poll_until("the load balancer cleared", WAIT, POLL, || async {
+        load_balancer(&ingresses, "wild")
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    wait_records(&h, "*.wild.example.com", 0).await;
+    classes
+        .delete(&class_name, &DeleteParams::default())
+        .await
+        .expect("delete IngressClass");
+}
