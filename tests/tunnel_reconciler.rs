@@ -6,6 +6,8 @@ mod access;
 mod api_secret;
 #[path = "tunnel_reconciler/binding_deletion.rs"]
 mod binding_deletion;
+#[path = "tunnel_reconciler/budget.rs"]
+mod budget;
 #[path = "tunnel_reconciler/cluster_takeover.rs"]
 mod cluster_takeover;
 mod common;

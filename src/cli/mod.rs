@@ -1,4 +1,5 @@
 //! Command-line interface: one binary, one subcommand per role.
+mod budget;
 mod render;
 
 use std::io::Write;
@@ -113,6 +114,12 @@ pub struct RunArgs {
     /// How often each tunnel is checked on Cloudflare (jittered; `0` disables), e.g. `10m`.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub drift_interval: std::time::Duration,
+    /// The Cloudflare API requests cftunnel may spend per credential, as `REQUESTS/WINDOW`
+    /// (e.g. `900/5m`, three quarters of Cloudflare's 1,200 per 5 minutes per token, leaving
+    /// room for other tools on the same token). Every call of the credential draws from it:
+    /// deletions first, then changes, drift checks last and at most half of it.
+    #[arg(long, default_value = "900/5m", value_parser = budget::parse_budget)]
+    pub cloudflare_budget: cftunnel_cloudflare::Budget,
     /// How long a deletion waits for cloudflared pods that still run before it cleans up the
     /// tunnel's connections and deletes it anyway (Failed/Succeeded pods are never waited for).
     #[arg(long, default_value = "2m", value_parser = parse_duration)]
@@ -277,6 +284,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         cluster_resource_namespace: args.cluster_resource_namespace,
         cloudflared_image: args.cloudflared_image,
         drift_interval: args.drift_interval,
+        cloudflare_budget: args.cloudflare_budget,
         deletion_pod_wait: args.deletion_pod_wait,
         overwrite_unmanaged_dns: args.overwrite_unmanaged_dns,
         dns_txt_records: !args.no_dns_txt_records,

@@ -9,6 +9,7 @@ use crate::dns_sync::schedule::{
 };
 use crate::dns_sync::sync_zone;
 use crate::term::Context;
+use cftunnel_cloudflare::Priority;
 use cftunnel_policy::dns::{DnsOptions, SharedHostname, ZoneDns};
 use cftunnel_types::TunnelIdentity;
 
@@ -20,15 +21,28 @@ pub(super) struct GroupOutcome {
     pub shared: Option<Vec<SharedHostname>>,
 }
 
+/// What a group's sync reads besides the group: the term's DNS options, the resolved
+/// credentials, each tunnel's recorded zone, and where its calls queue at the pacer.
+pub(super) struct GroupReading<'a> {
+    pub options: &'a DnsOptions,
+    pub resolved: &'a Resolved,
+    pub owners: &'a BTreeMap<TunnelIdentity, String>,
+    pub priority: Priority,
+}
+
 /// One sync of one group.
 pub(super) async fn sync_once(
     ctx: &Context,
     key: &GroupKey,
     zone: &ZoneDns,
-    options: &DnsOptions,
-    resolved: &Resolved,
-    owners: &BTreeMap<TunnelIdentity, String>,
+    reading: &GroupReading<'_>,
 ) -> GroupOutcome {
+    let GroupReading {
+        options,
+        resolved,
+        owners,
+        priority,
+    } = *reading;
     let everyone = |message: String| -> GroupOutcome {
         let problems = zone
             .tunnels
@@ -57,7 +71,7 @@ pub(super) async fn sync_once(
         Ok(credentials) => credentials.clone(),
         Err(error) => return everyone(format!("DNS records not synced: {error}")),
     };
-    let client = match ctx.cloudflare(credentials) {
+    let client = match ctx.cloudflare_at(credentials, priority) {
         Ok(client) => client,
         Err(error) => return everyone(format!("DNS records not synced: {error}")),
     };

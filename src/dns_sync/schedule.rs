@@ -12,11 +12,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cftunnel_cloudflare::Priority;
 use tokio::sync::watch;
 
 use crate::dns_sync::TunnelRecord;
 use crate::dns_sync::credentials::Resolved;
-use crate::dns_sync::group_sync::{GroupOutcome, sync_once};
+use crate::dns_sync::group_sync::{GroupOutcome, GroupReading, sync_once};
 use crate::dns_sync::groups::{
     Directory, Elsewhere, GroupKey, Listed, Wanted, directory, refresh, wanted,
 };
@@ -294,8 +295,13 @@ impl DnsSync {
                 None => first_sight_due(&zone, records, &owners, &key.zone_id),
                 Some(state) => state.input != zone || state.due.is_some_and(|d| d <= now),
             };
+            // A clean group whose input did not change is synced for drift: behind every change.
+            let priority = match self.groups.get(&key) {
+                Some(state) if state.clean && state.input == zone => Priority::Background,
+                _ => Priority::Normal,
+            };
             if due {
-                self.sync_group(ctx, key, zone, &owners).await;
+                self.sync_group(ctx, key, zone, &owners, priority).await;
                 publish.send_replace(Arc::new(self.view()));
             }
         }
@@ -419,11 +425,18 @@ impl DnsSync {
         key: GroupKey,
         zone: ZoneDns,
         owners: &BTreeMap<TunnelIdentity, String>,
+        priority: Priority,
     ) {
+        let reading = GroupReading {
+            options: &self.options,
+            resolved: &self.resolved,
+            owners,
+            priority,
+        };
         let GroupOutcome {
             problems: outcome,
             shared,
-        } = sync_once(ctx, &key, &zone, &self.options, &self.resolved, owners).await;
+        } = sync_once(ctx, &key, &zone, &reading).await;
         // A sync that could not read the zone knows nothing new of other clusters' hostnames.
         let shared = shared.unwrap_or_else(|| {
             self.groups

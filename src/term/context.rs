@@ -12,7 +12,9 @@ use super::memory::{DriftSchedule, Failures};
 use crate::caches::WatchScope;
 use crate::metrics::Metrics;
 use crate::scope::Scope;
-use cftunnel_cloudflare::{CloudflareClient, CloudflareError, Credentials, RateLimiters};
+use cftunnel_cloudflare::{
+    Budget, CloudflareClient, CloudflareError, Credentials, Pace, Priority, RateLimiters,
+};
 use cftunnel_policy::dns::{BatchMemory, ClusterId, DnsOptions};
 use cftunnel_types::ConfigSource;
 
@@ -20,6 +22,19 @@ use cftunnel_types::ConfigSource;
 pub const DEFAULT_CLUSTER_RESOURCE_NAMESPACE: &str = "cftunnel-tunnels";
 /// Default of `--deletion-pod-wait`: how long a deletion waits for cloudflared pods that
 /// still run.
+/// Three quarters of Cloudflare's 1,200 requests per 5 minutes per token: room for the
+/// dashboard and other tools on the same token, and for windows that do not line up.
+pub(crate) const DEFAULT_CLOUDFLARE_BUDGET: Budget = Budget {
+    requests: 900,
+    window: Duration::from_secs(300),
+};
+/// Tunnel reconciles that talk to the API server at once. The controllers run every due
+/// reconcile at once, so that each waits for Cloudflare at its credential's pacer, where
+/// priorities order them (a deletion or a new tunnel does not queue behind a first sync of a
+/// thousand). The parts before and after Cloudflare (reading Secrets; rendering and applying,
+/// which hold rendered objects and API answers and make a process's peak memory) each take
+/// one of these slots, so a thousand reconciles never open a thousand API requests at once.
+pub(crate) const API_SLOTS: usize = 8;
 pub(crate) const DEFAULT_DELETION_POD_WAIT: Duration = Duration::from_secs(120);
 /// Default pinned cloudflared image.
 pub const DEFAULT_CLOUDFLARED_IMAGE: &str = "cloudflare/cloudflared:2026.11.0";
@@ -34,6 +49,8 @@ pub struct ControllerOptions {
     pub cloudflared_image: String,
     /// Slow drift check of the tunnel on Cloudflare; zero disables it.
     pub drift_interval: Duration,
+    /// What cftunnel may spend of each credential's Cloudflare API budget (`--cloudflare-budget`).
+    pub cloudflare_budget: Budget,
     /// First retry delay after a failure; doubles per consecutive failure.
     pub retry_base: Duration,
     /// Longest retry delay after failures.
@@ -67,6 +84,7 @@ impl Default for ControllerOptions {
             cluster_resource_namespace: DEFAULT_CLUSTER_RESOURCE_NAMESPACE.to_string(),
             cloudflared_image: DEFAULT_CLOUDFLARED_IMAGE.to_string(),
             drift_interval: Duration::from_secs(600),
+            cloudflare_budget: DEFAULT_CLOUDFLARE_BUDGET,
             retry_base: Duration::from_secs(2),
             retry_max: Duration::from_secs(300),
             transient_retry_max: Duration::from_secs(60),
@@ -114,6 +132,8 @@ pub struct Context {
     /// Every tunnel object, for the one-object-per-tunnel-id rule (set when the controllers
     /// start; unset, nothing is checked).
     pub claims: std::sync::OnceLock<super::claims::Claims>,
+    /// Reconciles talking to the API server at once (see [`API_SLOTS`]).
+    pub api_slots: tokio::sync::Semaphore,
     /// Consecutive failures per object, for exponential backoff (no hot loop).
     failures: Mutex<Failures>,
     /// When each object's next drift check is due, by uid (in memory: a restart only delays it).
@@ -151,12 +171,14 @@ impl Context {
             dns_zones: Default::default(),
             dns_guard: Default::default(),
             claims: Default::default(),
+            api_slots: tokio::sync::Semaphore::new(API_SLOTS),
             failures: Mutex::new(Failures::default()),
             drift_due: Mutex::new(DriftSchedule::default()),
         }
     }
 
-    /// A Cloudflare client for `credentials`, sharing the process-wide rate limiters.
+    /// A Cloudflare client for `credentials`, sharing the process-wide pacer of the
+    /// credential (paced within `--cloudflare-budget`); its calls queue at [`Priority::Normal`].
     pub fn cloudflare(
         &self,
         credentials: Credentials,
@@ -164,12 +186,22 @@ impl Context {
         let builder = CloudflareClient::builder(credentials)
             .base_url(self.options.cloudflare_api_url.clone())
             .limiters(self.limiters.clone())
+            .pace(Pace::within(self.options.cloudflare_budget))
             .write_gate(self.term.write_gate())
             .observer(self.metrics.clone());
         match self.options.cloudflare_max_attempts {
             Some(attempts) => builder.max_attempts(attempts).build(),
             None => builder.build(),
         }
+    }
+
+    /// [`Context::cloudflare`] whose calls queue at `priority`.
+    pub fn cloudflare_at(
+        &self,
+        credentials: Credentials,
+        priority: Priority,
+    ) -> Result<CloudflareClient, CloudflareError> {
+        Ok(self.cloudflare(credentials)?.with_priority(priority))
     }
 
     /// The DNS options of every sync of this term, the DNS task's and the deletions' alike.

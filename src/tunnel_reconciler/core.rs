@@ -12,6 +12,7 @@ use crate::term::adapters::TunnelKindAdapter;
 use crate::term::conditions::ReadyReason;
 use crate::term::context::Context;
 use crate::term::{credentials, events, finalizer};
+use cftunnel_cloudflare::Priority;
 use cftunnel_policy::render;
 use cftunnel_types::names::{ANNOTATION_ABANDON_CLEANUP, FINALIZER};
 
@@ -127,6 +128,10 @@ async fn converge<K: TunnelKindAdapter>(
         ));
     }
     let namespace = obj.managed_namespace(ctx);
+    // The API server's part before Cloudflare takes a slot (see `Context::api_slots`); the
+    // wait at the Cloudflare pacer holds none. (The semaphore is never closed: `None` cannot
+    // happen.)
+    let reading = ctx.api_slots.acquire().await.ok();
     // Both kinds hold the finalizer: a new tunnel is deleted on Cloudflare, and the DNS records
     // cftunnel wrote for an existing one are removed (the tunnel itself stays).
     finalizer::add(obj, ctx).await?;
@@ -149,7 +154,10 @@ async fn converge<K: TunnelKindAdapter>(
     let cf = ctx
         .cloudflare(api_secret.credentials.clone())
         .map_err(|source| ReconcileError::cloudflare("building the Cloudflare client", source))?;
-    let drift_checked = drift::check(current, ctx, &cf, &spec).await?;
+    drop(reading);
+    // Drift checks queue behind every change of the credential (and spend at most half of it).
+    let drift_checked =
+        drift::check(current, ctx, &cf.with_priority(Priority::Background), &spec).await?;
     let obj = &*current;
     let resolved =
         match setup::resolve(obj, ctx, &cf, &spec, &api_secret, managed_secret.as_ref()).await {
@@ -161,6 +169,9 @@ async fn converge<K: TunnelKindAdapter>(
             }
             Err(error) => return Err(error),
         };
+    // Cloudflare has answered: from here on the reconcile holds rendered objects and API
+    // answers, a few at a time however many wait above.
+    let _slot = ctx.api_slots.acquire().await.ok();
     // An existing tunnel named again by a new object after its old object's deletion.
     ctx.dns_guard
         .readmit(&resolved.tunnel_id, &obj.uid().unwrap_or_default());

@@ -24,7 +24,7 @@ use crate::term::conditions::ReadyReason;
 use crate::term::context::Context;
 use crate::term::credentials::Stored;
 use crate::term::{credentials, events};
-use cftunnel_cloudflare::CloudflareClient;
+use cftunnel_cloudflare::{CloudflareClient, Priority};
 use cftunnel_policy::dns::{AccountZone, TunnelDns, ZoneDns};
 use cftunnel_policy::render::ObjectNames;
 use cftunnel_policy::render::labels::selector_labels;
@@ -99,7 +99,7 @@ pub async fn cleanup<K: TunnelKindAdapter>(
             }
         };
     let cf = ctx
-        .cloudflare(api_secret.credentials.clone())
+        .cloudflare_at(api_secret.credentials.clone(), Priority::Urgent)
         .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?;
     let Some(target) = deletion_target::find(obj, ctx, &cf, &spec, &status).await? else {
         return Ok(None);
@@ -205,7 +205,7 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
     let api_secret =
         credentials::read_api_secret(&ctx.client, &namespace, &spec.cloudflare).await?;
     let cf = ctx
-        .cloudflare(api_secret.credentials.clone())
+        .cloudflare_at(api_secret.credentials.clone(), Priority::Urgent)
         .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?;
     let target = Target {
         account_id: status.account_id.clone().unwrap_or_default(),

@@ -99,11 +99,11 @@ pub(crate) async fn run_controllers(
     );
 }
 
-/// Reconciles of one kind running at once. A new leader reconciles every object at once; left
-/// unbounded, a hundred reconciles each holding rendered objects and API responses make the
-/// process's peak memory (BENCHMARKS.md, restart row). Cloudflare calls are paced by the rate
-/// limit anyway, so a bound costs a cold start little time.
-const RECONCILE_CONCURRENCY: u16 = 8;
+/// Reconciles of one kind running at once: all that are due (`0`). Each waits for Cloudflare at
+/// its credential's pacer, where a deletion goes first and a new tunnel does not queue behind a
+/// first sync; the part that holds memory (render and apply) is bounded by
+/// `Context::api_slots`.
+const RECONCILE_CONCURRENCY: u16 = 0;
 
 /// One controller: the custom resources of kind `K` (from the process-wide shared store),
 /// triggered by their children and by every Secret of the watched namespaces (an API Secret

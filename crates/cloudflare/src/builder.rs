@@ -4,11 +4,12 @@ use std::time::Duration;
 
 use url::Url;
 
+use super::budget::{Pace, RateLimit};
 use super::credentials::Credentials;
 use super::engine::{CloudflareClient, Inner};
 use super::error::CloudflareError;
 use super::observer::{CallObserver, NoObserver};
-use super::ratelimit::{RateLimit, RateLimiters};
+use super::ratelimit::RateLimiters;
 use super::retry::RetryPolicy;
 use super::transport::Transport;
 
@@ -25,7 +26,7 @@ pub struct CloudflareClientBuilder {
     credentials: Credentials,
     base_url: Option<String>,
     transport: Option<Transport>,
-    rate_limit: RateLimit,
+    pace: Pace,
     limiters: Option<RateLimiters>,
     timeout: Duration,
     retry: RetryPolicy,
@@ -41,7 +42,7 @@ impl CloudflareClient {
             credentials,
             base_url: None,
             transport: None,
-            rate_limit: RateLimit::default(),
+            pace: Pace::from(RateLimit::default()),
             limiters: None,
             timeout: DEFAULT_TIMEOUT,
             retry: RetryPolicy::default(),
@@ -66,7 +67,14 @@ impl CloudflareClientBuilder {
 
     /// Bucket of this credential, used if the registry does not know it yet.
     pub fn rate_limit(mut self, rate: RateLimit) -> Self {
-        self.rate_limit = rate;
+        self.pace = Pace::from(rate);
+        self
+    }
+
+    /// Pace of this credential (e.g. [`Pace::within`] a budget), used if the registry does not
+    /// know it yet.
+    pub fn pace(mut self, pace: Pace) -> Self {
+        self.pace = pace;
         self
     }
 
@@ -115,9 +123,9 @@ impl CloudflareClientBuilder {
                 "max_attempts must be at least 1".into(),
             ));
         }
-        if self.rate_limit.per_second == 0 || self.rate_limit.burst == 0 {
+        if self.pace.tokens == 0 || self.pace.burst == 0 || self.pace.window.is_zero() {
             return Err(CloudflareError::InvalidInput(
-                "rate limit per_second and burst must be at least 1".into(),
+                "rate limit tokens, burst and window must be at least 1".into(),
             ));
         }
         if self.timeout.is_zero() {
@@ -147,7 +155,7 @@ impl CloudflareClientBuilder {
                 )
             })?;
         let limiters = self.limiters.unwrap_or_default();
-        let limiter = limiters.limiter(&self.credentials, self.rate_limit);
+        let limiter = limiters.limiter(&self.credentials, self.pace);
         Ok(CloudflareClient::from_inner(Arc::new(Inner {
             base,
             transport,

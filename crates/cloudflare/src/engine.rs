@@ -13,10 +13,12 @@ use tokio::time::Instant;
 use tracing::Instrument;
 use url::Url;
 
+use super::budget::{Budget, Pace};
 use super::error::{CloudflareError, describe_json_error};
 use super::models::{Envelope, FailureEnvelope, Page};
 use super::observer::{AttemptStatus, CallObserver, CallOutcome};
-use super::ratelimit::Limiter;
+use super::pacer::{Limiter, Priority};
+use super::ratelimit_headers;
 use super::retry::{self, RetryPolicy};
 use super::transport::{RawResponse, Transport};
 
@@ -27,6 +29,8 @@ const MAX_PAGES: u32 = 10_000;
 #[derive(Clone)]
 pub struct CloudflareClient {
     inner: Arc<Inner>,
+    /// Where this clone's calls queue at the credential's pacer.
+    priority: Priority,
 }
 
 /// Shared state of all clones of one client.
@@ -50,7 +54,8 @@ impl fmt::Debug for CloudflareClient {
             .field("transport", &self.inner.transport)
             .field("timeout", &self.inner.timeout)
             .field("retry", &self.inner.retry)
-            .field("rate", &self.inner.limiter.rate())
+            .field("pace", &self.inner.limiter.pace())
+            .field("priority", &self.priority)
             .finish_non_exhaustive()
     }
 }
@@ -63,7 +68,29 @@ impl CloudflareClient {
 
     /// Wraps built state; only the builder calls this.
     pub(super) fn from_inner(inner: Arc<Inner>) -> Self {
-        Self { inner }
+        Self {
+            inner,
+            priority: Priority::Normal,
+        }
+    }
+
+    /// A clone whose calls queue at `priority` (e.g. a deletion's [`Priority::Urgent`], a drift
+    /// check's [`Priority::Background`]); the pacer and everything else stay shared.
+    pub fn with_priority(&self, priority: Priority) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            priority,
+        }
+    }
+
+    /// The priority of this clone's calls.
+    pub fn priority(&self) -> Priority {
+        self.priority
+    }
+
+    /// The credential's pacer (shared by every client of the credential in the registry).
+    pub fn limiter(&self) -> &Limiter {
+        &self.inner.limiter
     }
 }
 
@@ -211,7 +238,7 @@ impl CloudflareClient {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let waited = inner.limiter.acquire().await;
+            let waited = inner.limiter.acquire(self.priority).await;
             inner.observer.rate_limit_waited(waited);
             // After the (possibly long) rate-limit wait: a term that ended meanwhile sends nothing.
             if call.method != Method::GET && !inner.gate.may_write() {
@@ -232,6 +259,7 @@ impl CloudflareClient {
                 },
                 Ok(Err(source)) => CloudflareError::Transport { operation, source },
                 Ok(Ok(response)) => {
+                    self.heed_headers(&response.headers);
                     let status = response.status.as_u16();
                     tracing::debug!(attempt, status, "cloudflare answered");
                     if status == 429 {
@@ -271,6 +299,22 @@ impl CloudflareClient {
                 "retrying cloudflare call"
             );
             tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// What the answer says of the budget: no more calls than it says are left before its
+    /// reset, and a pace no faster than its policy (at three quarters of it, the share cftunnel
+    /// takes of a budget by default).
+    fn heed_headers(&self, headers: &http::HeaderMap) {
+        let limiter = &self.inner.limiter;
+        if let Some(left) = ratelimit_headers::remaining(headers) {
+            limiter.server_allowance(left.remaining, Instant::now() + left.reset);
+        }
+        if let Some(policy) = ratelimit_headers::policy(headers) {
+            limiter.slow_to(Pace::within(Budget {
+                requests: policy.requests - policy.requests / 4,
+                window: policy.window,
+            }));
         }
     }
 

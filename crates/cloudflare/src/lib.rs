@@ -2,10 +2,12 @@
 //! It knows nothing of the operator: metrics reach it through a [`CallObserver`], leadership
 //! through a [`WriteGate`].
 //!
-//! Every operation goes through one request path ([`CloudflareClient`]): the credential's token
-//! bucket (shared through [`RateLimiters`]), a per-attempt timeout, bounded jittered retries on
+//! Every operation goes through one request path ([`CloudflareClient`]): the credential's pacer
+//! (shared through [`RateLimiters`]; calls served by [`Priority`], then in arrival order, no faster
+//! than the server's `Ratelimit` headers allow), a per-attempt timeout, bounded jittered retries on
 //! 5xx, 429, timeouts and connection errors, and envelope checks (`success` and HTTP status).
 mod batch;
+mod budget;
 mod builder;
 mod credentials;
 mod dns;
@@ -13,7 +15,9 @@ mod engine;
 mod error;
 mod models;
 mod observer;
+mod pacer;
 mod ratelimit;
+mod ratelimit_headers;
 mod records;
 mod retry;
 mod tls;
@@ -30,6 +34,7 @@ pub use batch::{
     BatchDelete, BatchUpdate, DnsBatch, DnsBatchResult, FREE_PLAN_BATCH_LIMIT,
     PAID_PLAN_BATCH_LIMIT, ZonePlanLimit,
 };
+pub use budget::{Budget, Pace, RateLimit};
 pub use builder::{
     CloudflareClientBuilder, DEFAULT_BASE_URL, DEFAULT_TIMEOUT, IN_PROCESS_BASE_URL,
 };
@@ -46,7 +51,8 @@ pub use models::{
     ZoneAccount, ZonePlan,
 };
 pub use observer::{AttemptStatus, CallObserver, CallOutcome, NoObserver};
-pub use ratelimit::{Limiter, RateLimit, RateLimiters};
+pub use pacer::{Limiter, Priority};
+pub use ratelimit::RateLimiters;
 pub use records::{
     CommentFilter, DnsRecord, DnsRecordFilter, DnsRecordType, NewDnsRecord, TTL_AUTO,
 };

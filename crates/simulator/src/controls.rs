@@ -55,6 +55,12 @@ impl Simulator {
         self.lock().limits.set_budget(budget);
     }
 
+    /// Whether answers to a budgeted credential carry the `Ratelimit` and `Ratelimit-Policy`
+    /// headers (the default) or not, for a client that must keep within the budget alone.
+    pub fn set_budget_headers(&self, on: bool) {
+        self.lock().limits.budget_headers = on;
+    }
+
     pub fn budget(&self) -> Option<RequestBudget> {
         self.lock().limits.budget()
     }

@@ -47,6 +47,8 @@ struct Block {
 pub(crate) struct Limits {
     pub block_on_rate_limit: bool,
     pub in_flight_grace: Duration,
+    /// Answers to a budgeted credential carry the `Ratelimit` headers (the default).
+    pub budget_headers: bool,
     budget: Option<RequestBudget>,
     blocks: HashMap<String, Vec<Block>>,
     /// Instants of the requests the budget let through, oldest first.
@@ -60,6 +62,7 @@ impl Limits {
         Limits {
             block_on_rate_limit: false,
             in_flight_grace: DEFAULT_IN_FLIGHT_GRACE,
+            budget_headers: true,
             budget,
             blocks: HashMap::new(),
             windows: HashMap::new(),
@@ -153,7 +156,7 @@ impl Limits {
         credential: &str,
         now: Instant,
     ) -> Option<[(&'static str, String); 2]> {
-        let budget = self.budget?;
+        let budget = self.budget.filter(|_| self.budget_headers)?;
         self.prune(credential, now);
         let blocked_until = self
             .blocks

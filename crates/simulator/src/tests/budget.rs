@@ -215,3 +215,18 @@ async fn reset_counters_zeroes_refusals_and_early_calls_but_keeps_the_block() {
         StatusCode::TOO_MANY_REQUESTS
     );
 }
+
+#[tokio::test]
+async fn without_its_headers_the_budget_still_refuses() {
+    let sim = sim();
+    sim.set_budget(budget(1, 60, 600));
+    sim.set_budget_headers(false);
+    let first = get(&sim, "/zones").await;
+    assert_eq!(summary(&first), (200, None, None));
+    assert_eq!(header(&first, "ratelimit-policy"), None);
+    let refused = get(&sim, "/zones").await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(header(&refused, "ratelimit"), None);
+    sim.set_budget_headers(true);
+    assert!(header(&get(&sim, "/zones").await, "ratelimit").is_some());
+}

@@ -1,0 +1,302 @@
+//! One credential's pacer: a token bucket that serves waiting calls by [`Priority`], then in
+//! arrival order, with a shared 429 pause and what the server's `Ratelimit` header says is left.
+//! On tokio time, so tests run it under a paused clock.
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::budget::Pace;
+
+/// How urgent a call is. Waiting calls are served by priority, so a deletion never queues
+/// behind a first sync, and drift checks never delay a change. Within a priority they go in
+/// arrival order, except [`Priority::Normal`], which alternates between the oldest and the
+/// newest waiting call: a backlog (the first sync of a thousand tunnels) drains in order at no
+/// less than half the pace, and work that arrives behind it (a user's new tunnel) waits for a
+/// token or two instead of the whole backlog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Priority {
+    /// A user's removal: deletions and their clean-up.
+    Urgent,
+    /// Work that changes what is served: creates, token reads, pushes, DNS writes.
+    #[default]
+    Normal,
+    /// Checks that find nothing most of the time (drift checks). They never take the bucket's
+    /// last [`Pace::reserve`] tokens, so a call of a higher priority arriving later finds one,
+    /// and together they spend at most half the pace, so the other half is always there for
+    /// changes.
+    Background,
+}
+
+/// Bucket state; credit is counted in units where one token is worth `pace.window` in
+/// nanoseconds and each elapsed nanosecond adds `pace.tokens` units, so arithmetic is exact.
+#[derive(Debug)]
+struct Bucket {
+    credit: u128,
+    refilled_at: Instant,
+    paused_until: Option<Instant>,
+    /// The server said this many calls are left until this instant (`Ratelimit: r, t`).
+    allowance: Option<(u32, Instant)>,
+    /// Background calls' own bucket: filled at the same rate, each of their calls costs two
+    /// tokens of it (half the pace), holding at most [`Pace::reserve`] such calls.
+    background: u128,
+}
+
+#[derive(Debug)]
+struct State {
+    pace: Pace,
+    bucket: Bucket,
+    /// Waiting calls by (priority, arrival); only the [`State::head`] may take a token.
+    queue: BTreeMap<(Priority, u64), Arc<Notify>>,
+    arrivals: u64,
+    /// The next normal call served is the newest waiting one (else the oldest).
+    newest_next: bool,
+}
+
+/// The pacer of one credential, shared by every client built with it.
+#[derive(Debug)]
+pub struct Limiter {
+    state: Mutex<State>,
+}
+
+impl Limiter {
+    pub(crate) fn new(pace: Pace) -> Self {
+        Self {
+            state: Mutex::new(State {
+                pace,
+                bucket: Bucket {
+                    credit: pace.capacity(),
+                    refilled_at: Instant::now(),
+                    paused_until: None,
+                    allowance: None,
+                    background: pace.background_capacity(),
+                },
+                queue: BTreeMap::new(),
+                arrivals: 0,
+                newest_next: false,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until every call queued before it of its priority or a higher one has gone, the
+    /// credential is not paused and a token is available, then takes it. Returns how long it
+    /// waited. A caller that gives up (its future dropped) leaves the queue.
+    pub async fn acquire(&self, priority: Priority) -> Duration {
+        let started = Instant::now();
+        let ticket = Ticket::enqueue(self, priority);
+        loop {
+            let wait = {
+                let mut state = self.lock();
+                match state.head() {
+                    Some(head) if head == ticket.key => {
+                        match state.try_take(Instant::now(), priority) {
+                            None => {
+                                state.queue.remove(&ticket.key);
+                                // Alternate only while there is a choice.
+                                if priority == Priority::Normal && state.normal_waiting() {
+                                    state.newest_next = !state.newest_next;
+                                }
+                                state.wake_head();
+                                drop(state);
+                                ticket.served();
+                                return started.elapsed();
+                            }
+                            Some(wait) => Some(wait),
+                        }
+                    }
+                    _ => None,
+                }
+            };
+            match wait {
+                Some(wait) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = ticket.notify.notified() => {}
+                    }
+                }
+                None => ticket.notify.notified().await,
+            }
+        }
+    }
+
+    /// Blocks every call of this credential until `until` (a 429 told us to back off).
+    pub(crate) fn pause_until(&self, until: Instant) {
+        let mut state = self.lock();
+        let bucket = &mut state.bucket;
+        if bucket.paused_until.is_none_or(|current| current < until) {
+            bucket.paused_until = Some(until);
+        }
+    }
+
+    /// The server's word on what is left: at most `remaining` calls until `until`. With none
+    /// left, every call waits for `until`.
+    pub(crate) fn server_allowance(&self, remaining: u32, until: Instant) {
+        let mut state = self.lock();
+        state.bucket.allowance = Some((remaining, until));
+    }
+
+    /// The server's policy is slower than this pacer's: pace at `slower` from now on.
+    pub(crate) fn slow_to(&self, slower: Pace) {
+        let mut state = self.lock();
+        if slower.is_slower_than(&state.pace) {
+            let now = Instant::now();
+            state.refill(now);
+            state.pace = slower;
+            let capacity = slower.capacity();
+            state.bucket.credit = state.bucket.credit.min(capacity);
+            state.bucket.background = state.bucket.background.min(slower.background_capacity());
+            state.wake_head();
+        }
+    }
+
+    /// End of the current pause, if one is in force.
+    pub fn paused_until(&self) -> Option<Instant> {
+        let state = self.lock();
+        state
+            .bucket
+            .paused_until
+            .filter(|until| *until > Instant::now())
+    }
+
+    /// The pace this limiter keeps.
+    pub fn pace(&self) -> Pace {
+        self.lock().pace
+    }
+
+    /// Calls waiting for a token now.
+    pub fn waiting(&self) -> usize {
+        self.lock().queue.len()
+    }
+
+    /// Full, not paused and nobody waiting: dropping it loses nothing.
+    pub(crate) fn is_idle(&self, now: Instant) -> bool {
+        let mut state = self.lock();
+        state.refill(now);
+        state.queue.is_empty()
+            && state.bucket.credit >= state.pace.capacity()
+            && state.bucket.paused_until.is_none_or(|until| until <= now)
+    }
+}
+
+impl State {
+    fn refill(&mut self, now: Instant) {
+        let elapsed = now
+            .saturating_duration_since(self.bucket.refilled_at)
+            .as_nanos();
+        let added = elapsed * u128::from(self.pace.tokens.max(1));
+        self.bucket.credit = (self.bucket.credit + added).min(self.pace.capacity());
+        self.bucket.background =
+            (self.bucket.background + added).min(self.pace.background_capacity());
+        self.bucket.refilled_at = now;
+    }
+
+    /// Takes a token for a call of `priority` if one may go now, else says how long to wait.
+    fn try_take(&mut self, now: Instant, priority: Priority) -> Option<Duration> {
+        if let Some(until) = self.bucket.paused_until {
+            if until > now {
+                return Some(until - now);
+            }
+            self.bucket.paused_until = None;
+        }
+        match self.bucket.allowance {
+            Some((_, until)) if until <= now => self.bucket.allowance = None,
+            Some((0, until)) => return Some(until - now),
+            _ => {}
+        }
+        self.refill(now);
+        let token = self.pace.token();
+        let background = priority == Priority::Background;
+        let (needed, own) = match background {
+            true => (token * u128::from(1 + self.pace.reserve()), 2 * token),
+            false => (token, 0),
+        };
+        let missing = needed
+            .saturating_sub(self.bucket.credit)
+            .max(own.saturating_sub(self.bucket.background));
+        if missing == 0 {
+            self.bucket.credit -= token;
+            self.bucket.background -= own;
+            if let Some((left, _)) = &mut self.bucket.allowance {
+                *left = left.saturating_sub(1);
+            }
+            return None;
+        }
+        let nanos = missing.div_ceil(u128::from(self.pace.tokens.max(1)));
+        Some(Duration::from_nanos(
+            u64::try_from(nanos).unwrap_or(u64::MAX),
+        ))
+    }
+
+    /// The call that may take the next token: of the highest priority waiting, the oldest, or
+    /// for normal calls every other time the newest.
+    fn head(&self) -> Option<(Priority, u64)> {
+        let (&(priority, oldest), _) = self.queue.iter().next()?;
+        if priority != Priority::Normal || !self.newest_next {
+            return Some((priority, oldest));
+        }
+        let newest = self
+            .queue
+            .range(..(Priority::Background, 0))
+            .next_back()
+            .map_or(oldest, |(&(_, arrival), _)| arrival);
+        Some((priority, newest))
+    }
+
+    fn normal_waiting(&self) -> bool {
+        self.queue
+            .range((Priority::Normal, 0)..(Priority::Background, 0))
+            .next()
+            .is_some()
+    }
+
+    fn wake_head(&self) {
+        if let Some(notify) = self.head().and_then(|key| self.queue.get(&key)) {
+            notify.notify_one();
+        }
+    }
+}
+
+/// A place in the queue; leaving it (served or given up) wakes the next call.
+struct Ticket<'l> {
+    limiter: &'l Limiter,
+    key: (Priority, u64),
+    notify: Arc<Notify>,
+    served: bool,
+}
+
+impl<'l> Ticket<'l> {
+    fn enqueue(limiter: &'l Limiter, priority: Priority) -> Self {
+        let mut state = limiter.lock();
+        state.arrivals += 1;
+        let key = (priority, state.arrivals);
+        let notify = Arc::new(Notify::new());
+        state.queue.insert(key, notify.clone());
+        Ticket {
+            limiter,
+            key,
+            notify,
+            served: false,
+        }
+    }
+
+    fn served(mut self) {
+        self.served = true;
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if self.served {
+            return;
+        }
+        let mut state = self.limiter.lock();
+        state.queue.remove(&self.key);
+        state.wake_head();
+    }
+}

@@ -1,0 +1,292 @@
+//! The pacer and the registry, under paused time.
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::*;
+use crate::budget::{Budget, Pace, RateLimit};
+use crate::pacer::{Limiter, Priority};
+
+fn token(t: &str) -> Credentials {
+    Credentials::ApiToken(t.into())
+}
+
+fn pace(per_second: u32, burst: u32) -> Pace {
+    Pace::from(RateLimit { per_second, burst })
+}
+
+/// Spawns `count` calls of `priority`, each recording its label and when it got its token.
+fn spawn_calls(
+    limiter: &Arc<Limiter>,
+    label: &'static str,
+    priority: Priority,
+    count: usize,
+    served: &Arc<std::sync::Mutex<Vec<(&'static str, Duration)>>>,
+    start: Instant,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..count)
+        .map(|_| {
+            let limiter = limiter.clone();
+            let served = served.clone();
+            tokio::spawn(async move {
+                limiter.acquire(priority).await;
+                served
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push((label, start.elapsed()));
+            })
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_budget_becomes_a_pace_that_never_spends_more_than_it_in_a_window() {
+    for (requests, secs) in [(1200, 300), (900, 300), (60, 15), (45, 15), (1, 1), (7, 60)] {
+        let budget = Budget {
+            requests,
+            window: Duration::from_secs(secs),
+        };
+        let pace = Pace::within(budget);
+        assert!(pace.burst >= 1 && pace.tokens >= 1);
+        assert!(
+            pace.burst + pace.tokens <= requests.max(2),
+            "{budget:?} → {pace:?}"
+        );
+    }
+    let default = Pace::within(Budget {
+        requests: 900,
+        window: Duration::from_secs(300),
+    });
+    assert_eq!((default.tokens, default.burst), (890, 10));
+    // Calls admitted in any window of the budget stay within it, counted on the pacer itself.
+    let budget = Budget {
+        requests: 60,
+        window: Duration::from_secs(15),
+    };
+    let limiter = Arc::new(Limiter::new(Pace::within(budget)));
+    let start = Instant::now();
+    let mut at = Vec::new();
+    for _ in 0..200 {
+        limiter.acquire(Priority::Normal).await;
+        at.push(start.elapsed());
+    }
+    for (i, first) in at.iter().enumerate() {
+        let in_window = at[i..]
+            .iter()
+            .take_while(|t| **t < *first + budget.window)
+            .count();
+        assert!(in_window <= 60, "{in_window} calls in 15 s from {first:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn bucket_admits_burst_then_steady_rate() {
+    let limiter = Limiter::new(pace(3, 10));
+    let start = Instant::now();
+    for _ in 0..10 {
+        limiter.acquire(Priority::Normal).await;
+    }
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    limiter.acquire(Priority::Normal).await;
+    // A third of a second (tokio's timer rounds up to the millisecond).
+    let eleventh = start.elapsed();
+    assert!(
+        eleventh >= Duration::from_nanos(333_333_334) && eleventh <= Duration::from_millis(334)
+    );
+    for _ in 0..3 {
+        limiter.acquire(Priority::Normal).await;
+    }
+    assert!(start.elapsed() <= Duration::from_millis(1_334));
+}
+
+#[tokio::test(start_paused = true)]
+async fn waiting_calls_are_served_by_priority_then_in_arrival_order() {
+    let limiter = Arc::new(Limiter::new(pace(1, 1)));
+    limiter.acquire(Priority::Normal).await; // the bucket is empty now
+    let start = Instant::now();
+    let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut calls = spawn_calls(&limiter, "drift", Priority::Background, 3, &served, start);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    calls.extend(spawn_calls(
+        &limiter,
+        "sync",
+        Priority::Normal,
+        3,
+        &served,
+        start,
+    ));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    calls.extend(spawn_calls(
+        &limiter,
+        "delete",
+        Priority::Urgent,
+        2,
+        &served,
+        start,
+    ));
+    for call in calls {
+        call.await.expect("call");
+    }
+    let order: Vec<&str> = served
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .map(|(label, _)| *label)
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "delete", "delete", "sync", "sync", "sync", "drift", "drift", "drift"
+        ]
+    );
+    assert_eq!(limiter.waiting(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn background_calls_leave_the_reserve_for_the_calls_that_come_later() {
+    let limiter = Limiter::new(pace(1, 10));
+    assert_eq!(limiter.pace().reserve(), 5);
+    let start = Instant::now();
+    for _ in 0..5 {
+        limiter.acquire(Priority::Background).await;
+    }
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    // A deletion takes one of the five kept; the next drift call waits until six are there
+    // again (one to take, five to keep): two seconds at one a second.
+    limiter.acquire(Priority::Urgent).await;
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    limiter.acquire(Priority::Background).await;
+    assert_eq!(start.elapsed(), Duration::from_secs(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_gives_up_leaves_the_queue_and_the_next_is_served() {
+    let limiter = Arc::new(Limiter::new(pace(1, 1)));
+    limiter.acquire(Priority::Normal).await;
+    let start = Instant::now();
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(100),
+        limiter.acquire(Priority::Urgent),
+    )
+    .await;
+    assert!(gave_up.is_err());
+    assert_eq!(limiter.waiting(), 0);
+    limiter.acquire(Priority::Normal).await;
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn pause_blocks_until_its_end_and_only_extends() {
+    let limiter = Limiter::new(pace(3, 10));
+    let now = Instant::now();
+    limiter.pause_until(now + Duration::from_secs(7));
+    limiter.pause_until(now + Duration::from_secs(3));
+    assert_eq!(limiter.paused_until(), Some(now + Duration::from_secs(7)));
+    limiter.acquire(Priority::Urgent).await;
+    assert_eq!(now.elapsed(), Duration::from_secs(7));
+    assert_eq!(limiter.paused_until(), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn what_the_server_says_is_left_is_never_exceeded() {
+    let limiter = Limiter::new(pace(100, 100));
+    let start = Instant::now();
+    limiter.server_allowance(2, start + Duration::from_secs(30));
+    limiter.acquire(Priority::Normal).await;
+    limiter.acquire(Priority::Normal).await;
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    limiter.acquire(Priority::Urgent).await;
+    assert_eq!(start.elapsed(), Duration::from_secs(30));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slower_server_policy_slows_the_pace_a_faster_one_does_not() {
+    let limiter = Limiter::new(pace(3, 10));
+    let slower = Pace::within(Budget {
+        requests: 45,
+        window: Duration::from_secs(60),
+    });
+    limiter.slow_to(slower);
+    assert_eq!(limiter.pace(), slower);
+    limiter.slow_to(pace(100, 100));
+    assert_eq!(limiter.pace(), slower);
+}
+
+#[tokio::test(start_paused = true)]
+async fn registry_shares_per_credential() {
+    let registry = RateLimiters::new();
+    let a1 = registry.limiter(&token("a"), Pace::from(RateLimit::default()));
+    let a2 = registry
+        .clone()
+        .limiter(&token("a"), Pace::from(RateLimit::default()));
+    let b = registry.limiter(&token("b"), Pace::from(RateLimit::default()));
+    assert!(Arc::ptr_eq(&a1, &a2));
+    assert!(!Arc::ptr_eq(&a1, &b));
+    assert_eq!(registry.len(), 2);
+    let key = Credentials::ApiKey {
+        email: "e".into(),
+        key: "a".into(),
+    };
+    let k = registry.limiter(&key, Pace::from(RateLimit::default()));
+    assert!(!Arc::ptr_eq(&a1, &k));
+}
+
+#[tokio::test(start_paused = true)]
+async fn background_calls_alone_spend_half_the_pace() {
+    let limiter = Limiter::new(pace(10, 10));
+    let start = Instant::now();
+    for _ in 0..105 {
+        limiter.acquire(Priority::Background).await;
+    }
+    // Five at once (the background bucket), then one every fifth of a second: 5/s of 10/s.
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed >= Duration::from_secs(20) && elapsed <= Duration::from_millis(20_100),
+        "{elapsed:?}"
+    );
+    // Meanwhile the other half stayed: a change goes at once.
+    let before = Instant::now();
+    limiter.acquire(Priority::Normal).await;
+    assert_eq!(before.elapsed(), Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn normal_calls_alternate_oldest_and_newest_so_a_late_one_skips_the_backlog() {
+    let limiter = Arc::new(Limiter::new(pace(1, 1)));
+    limiter.acquire(Priority::Normal).await;
+    let start = Instant::now();
+    let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut calls = Vec::new();
+    for label in ["1", "2", "3", "4", "5"] {
+        calls.extend(spawn_calls(
+            &limiter,
+            label,
+            Priority::Normal,
+            1,
+            &served,
+            start,
+        ));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The backlog's first goes first; then "late", arrived after all of them, goes second.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    calls.extend(spawn_calls(
+        &limiter,
+        "late",
+        Priority::Normal,
+        1,
+        &served,
+        start,
+    ));
+    for call in calls {
+        call.await.expect("call");
+    }
+    let order: Vec<&str> = served
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .map(|(label, _)| *label)
+        .collect();
+    assert_eq!(order, ["1", "late", "2", "5", "3", "4"]);
+}
