@@ -1,4 +1,5 @@
 //! Behaviour tests driving the router in-process, plus one through a real socket.
+mod access;
 mod auth;
 mod budget;
 mod cli_options;
