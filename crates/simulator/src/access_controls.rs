@@ -1,6 +1,7 @@
 //! What tests read and change of Zero Trust Access behind the API's back: the organization,
 //! the applications and policies as stored, an application made by someone else.
 use super::access_state::{SimAccessApp, SimAccessOrganization, SimAccessPolicy};
+use super::state::now;
 use super::{Simulator, routes};
 
 impl Simulator {
@@ -17,7 +18,7 @@ impl Simulator {
         let organization = &mut state.access.organization;
         match team {
             Some(team) if organization.as_ref().is_some_and(|o| o.name == team) => {}
-            Some(team) => *organization = Some(SimAccessOrganization::for_team(&team)),
+            Some(team) => *organization = Some(SimAccessOrganization::for_team(&team, now())),
             None => *organization = None,
         }
     }

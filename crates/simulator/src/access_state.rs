@@ -3,8 +3,6 @@
 use rand::RngCore;
 use serde_json::Value;
 
-use super::state::now;
-
 /// Length of an application's audience tag: 32 random bytes as lowercase hex.
 pub(crate) const AUD_HEX_LEN: usize = 64;
 
@@ -20,8 +18,9 @@ pub struct SimAccessOrganization {
 }
 
 impl SimAccessOrganization {
-    pub(crate) fn for_team(team: &str) -> Self {
-        let created_at = now();
+    /// The organization of `team`, created `at` (RFC 3339).
+    pub(crate) fn for_team(team: &str, at: String) -> Self {
+        let created_at = at;
         SimAccessOrganization {
             name: team.to_string(),
             auth_domain: format!("{}.cloudflareaccess.com", team.to_ascii_lowercase()),

@@ -194,7 +194,7 @@ impl Simulator {
         state.access.organization = config
             .access_team
             .as_deref()
-            .map(access_state::SimAccessOrganization::for_team);
+            .map(|team| access_state::SimAccessOrganization::for_team(team, state::now()));
         Simulator {
             inner: Arc::new(Mutex::new(state)),
         }
