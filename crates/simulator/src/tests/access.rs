@@ -1,5 +1,5 @@
-//! Zero Trust Access: the organization, applications and reusable policies, their checks,
-//! and the fault and limit machinery they share with the other calls.
+//! Zero Trust Access: the organization, applications and reusable policies (their body checks
+//! are in `access_checks`), and the fault and limit machinery they share with the other calls.
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -11,17 +11,17 @@ use crate::{Fault, FaultTarget, Operation, RequestBudget};
 
 const TEAM: &str = "acme";
 
-fn access_sim() -> Simulator {
+pub(super) fn access_sim() -> Simulator {
     let sim = sim();
     sim.set_access_team(Some(TEAM.into()));
     sim
 }
 
-fn access_path(sim: &Simulator, rest: &str) -> String {
+pub(super) fn access_path(sim: &Simulator, rest: &str) -> String {
     format!("/accounts/{}/access/{rest}", sim.account_id())
 }
 
-fn allow_ops() -> Value {
+pub(super) fn allow_ops() -> Value {
     json!({
         "name": "ops",
         "decision": "allow",
@@ -30,18 +30,18 @@ fn allow_ops() -> Value {
 }
 
 /// Creates a reusable policy and returns its id.
-async fn create_policy(sim: &Simulator, body: Value) -> String {
+pub(super) async fn create_policy(sim: &Simulator, body: Value) -> String {
     let answer = call(sim, Method::POST, &access_path(sim, "policies"), Some(body)).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
     answer.result()["id"].as_str().expect("id").to_string()
 }
 
 /// Creates an application; the whole answer.
-async fn create_app(sim: &Simulator, body: Value) -> Answer {
+pub(super) async fn create_app(sim: &Simulator, body: Value) -> Answer {
     call(sim, Method::POST, &access_path(sim, "apps"), Some(body)).await
 }
 
-fn app(domain: &str) -> Value {
+pub(super) fn app(domain: &str) -> Value {
     json!({ "type": "self_hosted", "name": domain, "domain": domain })
 }
 
@@ -285,148 +285,6 @@ async fn deletes_are_real() {
     )
     .await;
     assert_eq!(update.code(), 12135);
-}
-
-#[tokio::test]
-async fn application_bodies_are_checked_like_cloudflare() {
-    let sim = access_sim();
-    sim.set_zone_status("example.org", "pending");
-    let ops = create_policy(&sim, allow_ops()).await;
-    let unknown = "6ff42ae2-765d-4adf-8112-31c55c1551ef";
-    let with = |field: &str, value: Value| {
-        let mut body = app("app.example.com");
-        body[field] = value;
-        body
-    };
-    let cases = [
-        (
-            json!({ "domain": "app.example.com" }),
-            "app type is missing or invalid",
-        ),
-        (
-            with("type", json!("saas")),
-            "app type `saas` is not simulated (only self_hosted is)",
-        ),
-        (json!({ "type": "self_hosted" }), "`domain` is required"),
-        (app("app.elsewhere.net"), "domain does not belong to zone"),
-        (app("app.example.org"), "domain does not belong to zone"),
-        (
-            with("self_hosted_domains", json!(["x.elsewhere.net"])),
-            "domain does not belong to zone",
-        ),
-        (
-            with("session_duration", json!("1d")),
-            "`session_duration` must be a duration such as 24h or 2h45m",
-        ),
-        (
-            with("policies", json!([unknown])),
-            &format!("policies[0]: policy {unknown} does not exist"),
-        ),
-        (
-            with("policies", json!([ops, ops])),
-            &format!("policy {ops} is linked twice"),
-        ),
-        (
-            with("policies", json!([{ "id": ops, "precedence": 0 }])),
-            "policies[0].precedence must be a whole number of at least 1",
-        ),
-        (
-            with("policies", json!([allow_ops()])),
-            "policies[0]: application-scoped policies are not simulated; link a reusable policy",
-        ),
-    ];
-    for (body, detail) in cases {
-        let answer = create_app(&sim, body).await;
-        let message = format!("access.api.error.invalid_request: {detail}");
-        assert_refused(&answer, StatusCode::BAD_REQUEST, 12130, &message);
-    }
-    let other = create_policy(&sim, allow_ops()).await;
-    let clash = with(
-        "policies",
-        json!([{ "id": ops, "precedence": 1 }, { "id": other, "precedence": 1 }]),
-    );
-    assert_eq!(create_app(&sim, clash).await.code(), 12130);
-    assert!(sim.access_apps().is_empty());
-
-    let wildcard = create_app(&sim, app("*.example.com")).await;
-    assert_eq!(wildcard.status, StatusCode::CREATED, "{}", wildcard.body);
-    let unnamed = create_app(
-        &sim,
-        json!({ "type": "self_hosted", "domain": "apex.example.com/x" }),
-    )
-    .await;
-    assert_eq!(unnamed.result()["name"], "apex.example.com/x");
-}
-
-#[tokio::test]
-async fn policy_bodies_are_checked_like_cloudflare() {
-    let sim = access_sim();
-    let with = |field: &str, value: Value| {
-        let mut body = allow_ops();
-        body[field] = value;
-        body
-    };
-    let without = |field: &str| {
-        let mut body = allow_ops();
-        body.as_object_mut().map(|b| b.remove(field));
-        body
-    };
-    let cases = [
-        (without("name"), "`name` is required".to_string()),
-        (without("decision"), "`decision` is required".to_string()),
-        (without("include"), "`include` is required".to_string()),
-        (
-            with("decision", json!("maybe")),
-            "`decision` must be one of allow, deny, non_identity, bypass, not \"maybe\"".into(),
-        ),
-        (
-            with("include", json!([{ "email": { "email": "nobody" } }])),
-            "include[0].email.email is not an email address".into(),
-        ),
-        (
-            with("include", json!([{ "group": {} }])),
-            "include[0].group.id is required".into(),
-        ),
-        (
-            with("exclude", json!([{ "ip": { "ip": "192.0.2.0/24" } }])),
-            "exclude[0]: `ip` rules are not simulated".into(),
-        ),
-        (
-            with("require", json!([{ "teapot": {} }])),
-            "require[0]: unknown selector `teapot`".into(),
-        ),
-        (
-            with(
-                "include",
-                json!([{ "everyone": {}, "email": { "email": "a@example.com" } }]),
-            ),
-            "include[0] must hold exactly one selector".into(),
-        ),
-        (
-            with("session_duration", json!(24)),
-            "`session_duration` must be a duration such as 24h or 2h45m".into(),
-        ),
-    ];
-    for (body, detail) in cases {
-        let answer = call(
-            &sim,
-            Method::POST,
-            &access_path(&sim, "policies"),
-            Some(body),
-        )
-        .await;
-        let message = format!("access.api.error.invalid_request: {detail}");
-        assert_refused(&answer, StatusCode::BAD_REQUEST, 12130, &message);
-    }
-    assert!(sim.access_policies().is_empty());
-    for decision in ["allow", "deny", "non_identity", "bypass"] {
-        create_policy(&sim, with("decision", json!(decision))).await;
-    }
-    let stored = &sim.access_policies()[0];
-    assert_eq!(
-        (stored.session_duration.as_str(), stored.exclude.len()),
-        ("24h", 0)
-    );
 }
 
 #[tokio::test]
