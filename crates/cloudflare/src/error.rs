@@ -12,6 +12,16 @@ pub const CODE_ACTIVE_CONNECTIONS: u32 = 1022;
 pub const CODE_INVALID_TOKEN: u32 = 1000;
 /// The DNS record create/update codes meaning "a record with that host already exists".
 pub const CODES_RECORD_EXISTS: [u32; 4] = [81053, 81054, 81057, 81058];
+/// Access calls of an account without Zero Trust: `access.api.error.not_enabled` (the code
+/// Cloudflare is reported to answer; it is not in the published list).
+pub const CODE_ACCESS_NOT_ENABLED: u32 = 9999;
+/// Access application or policy unknown: `access.api.error.not_found` (reported, with 404).
+pub const CODE_ACCESS_NOT_FOUND: u32 = 12135;
+/// Access request refused: `access.api.error.invalid_request: <detail>` (reported, with 400;
+/// e.g. `domain does not belong to zone`).
+pub const CODE_ACCESS_INVALID_REQUEST: u32 = 12130;
+/// The marker of Cloudflare's Access error messages for an account without Zero Trust.
+const ACCESS_NOT_ENABLED_MARKER: &str = "access.api.error.not_enabled";
 
 /// One entry of the envelope's `errors` (or `messages`) list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,6 +162,23 @@ impl CloudflareError {
     /// Tunnel delete refused because connectors are attached (code 1022).
     pub fn is_active_connections(&self) -> bool {
         self.has_code(CODE_ACTIVE_CONNECTIONS)
+    }
+
+    /// An Access call refused because the account has no Zero Trust organization (its message
+    /// marker, or code 9999 on a 4xx).
+    pub fn is_access_not_enabled(&self) -> bool {
+        let marked = self
+            .errors()
+            .iter()
+            .any(|e| e.message.contains(ACCESS_NOT_ENABLED_MARKER));
+        let coded = matches!(
+            self,
+            Self::Api {
+                status: 400..=499,
+                ..
+            }
+        ) && self.has_code(CODE_ACCESS_NOT_ENABLED);
+        marked || coded
     }
 
     /// DNS write refused because a record with that host already exists.

@@ -6,6 +6,8 @@
 //! (shared through [`RateLimiters`]; calls served by [`Priority`], then in arrival order, no faster
 //! than the server's `Ratelimit` headers allow), a per-attempt timeout, bounded jittered retries on
 //! 5xx, 429, timeouts and connection errors, and envelope checks (`success` and HTTP status).
+mod access;
+mod access_models;
 mod batch;
 mod budget;
 mod builder;
@@ -30,6 +32,11 @@ mod zones;
 #[cfg(test)]
 mod tests;
 
+pub use access::ACCESS_PER_PAGE;
+pub use access_models::{
+    AccessApp, AccessAppPolicy, AccessDecision, AccessOrganization, AccessPolicy, AccessPolicyLink,
+    AccessRule, NewAccessApp, NewAccessPolicy,
+};
 pub use batch::{
     BatchDelete, BatchUpdate, DnsBatch, DnsBatchResult, FREE_PLAN_BATCH_LIMIT,
     PAID_PLAN_BATCH_LIMIT, ZonePlanLimit,
@@ -42,8 +49,9 @@ pub use credentials::Credentials;
 pub use dns::MAX_DNS_PER_PAGE;
 pub use engine::CloudflareClient;
 pub use error::{
-    ApiErrorItem, CODE_ACTIVE_CONNECTIONS, CODE_INVALID_TOKEN, CODE_TUNNEL_NAME_EXISTS,
-    CODES_RECORD_EXISTS, CloudflareError, TransportError,
+    ApiErrorItem, CODE_ACCESS_INVALID_REQUEST, CODE_ACCESS_NOT_ENABLED, CODE_ACCESS_NOT_FOUND,
+    CODE_ACTIVE_CONNECTIONS, CODE_INVALID_TOKEN, CODE_TUNNEL_NAME_EXISTS, CODES_RECORD_EXISTS,
+    CloudflareError, TransportError,
 };
 pub use models::{
     Account, ConfigSrc, ConnectionClient, Envelope, Page, ResultInfo, SecretString, TokenStatus,

@@ -50,6 +50,11 @@ pub struct SimArgs {
     /// Refuse every call of a token with 429 until the `retry-after` of its last 429 passed.
     #[arg(long)]
     pub block_on_rate_limit: bool,
+    /// Zero Trust team of the account (its organization's auth domain is
+    /// NAME.cloudflareaccess.com); without it the account has no Zero Trust and every Access
+    /// call is refused.
+    #[arg(long, value_name = "NAME", value_parser = parse_team)]
+    pub access_team: Option<String>,
 }
 
 /// `--budget REQUESTS/SECONDS` as given.
@@ -80,6 +85,23 @@ fn parse_seconds(text: &str) -> Result<u64, String> {
         .map_err(|_| "expected whole seconds, e.g. 300".to_string())
 }
 
+/// A team name is the first label of its auth domain: letters, digits and inner hyphens.
+fn parse_team(text: &str) -> Result<String, String> {
+    let expected =
+        "expected a team name of letters, digits and inner hyphens (at most 63), e.g. my-team";
+    let team = text.trim();
+    let label = !team.is_empty()
+        && team.len() <= 63
+        && team.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        && !team.starts_with('-')
+        && !team.ends_with('-');
+    if label {
+        Ok(team.to_string())
+    } else {
+        Err(expected.to_string())
+    }
+}
+
 fn parse_records(text: &str) -> Result<usize, String> {
     text.trim()
         .parse()
@@ -100,6 +122,7 @@ impl std::fmt::Debug for SimArgs {
             .field("zone_record_quota", &self.zone_record_quota)
             .field("batch_limit", &self.batch_limit)
             .field("block_on_rate_limit", &self.block_on_rate_limit)
+            .field("access_team", &self.access_team)
             .finish()
     }
 }
@@ -126,6 +149,7 @@ impl SimArgs {
             api_keys: Vec::new(),
             budget: self.request_budget(),
             zone_record_quota: self.zone_record_quota,
+            access_team: self.access_team.clone(),
         }
     }
 

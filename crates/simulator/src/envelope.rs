@@ -4,9 +4,11 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderName, HeaderValue, StatusCode};
 use serde_json::{Value, json};
 
-/// A successful answer: always HTTP 200, as Cloudflare does for creates too.
+/// A successful answer: HTTP 200, as Cloudflare does for creates too, except where the schema
+/// declares another 2xx (the Access creates answer 201, its deletes 202).
 #[derive(Debug, Clone)]
 pub(crate) struct Reply {
+    pub status: StatusCode,
     pub result: Value,
     pub result_info: Option<Value>,
     pub messages: Vec<Value>,
@@ -15,6 +17,7 @@ pub(crate) struct Reply {
 impl Reply {
     pub fn new(result: Value) -> Self {
         Reply {
+            status: StatusCode::OK,
             result,
             result_info: None,
             messages: Vec::new(),
@@ -23,10 +26,17 @@ impl Reply {
 
     pub fn list(result: Vec<Value>, result_info: Value) -> Self {
         Reply {
+            status: StatusCode::OK,
             result: Value::Array(result),
             result_info: Some(result_info),
             messages: Vec::new(),
         }
+    }
+
+    /// Answers with another success status than 200.
+    pub(crate) fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
     }
 
     pub(crate) fn with_message(mut self, code: u32, message: &str) -> Self {
@@ -156,7 +166,7 @@ impl From<&Result<Reply, ApiError>> for Answer {
     fn from(outcome: &Result<Reply, ApiError>) -> Self {
         match outcome {
             Ok(reply) => Answer {
-                status: StatusCode::OK,
+                status: reply.status,
                 body: reply.body(),
                 retry_after: None,
                 headers: Vec::new(),

@@ -26,6 +26,15 @@
 //!   over it → 400/81045 "Record quota exceeded." (the code Cloudflare is reported to answer; it
 //!   is not in the published list), the batch applying nothing.
 //! - Supported record types are those that need no `data` object: A, AAAA, CNAME, TXT, NS, PTR, MX.
+//! - Zero Trust Access (the organization, self-hosted applications, reusable policies): only an
+//!   account with a team ([`SimConfig::access_team`], [`Simulator::set_access_team`]) has an
+//!   organization; without one every Access call answers 400/9999
+//!   `access.api.error.not_enabled: Access is not enabled` (the code and message Cloudflare is
+//!   reported to answer an account without Zero Trust; neither is documented, nor is the
+//!   status). Unknown application or policy → 404/12135 `access.api.error.not_found`; a refused
+//!   body → 400/12130 `access.api.error.invalid_request: …` (both reported, not documented).
+//!   Creates answer 201 and deletes 202, as the Access schema declares. The rules of each call
+//!   are in `routes/access_apps.rs` and `routes/access_policies.rs`.
 //!
 //! Limits, per credential (a Bearer token, or an email + key pair, known by a 12-hex-character
 //! SHA-256 fingerprint, never by the secret):
@@ -49,6 +58,8 @@
 //! effect, or drop its connection: a dropped call gets no answer (the response body fails, so
 //! hyper aborts the connection and an in-process caller's body read fails) and is logged with
 //! status 0.
+mod access_controls;
+mod access_state;
 pub mod cli;
 mod controls;
 mod envelope;
@@ -65,6 +76,7 @@ mod tests;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+pub use access_state::{SimAccessApp, SimAccessOrganization, SimAccessPolicy, SimAccessPolicyLink};
 pub use fault_target::FaultTarget;
 pub use faults::Fault;
 pub use limits::RequestBudget;
@@ -98,6 +110,10 @@ pub struct SimConfig {
     /// Most records every zone may hold; `None` (the default) for no quota. Cloudflare's Free
     /// zones hold 200 records, paid ones 3,500.
     pub zone_record_quota: Option<usize>,
+    /// The Zero Trust team: the account's organization is then `name` = the team and
+    /// `auth_domain` = `<team>.cloudflareaccess.com`. `None` (the default) for an account
+    /// without Zero Trust, whose Access calls are all refused.
+    pub access_team: Option<String>,
 }
 
 impl Default for SimConfig {
@@ -111,6 +127,7 @@ impl Default for SimConfig {
             api_keys: Vec::new(),
             budget: None,
             zone_record_quota: None,
+            access_team: None,
         }
     }
 }
@@ -129,6 +146,7 @@ impl std::fmt::Debug for SimConfig {
             )
             .field("budget", &self.budget)
             .field("zone_record_quota", &self.zone_record_quota)
+            .field("access_team", &self.access_team)
             .finish()
     }
 }
@@ -173,6 +191,10 @@ impl Simulator {
             zone.record_quota = config.zone_record_quota;
         }
         state.limits = limits::Limits::new(config.budget);
+        state.access.organization = config
+            .access_team
+            .as_deref()
+            .map(|team| access_state::SimAccessOrganization::for_team(team, state::now()));
         Simulator {
             inner: Arc::new(Mutex::new(state)),
         }

@@ -25,11 +25,22 @@ pub enum Operation {
     PatchDnsRecord,
     DeleteDnsRecord,
     BatchDnsRecords,
+    GetAccessOrganization,
+    ListAccessApps,
+    CreateAccessApp,
+    GetAccessApp,
+    UpdateAccessApp,
+    DeleteAccessApp,
+    ListAccessPolicies,
+    CreateAccessPolicy,
+    GetAccessPolicy,
+    UpdateAccessPolicy,
+    DeleteAccessPolicy,
 }
 
 impl Operation {
     /// Every operation, in a stable order (useful to iterate counters or inject faults broadly).
-    pub const ALL: [Operation; 21] = [
+    pub const ALL: [Operation; 32] = [
         Operation::VerifyToken,
         Operation::VerifyAccountToken,
         Operation::ListAccounts,
@@ -51,10 +62,42 @@ impl Operation {
         Operation::PatchDnsRecord,
         Operation::DeleteDnsRecord,
         Operation::BatchDnsRecords,
+        Operation::GetAccessOrganization,
+        Operation::ListAccessApps,
+        Operation::CreateAccessApp,
+        Operation::GetAccessApp,
+        Operation::UpdateAccessApp,
+        Operation::DeleteAccessApp,
+        Operation::ListAccessPolicies,
+        Operation::CreateAccessPolicy,
+        Operation::GetAccessPolicy,
+        Operation::UpdateAccessPolicy,
+        Operation::DeleteAccessPolicy,
     ];
+
+    /// The Zero Trust Access operations, whose schema is a separate subset
+    /// (`tests/data/cloudflare-openapi-access-subset.json`).
+    pub fn is_access(&self) -> bool {
+        use Operation::*;
+        matches!(
+            self,
+            GetAccessOrganization
+                | ListAccessApps
+                | CreateAccessApp
+                | GetAccessApp
+                | UpdateAccessApp
+                | DeleteAccessApp
+                | ListAccessPolicies
+                | CreateAccessPolicy
+                | GetAccessPolicy
+                | UpdateAccessPolicy
+                | DeleteAccessPolicy
+        )
+    }
 
     /// The OpenAPI `operationId`; `None` for the account token verify, absent from the subset.
     /// The batch call is newer than the subset: its schema is `tests/data/cloudflare-dns-batch.json`.
+    /// The Access operations ([`Operation::is_access`]) are in the Access subset.
     pub fn operation_id(&self) -> Option<&'static str> {
         Some(match self {
             Operation::VerifyToken => "user-api-tokens-verify-token",
@@ -80,6 +123,19 @@ impl Operation {
             Operation::PatchDnsRecord => "dns-records-for-a-zone-patch-dns-record",
             Operation::DeleteDnsRecord => "dns-records-for-a-zone-delete-dns-record",
             Operation::BatchDnsRecords => "dns-records-for-a-zone-batch-dns-records",
+            Operation::GetAccessOrganization => {
+                "zero-trust-organization-get-your-zero-trust-organization"
+            }
+            Operation::ListAccessApps => "access-applications-list-access-applications",
+            Operation::CreateAccessApp => "access-applications-add-an-application",
+            Operation::GetAccessApp => "access-applications-get-an-access-application",
+            Operation::UpdateAccessApp => "access-applications-update-an-access-application",
+            Operation::DeleteAccessApp => "access-applications-delete-an-access-application",
+            Operation::ListAccessPolicies => "access-policies-list-access-reusable-policies",
+            Operation::CreateAccessPolicy => "access-policies-create-an-access-reusable-policy",
+            Operation::GetAccessPolicy => "access-policies-get-an-access-reusable-policy",
+            Operation::UpdateAccessPolicy => "access-policies-update-an-access-reusable-policy",
+            Operation::DeleteAccessPolicy => "access-policies-delete-an-access-reusable-policy",
         })
     }
 
@@ -87,9 +143,13 @@ impl Operation {
     pub fn method(&self) -> http::Method {
         use Operation::*;
         match self {
-            CreateTunnel | CreateDnsRecord | BatchDnsRecords => http::Method::POST,
-            DeleteTunnel | CleanupConnections | DeleteDnsRecord => http::Method::DELETE,
-            PutConfiguration | UpdateDnsRecord => http::Method::PUT,
+            CreateTunnel | CreateDnsRecord | BatchDnsRecords | CreateAccessApp
+            | CreateAccessPolicy => http::Method::POST,
+            DeleteTunnel | CleanupConnections | DeleteDnsRecord | DeleteAccessApp
+            | DeleteAccessPolicy => http::Method::DELETE,
+            PutConfiguration | UpdateDnsRecord | UpdateAccessApp | UpdateAccessPolicy => {
+                http::Method::PUT
+            }
             PatchDnsRecord => http::Method::PATCH,
             _ => http::Method::GET,
         }
@@ -117,6 +177,15 @@ impl Operation {
             BatchDnsRecords => "/zones/{zone_id}/dns_records/batch",
             GetDnsRecord | UpdateDnsRecord | PatchDnsRecord | DeleteDnsRecord => {
                 "/zones/{zone_id}/dns_records/{dns_record_id}"
+            }
+            GetAccessOrganization => "/accounts/{account_id}/access/organizations",
+            ListAccessApps | CreateAccessApp => "/accounts/{account_id}/access/apps",
+            GetAccessApp | UpdateAccessApp | DeleteAccessApp => {
+                "/accounts/{account_id}/access/apps/{app_id}"
+            }
+            ListAccessPolicies | CreateAccessPolicy => "/accounts/{account_id}/access/policies",
+            GetAccessPolicy | UpdateAccessPolicy | DeleteAccessPolicy => {
+                "/accounts/{account_id}/access/policies/{policy_id}"
             }
         }
     }

@@ -1,10 +1,11 @@
-//! The simulator's in-memory world: one account, its zones, tunnels and DNS records.
+//! The simulator's in-memory world: one account, its zones, tunnels, DNS records and Access.
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::time::Duration;
 
 use rand::{SeedableRng, rngs::StdRng};
 
+use super::access_state::AccessState;
 use super::fault_target::FaultRules;
 use super::limits::Limits;
 use super::operation::Operation;
@@ -152,6 +153,8 @@ pub(crate) struct State {
     pub connectors: HashMap<String, Vec<Connector>>,
     /// Creation order per zone id.
     pub records: HashMap<String, Vec<SimDnsRecord>>,
+    /// Zero Trust Access: the organization, applications and reusable policies.
+    pub access: AccessState,
     pub faults: FaultRules,
     pub rng: StdRng,
     pub limits: Limits,
@@ -198,6 +201,7 @@ impl State {
             tunnels: Vec::new(),
             connectors: HashMap::new(),
             records,
+            access: AccessState::default(),
             faults: FaultRules::default(),
             rng: StdRng::seed_from_u64(0),
             limits: Limits::new(None),

@@ -14,6 +14,7 @@ use super::{
     CloudflareClient, CloudflareClientBuilder, Credentials, RateLimit, RateLimiters, Transport,
 };
 
+mod access;
 mod envelope;
 mod gate;
 mod http;

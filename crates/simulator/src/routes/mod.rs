@@ -1,4 +1,8 @@
 //! The HTTP surface: one route per operation, all funnelled through `dispatch`.
+mod access;
+mod access_apps;
+mod access_policies;
+mod access_rules;
 mod accounts;
 mod auth;
 mod dispatch;
@@ -140,8 +144,20 @@ fn handle(state: &mut State, op: Operation, ctx: &Ctx) -> Result<Reply, ApiError
         Operation::PatchDnsRecord => dns::update(state, ctx, true),
         Operation::DeleteDnsRecord => dns::delete(state, ctx),
         Operation::BatchDnsRecords => dns_batch::batch(state, ctx),
+        Operation::GetAccessOrganization => access::organization(state, ctx),
+        Operation::ListAccessApps => access_apps::list(state, ctx),
+        Operation::CreateAccessApp => access_apps::create(state, ctx),
+        Operation::GetAccessApp => access_apps::get(state, ctx),
+        Operation::UpdateAccessApp => access_apps::update(state, ctx),
+        Operation::DeleteAccessApp => access_apps::delete(state, ctx),
+        Operation::ListAccessPolicies => access_policies::list(state, ctx),
+        Operation::CreateAccessPolicy => access_policies::create(state, ctx),
+        Operation::GetAccessPolicy => access_policies::get(state, ctx),
+        Operation::UpdateAccessPolicy => access_policies::update(state, ctx),
+        Operation::DeleteAccessPolicy => access_policies::delete(state, ctx),
     }
 }
 
+pub(crate) use access_apps::insert as insert_access_app;
 pub(crate) use dns::insert_record;
 pub(crate) use tunnels::token_for;

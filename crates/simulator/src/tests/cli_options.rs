@@ -135,3 +135,24 @@ async fn the_options_configure_quota_batch_limit_and_block_enforcement() {
     let debug = format!("{args:?}");
     assert!(!debug.contains(TOKEN), "{debug}");
 }
+
+#[tokio::test]
+async fn access_team_gives_the_account_its_zero_trust_organization() {
+    let args = parse(&["--token", TOKEN, "--access-team", "acme-ops"]).expect("parse");
+    let config = args.config();
+    assert_eq!(config.access_team.as_deref(), Some("acme-ops"));
+    let sim = Simulator::new(config);
+    let path = format!("/accounts/{}/access/organizations", sim.account_id());
+    assert_eq!(
+        get(&sim, &path).await.result()["auth_domain"],
+        "acme-ops.cloudflareaccess.com"
+    );
+    assert_eq!(parse(&[]).expect("parse").config().access_team, None);
+    for bad in ["", "-acme", "acme-", "acme.ops", "a b", &"x".repeat(64)] {
+        let error = parse(&[&format!("--access-team={bad}")]).expect_err(bad);
+        assert!(
+            error.contains("'--access-team <NAME>': expected a team name"),
+            "{bad}: {error}"
+        );
+    }
+}

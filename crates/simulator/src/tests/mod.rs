@@ -1,4 +1,6 @@
 //! Behaviour tests driving the router in-process, plus one through a real socket.
+mod access;
+mod access_checks;
 mod auth;
 mod budget;
 mod cli_options;

@@ -81,6 +81,7 @@ async fn refuses_to_listen_off_loopback() {
         zone_record_quota: None,
         batch_limit: None,
         block_on_rate_limit: false,
+        access_team: None,
     };
     let message = crate::cli::run(args)
         .await
