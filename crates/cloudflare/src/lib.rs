@@ -13,6 +13,7 @@ mod engine;
 mod error;
 mod models;
 mod observer;
+mod quota;
 mod ratelimit;
 mod records;
 mod retry;
@@ -46,6 +47,9 @@ pub use models::{
     ZoneAccount, ZonePlan,
 };
 pub use observer::{AttemptStatus, CallObserver, CallOutcome, NoObserver};
+pub use quota::{
+    CODE_RECORD_QUOTA_EXCEEDED, FREE_PLAN_RECORD_QUOTA, PAID_PLAN_RECORD_QUOTA, ZoneRecordQuota,
+};
 pub use ratelimit::{Limiter, RateLimit, RateLimiters};
 pub use records::{
     CommentFilter, DnsRecord, DnsRecordFilter, DnsRecordType, NewDnsRecord, TTL_AUTO,
