@@ -29,8 +29,9 @@ use cftunnel_types::TunnelIdentity;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DnsProblem {
     pub hostname: Option<String>,
-    /// The condition reason: `DNSConflict` (a record that is not ours is in the way) or
-    /// `DNSError` (Cloudflare refused or failed, or the hostname cannot have a record).
+    /// The condition reason: `DNSConflict` (a record that is not ours is in the way),
+    /// `DNSError` (Cloudflare refused or failed, or the hostname cannot have a record) or
+    /// `QuotaExceeded` (the zone is at its record quota).
     pub reason: &'static str,
     pub message: String,
 }
@@ -40,6 +41,10 @@ pub(crate) const REASON_DNS_CONFLICT: &str = "DNSConflict";
 /// checked again at the drift interval, and taken over once that cluster lets go.
 pub(crate) const REASON_DNS_OTHER_CLUSTER: &str = "DNSHeldByOtherCluster";
 pub(crate) const REASON_DNS_ERROR: &str = "DNSError";
+/// The zone is at its record quota: the hostname waits for room, looked at again when the
+/// group's input changes (a hostname removed makes room) or at the drift interval, never in a
+/// retry loop (`dns_sync/quota.rs`).
+pub(crate) const REASON_QUOTA_EXCEEDED: &str = "QuotaExceeded";
 
 struct GroupState {
     input: ZoneDns,
@@ -167,6 +172,13 @@ pub struct DnsSync {
     pending_told: BTreeSet<(TunnelIdentity, String, String)>,
 }
 
+impl GroupState {
+    /// Is one of its last sync's problems of this reason?
+    fn has_reason(&self, reason: &str) -> bool {
+        self.problems.values().flatten().any(|p| p.reason == reason)
+    }
+}
+
 impl DnsSync {
     pub fn new(ctx: &Context) -> DnsSync {
         let o = &ctx.options;
@@ -292,7 +304,15 @@ impl DnsSync {
             }
             let due = match self.groups.get(&key) {
                 None => first_sight_due(&zone, records, &owners, &key.zone_id),
-                Some(state) => state.input != zone || state.due.is_some_and(|d| d <= now),
+                Some(state) => {
+                    let timed = state.due.is_some_and(|d| d <= now);
+                    if timed && state.has_reason(REASON_QUOTA_EXCEEDED) {
+                        // The drift check of a full zone: its plan is read again and its
+                        // quota tried again (a plan upgraded, records removed elsewhere).
+                        self.options.quota_memory.forget(&key.zone_id);
+                    }
+                    state.input != zone || timed
+                }
             };
             if due {
                 self.sync_group(ctx, key, zone, &owners).await;
@@ -447,12 +467,16 @@ impl DnsSync {
                 }
             }
         }
-        // Hostnames another cluster holds are no failure: looked at again at the drift interval.
-        let waits_for_others = !clean
-            && outcome
-                .values()
-                .flatten()
-                .all(|p| p.reason == REASON_DNS_OTHER_CLUSTER);
+        // Hostnames another cluster holds, or a zone at its quota, are no failure: looked at
+        // again at the drift interval (or when the input changes).
+        let waits = |p: &DnsProblem| {
+            p.reason == REASON_DNS_OTHER_CLUSTER || p.reason == REASON_QUOTA_EXCEEDED
+        };
+        let waits_for_others = !clean && outcome.values().flatten().all(waits);
+        let for_another_cluster = outcome
+            .values()
+            .flatten()
+            .any(|p| p.reason == REASON_DNS_OTHER_CLUSTER);
         let failures = match self.groups.get(&key) {
             _ if waits_for_others => 0,
             Some(state) if !clean => state.failures.saturating_add(1),
@@ -463,12 +487,13 @@ impl DnsSync {
             self.drift
                 .map(|_| Instant::now() + ctx.jittered_drift_interval())
         } else if waits_for_others {
-            Some(
-                Instant::now()
-                    + self
-                        .drift
-                        .map_or(self.retry_max, |_| ctx.jittered_drift_interval()),
-            )
+            // Without drift checks, another cluster's hostname is looked at every retry_max;
+            // a full zone only when the input changes.
+            match (self.drift, for_another_cluster) {
+                (Some(_), _) => Some(Instant::now() + ctx.jittered_drift_interval()),
+                (None, true) => Some(Instant::now() + self.retry_max),
+                (None, false) => None,
+            }
         } else {
             let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
             let api_errors_only = outcome

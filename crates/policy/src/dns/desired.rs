@@ -7,8 +7,8 @@ use cftunnel_types::TunnelIdentity;
 use super::batching::{BatchMemory, BatchMode};
 use super::marker::ClusterId;
 use super::quota_memory::QuotaMemory;
-use crate::routes::Age;
 use super::txt::managed_txt_name;
+use crate::routes::Age;
 
 /// Longest hostname: `_managed.` plus it must still fit in a 255-character record name.
 pub const MAX_HOSTNAME_CHARS: usize = 244;

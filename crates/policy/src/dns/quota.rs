@@ -98,10 +98,7 @@ pub fn fit(
 ) -> Fitted {
     let (mut send, mut adding): (Vec<_>, Vec<_>) =
         groups.into_iter().partition(|g| records_added(g) <= 0);
-    let freed: usize = send
-        .iter()
-        .map(|g| records_added(g).unsigned_abs())
-        .sum();
+    let freed: usize = send.iter().map(|g| records_added(g).unsigned_abs()).sum();
     adding.sort_by(|a, b| {
         let key = |g: &Vec<DnsChange>| {
             let hostname = g.first().map(|c| c.hostname.as_str()).unwrap_or_default();
@@ -152,12 +149,18 @@ impl fmt::Display for OverQuota {
             self.hostname, self.zone_name
         )?;
         match (&self.quota, self.held) {
-            (Some((limit, QuotaBasis::Reported { plan } | QuotaBasis::Confirmed { plan })), held) => {
+            (
+                Some((limit, QuotaBasis::Reported { plan } | QuotaBasis::Confirmed { plan })),
+                held,
+            ) => {
                 match held {
                     Some(held) => write!(f, "it holds {held} records; ")?,
                     None => {}
                 }
-                write!(f, "{limit} records is the quota reported for its plan, {plan}")?;
+                write!(
+                    f,
+                    "{limit} records is the quota reported for its plan, {plan}"
+                )?;
             }
             (Some((_, QuotaBasis::Refused { .. })) | None, Some(held)) => write!(
                 f,

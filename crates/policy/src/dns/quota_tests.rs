@@ -67,7 +67,10 @@ fn the_room_goes_to_the_oldest_routes_first() {
         hostnames(&fitted.send),
         vec!["b.example.com", "d.example.com", "e.example.com"]
     );
-    assert_eq!(hostnames(&fitted.beyond), vec!["c.example.com", "a.example.com"]);
+    assert_eq!(
+        hostnames(&fitted.beyond),
+        vec!["c.example.com", "a.example.com"]
+    );
 }
 
 #[test]
@@ -79,7 +82,10 @@ fn one_sources_hostnames_are_ordered_by_name_and_an_unknown_age_comes_first() {
     }
     zone.since.remove("d.example.com");
     let fitted = fit(groups(&zone, &[]), &zone.since, Some(&room(200, 196)));
-    assert_eq!(hostnames(&fitted.send), vec!["d.example.com", "a.example.com"]);
+    assert_eq!(
+        hostnames(&fitted.send),
+        vec!["d.example.com", "a.example.com"]
+    );
     assert_eq!(
         hostnames(&fitted.beyond),
         vec!["b.example.com", "c.example.com", "e.example.com"]
@@ -124,7 +130,12 @@ fn records_deleted_in_the_same_sync_make_room_and_go_out_first() {
     let zone = five([1, 2, 3, 4, 5]);
     let all = groups(&zone, &actual);
     let old = all.iter().find(|g| g[0].hostname == "old.example.com");
-    assert_eq!(old.map(|g| records_added(g)), Some(-2), "{:?}", hostnames(&all));
+    assert_eq!(
+        old.map(|g| records_added(g)),
+        Some(-2),
+        "{:?}",
+        hostnames(&all)
+    );
     // 10 held of 12: 2 free plus the 2 the deletes free make room for b and a.
     let fitted = fit(all, &zone.since, Some(&room(12, 10)));
     assert_eq!(
@@ -197,15 +208,18 @@ fn a_refusal_below_the_plan_figure_is_the_bound_until_the_zone_holds_more() {
         ..QuotaFacts::default()
     };
     facts.refused_at(10, 2);
-    assert_eq!(
-        facts.limit(),
-        Some((11, QuotaBasis::Refused { held: 10 }))
+    assert_eq!(facts.limit(), Some((11, QuotaBasis::Refused { held: 10 })));
+    assert!(
+        !facts.disproved,
+        "a smaller quota does not prove the figure wrong"
     );
-    assert!(!facts.disproved, "a smaller quota does not prove the figure wrong");
     // The zone took more records since (a plan upgrade): back to the plan figure.
     facts.exceeded_by(40);
     assert_eq!(facts.refused, None);
-    assert!(matches!(facts.limit(), Some((200, QuotaBasis::Reported { .. }))));
+    assert!(matches!(
+        facts.limit(),
+        Some((200, QuotaBasis::Reported { .. }))
+    ));
 }
 
 #[test]
@@ -252,7 +266,12 @@ fn over(quota: Option<(usize, QuotaBasis)>, held: Option<usize>, records: usize)
 #[test]
 fn the_message_names_the_zone_its_quota_what_it_holds_and_the_fixes() {
     let confirmed = over(
-        Some((200, QuotaBasis::Confirmed { plan: "Free Website".into() })),
+        Some((
+            200,
+            QuotaBasis::Confirmed {
+                plan: "Free Website".into(),
+            },
+        )),
         Some(200),
         2,
     );
