@@ -52,6 +52,7 @@ pub(crate) fn model_verdicts<'a>(
         &table,
         &StatusInput {
             tunnel_ids: &ids,
+            dns: &BTreeMap::new(),
             now: Time(jiff::Timestamp::UNIX_EPOCH),
         },
     );
