@@ -173,10 +173,18 @@ pub struct DnsSync {
 }
 
 impl GroupState {
-    /// Is one of its last sync's problems of this reason?
-    fn has_reason(&self, reason: &str) -> bool {
-        self.problems.values().flatten().any(|p| p.reason == reason)
+    /// Was its last sync's due time its drift check with hostnames over the zone's quota (every
+    /// problem one that waits, at least one of them a quota problem)?
+    fn at_drift_for_quota(&self) -> bool {
+        let mut problems = self.problems.values().flatten();
+        problems.clone().any(|p| p.reason == REASON_QUOTA_EXCEEDED) && problems.all(waits)
     }
+}
+
+/// A problem that is looked at again at the drift interval, not retried: a hostname another
+/// cluster holds, or one over its zone's quota.
+fn waits(p: &DnsProblem) -> bool {
+    p.reason == REASON_DNS_OTHER_CLUSTER || p.reason == REASON_QUOTA_EXCEEDED
 }
 
 impl DnsSync {
@@ -306,9 +314,11 @@ impl DnsSync {
                 None => first_sight_due(&zone, records, &owners, &key.zone_id),
                 Some(state) => {
                     let timed = state.due.is_some_and(|d| d <= now);
-                    if timed && state.has_reason(REASON_QUOTA_EXCEEDED) {
+                    if timed && state.at_drift_for_quota() {
                         // The drift check of a full zone: its plan is read again and its
-                        // quota tried again (a plan upgraded, records removed elsewhere).
+                        // quota tried again (a plan upgraded, records removed elsewhere). A
+                        // retry after an error keeps what is known, so it writes nothing
+                        // that must fail.
                         self.options.quota_memory.forget(&key.zone_id);
                     }
                     state.input != zone || timed
@@ -469,9 +479,6 @@ impl DnsSync {
         }
         // Hostnames another cluster holds, or a zone at its quota, are no failure: looked at
         // again at the drift interval (or when the input changes).
-        let waits = |p: &DnsProblem| {
-            p.reason == REASON_DNS_OTHER_CLUSTER || p.reason == REASON_QUOTA_EXCEEDED
-        };
         let waits_for_others = !clean && outcome.values().flatten().all(waits);
         let for_another_cluster = outcome
             .values()

@@ -69,9 +69,10 @@ impl QuotaFacts {
         self.refused = Some(Refusal { held, cost });
     }
 
-    /// The zone holds more records than the figure allows: the figure is wrong for it.
+    /// The zone holds `held` records: every figure below that is wrong for it (a refusal's
+    /// bound after a plan upgrade, a plan figure of an older Free zone) and is dropped.
     pub fn exceeded_by(&mut self, held: usize) {
-        if let Some((limit, basis)) = self.limit()
+        while let Some((limit, basis)) = self.limit()
             && held > limit
         {
             match basis {

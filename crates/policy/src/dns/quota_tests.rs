@@ -220,6 +220,10 @@ fn a_refusal_below_the_plan_figure_is_the_bound_until_the_zone_holds_more() {
         facts.limit(),
         Some((200, QuotaBasis::Reported { .. }))
     ));
+    // Past both: neither holds.
+    facts.refused_at(10, 2);
+    facts.exceeded_by(300);
+    assert_eq!((facts.limit(), facts.disproved), (None, true));
 }
 
 #[test]
