@@ -3,7 +3,8 @@
 //! the two youngest get `QuotaExceeded` (a binding's Ready, a labelled Service's Event) naming
 //! the zone, its quota, what it holds and the fixes; nothing is retried while nothing changes;
 //! a route removed makes room for the oldest one waiting. Beside it, the same zone with four
-//! hostnames routed, which stays below its quota.
+//! hostnames routed, which stays below its quota; and with drift checks on, a hostname waiting
+//! for room costs one refused write per check, nothing in between.
 use std::time::Duration;
 
 use cftunnel_sim::Operation;
@@ -175,4 +176,70 @@ async fn a_zone_with_room_publishes_every_route_without_a_refusal() {
         .filter(|e| e.status == 400)
         .collect();
     assert!(refused.is_empty(), "{refused:?}");
+}
+
+#[tokio::test]
+async fn a_full_zone_is_tried_again_at_the_drift_interval_only() {
+    let h = Harness::start_with("tr-quota-drift", |o| {
+        o.drift_interval = Duration::from_secs(8);
+    })
+    .await;
+    // Room for two hostnames; three routed.
+    free_zone_holding(&h, OTHERS + 6);
+    tunnel_and_service(&h).await;
+    h.wait_reason(&h.tunnels(), "edge", "Ready").await;
+    for letter in ["c", "b", "a"] {
+        route(&h, letter).await;
+    }
+    let waiting = poll_until(
+        "two routes published, one over quota",
+        WAIT,
+        POLL,
+        || async {
+            let mut over = Vec::new();
+            let mut routed = 0;
+            for letter in ["c", "b", "a"] {
+                match binding_ready(&h, &format!("web-{letter}")).await.1.as_str() {
+                    "Routed" => routed += 1,
+                    "QuotaExceeded" => over.push(letter),
+                    _ => {}
+                }
+            }
+            (routed == 2 && over.len() == 1).then(|| over[0])
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    poll_until("the zone full", WAIT, POLL, || async {
+        (h.sim.dns_records(ZONE).len() == 200).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    // 8 s ± 10 % between checks: at most four in 24 s, each one refused write of the hostname
+    // waiting (the zone's facts are forgotten at a drift check and its quota tried again).
+    h.sim.reset_counters();
+    tokio::time::sleep(Duration::from_secs(24)).await;
+    let writes = h.sim.calls(Operation::BatchDnsRecords) + h.sim.calls(Operation::CreateDnsRecord);
+    println!("full zone with drift checks every 8 s: {writes} DNS write(s) in 24 s");
+    assert!(
+        (1..=4).contains(&writes),
+        "{writes} writes in 24 s: {:?}",
+        h.sim.request_log()
+    );
+    let refused = h
+        .sim
+        .request_log()
+        .iter()
+        .filter(|e| e.status == 400)
+        .count() as u64;
+    assert_eq!(
+        refused, writes,
+        "every write tried is the waiting hostname's"
+    );
+    assert_eq!(
+        binding_ready(&h, &format!("web-{waiting}")).await.1,
+        "QuotaExceeded"
+    );
+    assert!(!has_cname(&h, waiting));
 }
