@@ -68,10 +68,6 @@ fn names(range: std::ops::Range<usize>) -> Vec<String> {
     range.map(|i| format!("h{i:03}.{ZONE}")).collect()
 }
 
-fn creates(env: &Env) -> u64 {
-    env.sim.calls(Operation::CreateDnsRecord) + env.sim.calls(Operation::BatchDnsRecords)
-}
-
 #[tokio::test]
 async fn a_full_free_zone_publishes_the_oldest_hostnames_that_fit_then_writes_nothing_that_must_fail()
  {

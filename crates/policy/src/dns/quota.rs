@@ -153,9 +153,8 @@ impl fmt::Display for OverQuota {
                 Some((limit, QuotaBasis::Reported { plan } | QuotaBasis::Confirmed { plan })),
                 held,
             ) => {
-                match held {
-                    Some(held) => write!(f, "it holds {held} records; ")?,
-                    None => {}
+                if let Some(held) = held {
+                    write!(f, "it holds {held} records; ")?;
                 }
                 write!(
                     f,
