@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use cftunnel_cloudflare::{FREE_PLAN_RECORD_QUOTA, PAID_PLAN_RECORD_QUOTA};
+use cftunnel_cloudflare::FREE_PLAN_RECORD_QUOTA;
 
 use super::verdict::Verdict;
 use crate::routes::{ANY_HOST, RouteTable, SourceRef};
@@ -16,26 +16,32 @@ pub const FREE_ZONE_HOSTNAMES_WITH_TXT: usize = FREE_PLAN_RECORD_QUOTA / 2;
 
 /// Warns when `hostnames` (distinct, each written into DNS) would not fit one Free zone.
 pub(crate) fn check_hostname_count(field: impl fmt::Display, hostnames: usize, v: &mut Verdict) {
+    if let Some(advice) = beyond_a_free_zone(hostnames) {
+        v.warn(
+            field,
+            format!("{hostnames} hostnames get DNS records: {advice}"),
+        );
+    }
+}
+
+/// What a Free zone holds and what to do, when `hostnames` would not fit one.
+pub(crate) fn beyond_a_free_zone(hostnames: usize) -> Option<String> {
     if hostnames <= FREE_ZONE_HOSTNAMES_WITH_TXT {
-        return;
+        return None;
     }
     let fit = if hostnames <= FREE_PLAN_RECORD_QUOTA {
         "only with --no-dns-txt-records"
     } else {
         "not even with --no-dns-txt-records"
     };
-    v.warn(
-        field,
-        format!(
-            "{hostnames} hostnames get DNS records: a Cloudflare zone on the Free plan is reported \
-             to hold {FREE_PLAN_RECORD_QUOTA} records, {FREE_ZONE_HOSTNAMES_WITH_TXT} hostnames \
-             with cftunnel's _managed TXT records (two records each) or \
-             {FREE_PLAN_RECORD_QUOTA} with --no-dns-txt-records, others' records included; \
-             these fit one Free zone {fit}. In a full zone the youngest routes get no record \
-             (QuotaExceeded); split them over zones, or use a paid plan \
-             ({PAID_PLAN_RECORD_QUOTA} records reported)"
-        ),
-    );
+    Some(format!(
+        "a Cloudflare zone on the Free plan is reported to hold {FREE_PLAN_RECORD_QUOTA} \
+         records, {FREE_ZONE_HOSTNAMES_WITH_TXT} hostnames with cftunnel's _managed TXT records \
+         (two records each) or {FREE_PLAN_RECORD_QUOTA} with --no-dns-txt-records, others' \
+         records included; these fit one Free zone {fit}. In a full zone the youngest routes get \
+         no record (QuotaExceeded); split them over zones, or use a paid plan (3,500 records \
+         reported)"
+    ))
 }
 
 /// The distinct hostnames `source` gets DNS records for in `table`: those it serves that its

@@ -468,11 +468,12 @@ subjects:
 
 #[test]
 fn one_object_asking_more_hostnames_than_a_free_zone_holds_is_warned() {
+    // The object's own warning (the tunnel's domain total is another test's).
     let quota_warnings = |docs: &[&str]| -> Vec<String> {
         report(docs, "default")
             .warning_lines()
             .into_iter()
-            .filter(|w| w.contains("Free plan"))
+            .filter(|w| w.contains("Free plan") && !w.starts_with("ClusterTunnel"))
             .collect()
     };
     assert_eq!(
@@ -516,5 +517,46 @@ spec:
     assert!(
         warned[0].contains("not even with --no-dns-txt-records"),
         "{warned:?}"
+    );
+}
+
+#[test]
+fn the_whole_inputs_hostnames_are_added_up_per_tunnel_domain() {
+    // 51 bindings of two hostnames each: none is warned on its own, the domain is.
+    let bindings: Vec<String> = (0..51)
+        .map(|i| {
+            format!(
+                "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {{name: b{i}, namespace: shop}}
+subjects:
+  - {{name: web, spec: {{fqdn: a{i}.example.org}}}}
+  - {{name: web, spec: {{fqdn: b{i}.example.org}}}}
+tunnelRef: {{kind: ClusterTunnel, name: edge}}
+"
+            )
+        })
+        .collect();
+    let mut docs: Vec<&str> = vec![EDGE];
+    docs.extend(bindings.iter().map(String::as_str));
+    let warned: Vec<String> = report(&docs, "default")
+        .warning_lines()
+        .into_iter()
+        .filter(|w| w.contains("Free plan"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].starts_with(
+            "ClusterTunnel edge: spec.cloudflare.domain: 102 hostnames of the input get DNS records in example.org (or zones under it): a Cloudflare zone on the Free plan"
+        ),
+        "{warned:?}"
+    );
+    let fifty = &docs[..51];
+    assert!(
+        report(fifty, "default")
+            .warning_lines()
+            .iter()
+            .all(|w| !w.contains("Free plan")),
+        "100 hostnames fit"
     );
 }
