@@ -145,6 +145,7 @@ async fn a_full_free_zone_publishes_the_oldest_hostnames_that_fit_then_writes_no
 #[tokio::test]
 async fn hostnames_beyond_the_reported_quota_are_tried_once_then_held_back() {
     let env = Env::batched();
+    assert!(env.sim.set_zone_plan(ZONE, "free"));
     assert!(env.sim.set_zone_record_quota(ZONE, Some(200)));
     let (edge, since) = routed(104);
     let report = env.sync(&aged(vec![edge], &since)).await;
@@ -172,6 +173,7 @@ async fn hostnames_beyond_the_reported_quota_are_tried_once_then_held_back() {
 async fn a_zone_holding_more_than_its_reported_quota_gets_every_record() {
     // An older Free zone with a larger quota: the figure is tried once and proved wrong.
     let env = Env::batched();
+    assert!(env.sim.set_zone_plan(ZONE, "free"));
     let (edge, since) = routed(110);
     let report = env.sync(&aged(vec![edge.clone()], &since)).await;
     assert!(
@@ -196,6 +198,7 @@ async fn a_zone_holding_more_than_its_reported_quota_gets_every_record() {
 #[tokio::test]
 async fn one_record_at_a_time_a_full_zone_costs_one_refused_create() {
     let env = Env::new();
+    assert!(env.sim.set_zone_plan(ZONE, "free"));
     assert!(env.sim.set_zone_record_quota(ZONE, Some(7)));
     let (edge, since) = routed(5);
     let desired = aged(vec![edge], &since);
@@ -221,6 +224,7 @@ async fn one_record_at_a_time_a_full_zone_costs_one_refused_create() {
 #[tokio::test]
 async fn without_txt_records_a_free_zone_holds_twice_the_hostnames() {
     let env = Env::batched();
+    assert!(env.sim.set_zone_plan(ZONE, "free"));
     assert!(env.sim.set_zone_record_quota(ZONE, Some(200)));
     let (mut edge, since) = routed(150);
     edge.txt_records = false;
