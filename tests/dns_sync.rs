@@ -8,6 +8,8 @@ mod harness;
 mod openapi;
 #[path = "dns_sync/ownership.rs"]
 mod ownership;
+#[path = "dns_sync/quota.rs"]
+mod quota;
 
 use cftunnel::dns_sync::WriteKind;
 use cftunnel_policy::dns::{DnsOptions, ManagedTxt, managed_txt_name, ownership_marker, quote_txt};

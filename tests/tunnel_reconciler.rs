@@ -30,6 +30,8 @@ mod metrics;
 mod ownership;
 #[path = "leader_election/proxy.rs"]
 mod proxy;
+#[path = "tunnel_reconciler/quota.rs"]
+mod quota;
 #[path = "tunnel_reconciler/remote.rs"]
 mod remote;
 #[path = "tunnel_reconciler/remote_connector.rs"]

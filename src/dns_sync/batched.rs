@@ -51,7 +51,7 @@ impl Run<'_> {
             (_, Some(ZoneBatching::Limit(limit))) => return Some(limit),
             _ => {}
         }
-        let limit = match self.reader.client.get_zone(zone_id).await {
+        let limit = match self.read_plan().await {
             Ok(zone) => ZonePlanLimit::of(&zone),
             Err(error) => {
                 tracing::debug!(zone_id, %error, "zone plan unreadable; batches use the Free plan's limit");
@@ -62,11 +62,22 @@ impl Run<'_> {
         Some(limit)
     }
 
-    /// Every hostname's changes in batches of at most `limit` records, then the `DnsId` patches.
-    pub(super) async fn apply_batched(&mut self, groups: Vec<Vec<DnsChange>>, limit: usize) {
-        for chunk in chunks(groups, limit) {
+    /// Every hostname's changes in batches of at most `limit` records (those beyond a reported
+    /// quota last, in batches of their own), then the `DnsId` patches.
+    pub(super) async fn apply_batched(
+        &mut self,
+        send: Vec<Vec<DnsChange>>,
+        beyond: Vec<Vec<DnsChange>>,
+        limit: usize,
+    ) {
+        for chunk in chunks(send, limit) {
             self.send(chunk, true).await;
         }
+        self.quota.probing = !beyond.is_empty();
+        for chunk in chunks(beyond, limit) {
+            self.send(chunk, true).await;
+        }
+        self.quota.probing = false;
         if self.pending_dns_ids.is_empty() {
             return;
         }
@@ -85,6 +96,11 @@ impl Run<'_> {
 
     /// Sends one batch of whole hostnames; narrows a refusal down to the hostname refused.
     async fn send(&mut self, groups: Vec<Vec<DnsChange>>, may_replan: bool) {
+        let groups: Vec<Vec<DnsChange>> =
+            groups.into_iter().filter(|g| !self.held_back(g)).collect();
+        if groups.is_empty() {
+            return;
+        }
         if self.batch_off {
             for group in groups {
                 self.apply_group(group, may_replan).await;
@@ -102,7 +118,13 @@ impl Run<'_> {
             .batch_dns_records(self.reader.zone_id, &batch)
             .await
         {
-            Ok(result) => return self.absorb(&groups, &slots, &result),
+            Ok(result) => {
+                self.absorb(&groups, &slots, &result);
+                if self.quota.probing {
+                    self.accepted_beyond();
+                }
+                return;
+            }
             Err(error) => error,
         };
         if is_unavailable(&error) && self.options.batch == BatchMode::Auto {
@@ -124,6 +146,11 @@ impl Run<'_> {
         {
             self.reread = true;
             return Box::pin(self.replan_all(groups)).await;
+        }
+        // The zone is full: one hostname refused stays without records (a batch of several is
+        // halved below, so those that fit land), as do hostnames tried beyond a reported quota.
+        if error.is_quota_exceeded() && (groups.len() == 1 || self.quota.probing) {
+            return self.refused_for_quota(&groups).await;
         }
         if groups.len() > 1 && is_refusal(&error) {
             let mut first = groups;

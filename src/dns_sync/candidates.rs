@@ -22,6 +22,8 @@ use cftunnel_policy::dns::normalize_name;
 
 /// A list walk longer than this is a broken server, not a zone.
 const MAX_PAGES: u32 = 10_000;
+/// Page size of the call that counts a zone's records (only its `total_count` is read).
+const COUNT_PAGE_SIZE: u32 = 5;
 
 /// Counts the list calls of one sync.
 pub(crate) struct Reader<'a> {
@@ -128,6 +130,18 @@ impl Reader<'_> {
             records.extend(self.walk(&by_content, None).await?);
         }
         Ok(records)
+    }
+
+    /// How many records the zone holds, of every type (all count toward its record quota):
+    /// one list call of the smallest page, read for its `total_count`; `None` when the answer
+    /// does not say.
+    pub(crate) async fn count_all(&mut self) -> Result<Option<usize>, CloudflareError> {
+        let filter = DnsRecordFilter {
+            per_page: Some(COUNT_PAGE_SIZE),
+            ..Default::default()
+        };
+        let page = self.page(&filter, 1).await?;
+        Ok(page.info.map(|info| info.total_count as usize))
     }
 
     /// Every record at `name` (any type): the re-read after a create found the name taken.

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use crate::dns_sync::credentials::Resolved;
 use crate::dns_sync::groups::GroupKey;
 use crate::dns_sync::schedule::{
-    DnsProblem, REASON_DNS_CONFLICT, REASON_DNS_ERROR, REASON_DNS_OTHER_CLUSTER, wants_nothing,
+    DnsProblem, REASON_DNS_CONFLICT, REASON_DNS_ERROR, REASON_DNS_OTHER_CLUSTER,
+    REASON_QUOTA_EXCEEDED, wants_nothing,
 };
 use crate::dns_sync::sync_zone;
 use crate::term::Context;
@@ -86,6 +87,7 @@ pub(super) async fn sync_once(
             .cloned()
             .collect(),
         routed_elsewhere: zone.routed_elsewhere.clone(),
+        since: zone.since.clone(),
     };
     match sync_zone(&client, &key.zone_id, zone, options).await {
         Ok(report) => {
@@ -119,6 +121,11 @@ pub(super) async fn sync_once(
                         reason: REASON_DNS_ERROR,
                         message: e.to_string(),
                     });
+                    let over = t.over_quota.iter().map(|o| DnsProblem {
+                        hostname: Some(o.hostname.clone()),
+                        reason: REASON_QUOTA_EXCEEDED,
+                        message: o.to_string(),
+                    });
                     // A zone other than its own where it wants nothing (one it left, by a domain
                     // change or a route change) must end up holding none of its records.
                     let leaving = owners.get(&t.identity) != Some(&key.zone_id)
@@ -133,7 +140,12 @@ pub(super) async fn sync_once(
                     });
                     (
                         t.identity.clone(),
-                        conflicts.chain(invalid).chain(errors).chain(left).collect(),
+                        conflicts
+                            .chain(invalid)
+                            .chain(errors)
+                            .chain(over)
+                            .chain(left)
+                            .collect(),
                     )
                 })
                 .collect();

@@ -197,28 +197,38 @@ pub(super) fn wanted(
                 }
             }
         }
+        let ages = table.tunnels.get(&r.identity).map(|t| &t.dns_since);
         for (zone_id, (zone_name, hostnames)) in placed {
             let key = GroupKey {
                 zone_id,
                 credential: credential.clone(),
             };
             let s = &r.status;
-            out.groups
-                .entry(key)
-                .or_insert_with(|| ZoneDns {
-                    zone_name,
-                    ..ZoneDns::default()
-                })
-                .tunnels
-                .push(TunnelDns {
-                    identity: r.identity.clone(),
-                    tunnel_id: s.tunnel_id.clone().unwrap_or_default(),
-                    previous_tunnel_ids: s.previous_tunnel_ids.clone().unwrap_or_default(),
-                    tunnel_name: s.tunnel_name.clone().unwrap_or_default(),
-                    hostnames,
-                    txt_records,
-                    sweep: false,
-                });
+            let group = out.groups.entry(key).or_insert_with(|| ZoneDns {
+                zone_name,
+                ..ZoneDns::default()
+            });
+            for host in &hostnames {
+                let Some(age) = ages.and_then(|a| a.get(host)) else {
+                    continue;
+                };
+                let oldest = group
+                    .since
+                    .entry(normalize_name(host))
+                    .or_insert_with(|| age.clone());
+                if age < oldest {
+                    *oldest = age.clone();
+                }
+            }
+            group.tunnels.push(TunnelDns {
+                identity: r.identity.clone(),
+                tunnel_id: s.tunnel_id.clone().unwrap_or_default(),
+                previous_tunnel_ids: s.previous_tunnel_ids.clone().unwrap_or_default(),
+                tunnel_name: s.tunnel_name.clone().unwrap_or_default(),
+                hostnames,
+                txt_records,
+                sweep: false,
+            });
         }
     }
     for zone in out.groups.values_mut() {

@@ -14,6 +14,7 @@ mod credentials;
 mod group_sync;
 mod groups;
 mod previous_zones;
+mod quota;
 mod report;
 mod schedule;
 mod single;

@@ -6,7 +6,7 @@ use cftunnel_types::TunnelIdentity;
 
 use crate::metrics::Metrics;
 
-use cftunnel_policy::dns::{DnsConflict, InvalidHostname, RecordRef, SharedHostname};
+use cftunnel_policy::dns::{DnsConflict, InvalidHostname, OverQuota, RecordRef, SharedHostname};
 
 /// The kind of a write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -86,6 +86,8 @@ pub struct TunnelDnsReport {
     pub errors: Vec<DnsWriteError>,
     /// Other clusters' hostnames on this tunnel that no tunnel of the zone routes here.
     pub shared: Vec<SharedHostname>,
+    /// Routed hostnames left without records: the zone is at its record quota.
+    pub over_quota: Vec<OverQuota>,
     /// CNAME and TXT records of this tunnel left in the zone after the sync. A tunnel being
     /// deleted (passed with no hostnames) is clean once this is 0 and `errors` is empty.
     pub records_left: usize,
@@ -100,21 +102,27 @@ impl TunnelDnsReport {
             invalid: Vec::new(),
             errors: Vec::new(),
             shared: Vec::new(),
+            over_quota: Vec::new(),
             records_left: 0,
         }
     }
 
     /// Every routed hostname has its records and nothing failed.
     pub fn is_clean(&self) -> bool {
-        self.conflicts.is_empty() && self.invalid.is_empty() && self.errors.is_empty()
+        self.conflicts.is_empty()
+            && self.invalid.is_empty()
+            && self.errors.is_empty()
+            && self.over_quota.is_empty()
     }
 
-    /// Every problem as one line each (conflicts, refused hostnames, failed writes).
+    /// Every problem as one line each (conflicts, refused hostnames, failed writes, hostnames
+    /// over the zone's quota).
     pub fn problems(&self) -> Vec<String> {
         let conflicts = self.conflicts.iter().map(ToString::to_string);
         let invalid = self.invalid.iter().map(ToString::to_string);
         let errors = self.errors.iter().map(ToString::to_string);
-        conflicts.chain(invalid).chain(errors).collect()
+        let over = self.over_quota.iter().map(ToString::to_string);
+        conflicts.chain(invalid).chain(errors).chain(over).collect()
     }
 }
 

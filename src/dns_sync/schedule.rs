@@ -30,8 +30,9 @@ use cftunnel_types::TunnelIdentity;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DnsProblem {
     pub hostname: Option<String>,
-    /// The condition reason: `DNSConflict` (a record that is not ours is in the way) or
-    /// `DNSError` (Cloudflare refused or failed, or the hostname cannot have a record).
+    /// The condition reason: `DNSConflict` (a record that is not ours is in the way),
+    /// `DNSError` (Cloudflare refused or failed, or the hostname cannot have a record) or
+    /// `QuotaExceeded` (the zone is at its record quota).
     pub reason: &'static str,
     pub message: String,
 }
@@ -41,6 +42,10 @@ pub(crate) const REASON_DNS_CONFLICT: &str = "DNSConflict";
 /// checked again at the drift interval, and taken over once that cluster lets go.
 pub(crate) const REASON_DNS_OTHER_CLUSTER: &str = "DNSHeldByOtherCluster";
 pub(crate) const REASON_DNS_ERROR: &str = "DNSError";
+/// The zone is at its record quota: the hostname waits for room, looked at again when the
+/// group's input changes (a hostname removed makes room) or at the drift interval, never in a
+/// retry loop (`dns_sync/quota.rs`).
+pub(crate) const REASON_QUOTA_EXCEEDED: &str = "QuotaExceeded";
 
 struct GroupState {
     input: ZoneDns,
@@ -168,6 +173,21 @@ pub struct DnsSync {
     pending_told: BTreeSet<(TunnelIdentity, String, String)>,
 }
 
+impl GroupState {
+    /// Was its last sync's due time its drift check with hostnames over the zone's quota (every
+    /// problem one that waits, at least one of them a quota problem)?
+    fn at_drift_for_quota(&self) -> bool {
+        let mut problems = self.problems.values().flatten();
+        problems.clone().any(|p| p.reason == REASON_QUOTA_EXCEEDED) && problems.all(waits)
+    }
+}
+
+/// A problem that is looked at again at the drift interval, not retried: a hostname another
+/// cluster holds, or one over its zone's quota.
+fn waits(p: &DnsProblem) -> bool {
+    p.reason == REASON_DNS_OTHER_CLUSTER || p.reason == REASON_QUOTA_EXCEEDED
+}
+
 impl DnsSync {
     pub fn new(ctx: &Context) -> DnsSync {
         let o = &ctx.options;
@@ -293,7 +313,17 @@ impl DnsSync {
             }
             let due = match self.groups.get(&key) {
                 None => first_sight_due(&zone, records, &owners, &key.zone_id),
-                Some(state) => state.input != zone || state.due.is_some_and(|d| d <= now),
+                Some(state) => {
+                    let timed = state.due.is_some_and(|d| d <= now);
+                    if timed && state.at_drift_for_quota() {
+                        // The drift check of a full zone: its plan is read again and its
+                        // quota tried again (a plan upgraded, records removed elsewhere). A
+                        // retry after an error keeps what is known, so it writes nothing
+                        // that must fail.
+                        self.options.quota_memory.forget(&key.zone_id);
+                    }
+                    state.input != zone || timed
+                }
             };
             // A clean group whose input did not change is synced for drift: behind every change.
             let priority = match self.groups.get(&key) {
@@ -460,12 +490,13 @@ impl DnsSync {
                 }
             }
         }
-        // Hostnames another cluster holds are no failure: looked at again at the drift interval.
-        let waits_for_others = !clean
-            && outcome
-                .values()
-                .flatten()
-                .all(|p| p.reason == REASON_DNS_OTHER_CLUSTER);
+        // Hostnames another cluster holds, or a zone at its quota, are no failure: looked at
+        // again at the drift interval (or when the input changes).
+        let waits_for_others = !clean && outcome.values().flatten().all(waits);
+        let for_another_cluster = outcome
+            .values()
+            .flatten()
+            .any(|p| p.reason == REASON_DNS_OTHER_CLUSTER);
         let failures = match self.groups.get(&key) {
             _ if waits_for_others => 0,
             Some(state) if !clean => state.failures.saturating_add(1),
@@ -476,12 +507,13 @@ impl DnsSync {
             self.drift
                 .map(|_| Instant::now() + ctx.jittered_drift_interval())
         } else if waits_for_others {
-            Some(
-                Instant::now()
-                    + self
-                        .drift
-                        .map_or(self.retry_max, |_| ctx.jittered_drift_interval()),
-            )
+            // Without drift checks, another cluster's hostname is looked at every retry_max;
+            // a full zone only when the input changes.
+            match (self.drift, for_another_cluster) {
+                (Some(_), _) => Some(Instant::now() + ctx.jittered_drift_interval()),
+                (None, true) => Some(Instant::now() + self.retry_max),
+                (None, false) => None,
+            }
         } else {
             let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
             let api_errors_only = outcome

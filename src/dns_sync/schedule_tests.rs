@@ -535,3 +535,51 @@ fn an_object_that_does_not_run_its_tunnel_wants_no_record() {
         .collect();
     assert_eq!(hostnames, vec![0], "in its zone with nothing wanted");
 }
+
+#[test]
+fn a_group_knows_how_old_each_of_its_hostnames_route_is() {
+    use cftunnel_policy::routes::{Age, SourceKind, SourceRef};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    let age = |name: &str, second: i64| {
+        let source = SourceRef {
+            kind: SourceKind::TunnelBinding,
+            namespace: "ns".into(),
+            name: name.into(),
+            uid: String::new(),
+        };
+        let at = jiff::Timestamp::from_second(second).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        Age::new(Some(Time(at)), &source)
+    };
+    let mut table = table(&[
+        (
+            "a",
+            &[("app.example.com", false), ("old.example.com", false)],
+        ),
+        ("b", &[("api.example.com", false)]),
+    ]);
+    let records = vec![
+        record("a", "s", Some("z1"), false),
+        record("b", "s", Some("z1"), false),
+    ];
+    for (tunnel, host, at) in [
+        ("a", "app.example.com", 30),
+        ("a", "old.example.com", 10),
+        ("b", "api.example.com", 20),
+    ] {
+        let id = record(tunnel, "s", None, false).identity;
+        if let Some(routes) = table.tunnels.get_mut(&id) {
+            routes.dns_since.insert(host.into(), age(tunnel, at));
+        }
+    }
+    let groups = wanted_plain(&table, &records).groups;
+    let zone = groups.values().next().unwrap_or_else(|| panic!("no group"));
+    let since: Vec<(&str, &Age)> = zone.since.iter().map(|(h, a)| (h.as_str(), a)).collect();
+    assert_eq!(
+        since,
+        vec![
+            ("api.example.com", &age("b", 20)),
+            ("app.example.com", &age("a", 30)),
+            ("old.example.com", &age("a", 10)),
+        ]
+    );
+}

@@ -8,6 +8,9 @@ use cftunnel_policy::dns::{DesiredRecord, DnsAction, DnsChange, RecordRef};
 impl Run<'_> {
     /// Applies one hostname's changes in order; on a changed name, re-plans it once.
     pub(super) async fn apply_group(&mut self, group: Vec<DnsChange>, may_replan: bool) {
+        if self.held_back(&group) {
+            return;
+        }
         let mut created_cname: Option<String> = None;
         for (done, change) in group.iter().enumerate() {
             let error = match self.apply(&change.action, created_cname.as_deref()).await {
@@ -33,11 +36,21 @@ impl Run<'_> {
                 }
                 Err(Failure::NameChanged(error) | Failure::Failed(error)) => error,
             };
-            self.report_failed(&group[done..], error);
+            let quota = error.is_quota_exceeded();
+            if !quota {
+                self.report_failed(&group[done..], error);
+            }
             if let Some(cname) = created_cname.as_deref() {
                 self.roll_back_cname(&group, cname).await;
             }
+            if quota {
+                // The zone is full (counted once the CNAME created for it went again).
+                self.refused_for_quota(std::slice::from_ref(&group)).await;
+            }
             return;
+        }
+        if self.quota.probing {
+            self.accepted_beyond();
         }
     }
 

@@ -16,6 +16,11 @@
 //! and runs the new changes of that hostname once: a record that turns out to be ours is fixed, a
 //! foreign one becomes a `DNSConflict` (or is taken over with `overwrite_unmanaged`). A second
 //! failure is reported as an error, never retried in a loop. A 404 on delete counts as done.
+//!
+//! **A zone at its record quota** (`quota.rs`): the changes go out in the order
+//! [`cftunnel_policy::dns::fit`] gives (hostnames that add no record first, then the oldest
+//! routes'), hostnames beyond a known quota are held back, and a create refused with 81045
+//! leaves its hostname without records, reported as `QuotaExceeded`, never as an error.
 use std::collections::{BTreeMap, BTreeSet};
 
 use cftunnel_cloudflare::{
@@ -24,10 +29,11 @@ use cftunnel_cloudflare::{
 use cftunnel_types::TunnelIdentity;
 
 use super::candidates::Reader;
+use super::quota::QuotaRun;
 use super::report::{DnsWriteError, TunnelDnsReport, WriteKind, WrittenRecord, ZoneDnsReport};
-use cftunnel_policy::dns::plan_zone;
 use cftunnel_policy::dns::{DesiredRecord, DnsAction, DnsChange, RecordRef};
 use cftunnel_policy::dns::{DnsOptions, ZoneDns, normalize_name};
+use cftunnel_policy::dns::{Fitted, fit, plan_zone};
 use cftunnel_policy::dns::{Ours, Owner};
 use cftunnel_policy::dns::{TXT_PREFIX, managed_txt_name};
 
@@ -92,6 +98,7 @@ pub async fn sync_zone(
         batch_off: false,
         pending_dns_ids: BTreeSet::new(),
         reread: false,
+        quota: QuotaRun::default(),
         reports: zone
             .tunnels
             .iter()
@@ -114,7 +121,11 @@ pub async fn sync_zone(
             report.shared.push(shared);
         }
     }
-    run.apply_all(group_by_hostname(plan.changes)).await;
+    let groups = group_by_hostname(plan.changes);
+    run.quota.room = run.zone_room(&groups).await;
+    let fitted = fit(groups, &zone.since, run.quota.room.as_ref());
+    run.apply_all(fitted).await;
+    run.settle_quota();
     let left = records_left(zone, &run.mirror, options);
     for (report, left) in run.reports.iter_mut().zip(left) {
         report.records_left = left;
@@ -189,6 +200,8 @@ pub(super) struct Run<'a> {
     pub pending_dns_ids: BTreeSet<String>,
     /// The candidates were read again during this sync (at most once: see `batched.rs`).
     pub reread: bool,
+    /// The zone's record quota as this sync knows and finds it (`quota.rs`).
+    pub quota: QuotaRun,
 }
 
 /// Why a change did not go through.
@@ -203,18 +216,38 @@ impl Run<'_> {
         self.reports.iter_mut().find(|r| &r.identity == identity)
     }
 
-    /// Applies the plan's changes, hostname by hostname: in batches unless batching is off or
-    /// unavailable for the zone.
-    async fn apply_all(&mut self, groups: Vec<Vec<DnsChange>>) {
-        if groups.is_empty() {
+    /// Applies the plan's changes, hostname by hostname, in the order `fit` gave: in batches
+    /// unless batching is off or unavailable for the zone. Hostnames beyond a confirmed quota
+    /// are not sent; those beyond a reported one go last.
+    async fn apply_all(&mut self, fitted: Fitted) {
+        let Fitted { send, beyond } = fitted;
+        let confirmed = self
+            .quota
+            .room
+            .as_ref()
+            .is_some_and(|r| r.basis.is_confirmed());
+        let beyond = if confirmed {
+            for group in &beyond {
+                self.hold(group);
+            }
+            Vec::new()
+        } else {
+            beyond
+        };
+        if send.is_empty() && beyond.is_empty() {
             return;
         }
         match self.batch_limit().await {
-            Some(limit) => self.apply_batched(groups, limit).await,
+            Some(limit) => self.apply_batched(send, beyond, limit).await,
             None => {
-                for group in groups {
+                for group in send {
                     self.apply_group(group, true).await;
                 }
+                self.quota.probing = !beyond.is_empty();
+                for group in beyond {
+                    self.apply_group(group, true).await;
+                }
+                self.quota.probing = false;
             }
         }
     }
@@ -267,6 +300,11 @@ impl Run<'_> {
             (DnsAction::Delete { .. }, _) | (_, None) => target_of(change),
             (_, Some(record)) => RecordRef::of(record),
         };
+        match kind {
+            WriteKind::Create => self.quota.written(1),
+            WriteKind::Delete => self.quota.written(-1),
+            WriteKind::Update | WriteKind::TakeOver => {}
+        }
         if let Some(report) = self.report_of(&change.tunnel) {
             report.written.push(WrittenRecord { kind, record });
         }

@@ -1,7 +1,8 @@
 //! The statuses of Gateway API objects of cftunnel's classes, written from the route model's
 //! outcome ([`cftunnel_policy::routes::gateway::status`]): GatewayClass and Gateway status
 //! whole (they are cftunnel's), a route's `status.parents` entries of cftunnel's controller
-//! only (other controllers' entries are kept as they are). Each object is patched only when
+//! only (other controllers' entries are kept as they are), with the DNS sync's problems of the
+//! hostnames each parent serves (`cfargotunnel.com/DNSRecords`). Each object is patched only when
 //! what it should carry differs from what it carries.
 use std::collections::BTreeMap;
 
@@ -10,9 +11,9 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use crate::dns_sync::TunnelRecord;
+use crate::dns_sync::{DnsView, TunnelRecord};
 use crate::term::Context;
-use cftunnel_policy::routes::gateway::status::{StatusInput, gateway_statuses};
+use cftunnel_policy::routes::gateway::status::{DnsNote, StatusInput, gateway_statuses};
 use cftunnel_policy::routes::{RouteTable, RouteWorld, SourceKind};
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::gateway::{Gateway, GatewayClass, RouteParentStatus, RouteStatus};
@@ -46,11 +47,32 @@ pub(crate) fn merged_parents(
     out
 }
 
+/// The DNS sync's problems of every tunnel of the table, for the routes' parent statuses.
+fn dns_notes(table: &RouteTable, dns: &DnsView) -> BTreeMap<TunnelIdentity, Vec<DnsNote>> {
+    table
+        .tunnels
+        .keys()
+        .filter_map(|tunnel| {
+            let notes: Vec<DnsNote> = dns
+                .problems(tunnel)
+                .iter()
+                .map(|p| DnsNote {
+                    hostname: p.hostname.clone(),
+                    reason: p.reason.to_string(),
+                    message: p.message.clone(),
+                })
+                .collect();
+            (!notes.is_empty()).then(|| (tunnel.clone(), notes))
+        })
+        .collect()
+}
+
 pub(super) async fn write_gateway_status(
     ctx: &Context,
     world: &RouteWorld,
     table: &RouteTable,
     records: &[TunnelRecord],
+    dns: &DnsView,
 ) {
     if world.gateway_classes.is_empty() {
         return;
@@ -61,6 +83,7 @@ pub(super) async fn write_gateway_status(
         table,
         &StatusInput {
             tunnel_ids: &ids,
+            dns: &dns_notes(table, dns),
             now: Time(jiff::Timestamp::now()),
         },
     );

@@ -73,7 +73,7 @@ pub async fn run(
         statuses
             .write(&ctx, &table, &view, &records, &bindings, &cache.ingresses())
             .await;
-        gateway_status::write_gateway_status(&ctx, &world, &table, &records).await;
+        gateway_status::write_gateway_status(&ctx, &world, &table, &records, &view).await;
         tokio::select! {
             _ = cache.changed() => tokio::time::sleep(DEBOUNCE).await,
             changed = view_rx.changed() => {

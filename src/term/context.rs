@@ -15,7 +15,7 @@ use crate::scope::Scope;
 use cftunnel_cloudflare::{
     Budget, CloudflareClient, CloudflareError, Credentials, Pace, Priority, RateLimiters,
 };
-use cftunnel_policy::dns::{BatchMemory, ClusterId, DnsOptions};
+use cftunnel_policy::dns::{BatchMemory, ClusterId, DnsOptions, QuotaMemory};
 use cftunnel_types::ConfigSource;
 
 /// Default namespace of ClusterTunnels' objects, apart from the operator's own namespace.
@@ -115,6 +115,8 @@ pub struct Context {
     pub cluster: ClusterId,
     /// What each zone allows of the batch call, shared by the DNS task and deletions.
     batch_memory: BatchMemory,
+    /// Per-zone record quota facts, shared by the DNS task and deletions like `batch_memory`.
+    quota_memory: QuotaMemory,
     /// Every tunnel's routes, published by the route reconciler.
     pub routes: std::sync::Arc<cftunnel_policy::routes::RouteIndex>,
     /// Other clusters' hostnames on each tunnel, published by the route reconciler from the
@@ -164,6 +166,7 @@ impl Context {
             metrics,
             cluster,
             batch_memory: BatchMemory::default(),
+            quota_memory: QuotaMemory::default(),
             routes: Default::default(),
             shared_tunnels: Default::default(),
             zone_ids: Default::default(),
@@ -211,6 +214,7 @@ impl Context {
             cluster_id: Some(self.cluster.clone()),
             batch: self.options.dns_batch,
             batch_memory: self.batch_memory.clone(),
+            quota_memory: self.quota_memory.clone(),
             ..DnsOptions::default()
         }
     }

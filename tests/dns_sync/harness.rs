@@ -28,7 +28,7 @@ pub struct Env {
     pub sim: Simulator,
     pub client: CloudflareClient,
     pub zone_id: String,
-    /// How every sync of this environment writes (its memory shared by all of them).
+    /// How every sync of this environment writes (its memories shared by all of them).
     pub options: DnsOptions,
 }
 
@@ -77,6 +77,7 @@ impl Env {
         let options = DnsOptions {
             batch: self.options.batch,
             batch_memory: self.options.batch_memory.clone(),
+            quota_memory: self.options.quota_memory.clone(),
             ..options.clone()
         };
         let report = sync_zone(&self.client, &self.zone_id, zone, &options)

@@ -186,6 +186,12 @@ impl CloudflareError {
         CODES_RECORD_EXISTS.iter().any(|c| self.has_code(*c))
     }
 
+    /// DNS create refused because the zone holds as many records as its quota allows
+    /// ([`crate::CODE_RECORD_QUOTA_EXCEEDED`]).
+    pub fn is_quota_exceeded(&self) -> bool {
+        self.has_code(crate::quota::CODE_RECORD_QUOTA_EXCEEDED)
+    }
+
     /// A failure that passes by itself (5xx, 429, a timeout, a lost connection): worth trying
     /// again soon, unlike an answer that stays the same until someone changes something.
     pub fn is_transient(&self) -> bool {

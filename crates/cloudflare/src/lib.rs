@@ -18,6 +18,7 @@ mod error;
 mod models;
 mod observer;
 mod pacer;
+mod quota;
 mod ratelimit;
 mod ratelimit_headers;
 mod records;
@@ -60,6 +61,9 @@ pub use models::{
 };
 pub use observer::{AttemptStatus, CallObserver, CallOutcome, NoObserver};
 pub use pacer::{Limiter, Priority};
+pub use quota::{
+    CODE_RECORD_QUOTA_EXCEEDED, FREE_PLAN_RECORD_QUOTA, PAID_PLAN_RECORD_QUOTA, ZoneRecordQuota,
+};
 pub use ratelimit::RateLimiters;
 pub use records::{
     CommentFilter, DnsRecord, DnsRecordFilter, DnsRecordType, NewDnsRecord, TTL_AUTO,

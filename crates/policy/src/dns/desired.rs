@@ -1,12 +1,14 @@
 //! What the DNS sync is asked for: per zone, every tunnel's routed hostnames, and the options.
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cftunnel_cloudflare::MAX_DNS_PER_PAGE;
 use cftunnel_types::TunnelIdentity;
 
 use super::batching::{BatchMemory, BatchMode};
 use super::marker::ClusterId;
+use super::quota_memory::QuotaMemory;
 use super::txt::managed_txt_name;
+use crate::routes::Age;
 
 /// Longest hostname: `_managed.` plus it must still fit in a 255-character record name.
 pub const MAX_HOSTNAME_CHARS: usize = 244;
@@ -46,6 +48,9 @@ pub struct ZoneDns {
     /// for them to take over, never deleted, so a hostname moved between tunnels with different
     /// credentials keeps a record throughout.
     pub routed_elsewhere: BTreeSet<String>,
+    /// Per routed hostname (normalised), the age of the oldest route serving it: a zone at its
+    /// record quota gives its room to the oldest first (`quota.rs`).
+    pub since: BTreeMap<String, Age>,
 }
 
 /// Operator-wide settings of the sync.
@@ -62,6 +67,8 @@ pub struct DnsOptions {
     pub batch: BatchMode,
     /// Per-zone batch limits and fallbacks, kept across syncs (executor only).
     pub batch_memory: BatchMemory,
+    /// Per-zone record quota facts, kept across syncs (executor only).
+    pub quota_memory: QuotaMemory,
 }
 
 impl Default for DnsOptions {
@@ -72,6 +79,7 @@ impl Default for DnsOptions {
             page_size: MAX_DNS_PER_PAGE,
             batch: BatchMode::default(),
             batch_memory: BatchMemory::default(),
+            quota_memory: QuotaMemory::default(),
         }
     }
 }

@@ -27,6 +27,8 @@ mod desired;
 mod marker;
 mod ownership;
 mod plan;
+mod quota;
+mod quota_memory;
 mod txt;
 mod zones;
 
@@ -52,5 +54,7 @@ pub use desired::{
 pub use marker::{ClusterId, MARKER_PREFIX, MAX_COMMENT_CHARS, ownership_marker};
 pub use ownership::{Ours, Owner};
 pub use plan::plan_zone;
+pub use quota::{Fitted, OverQuota, QuotaBasis, ZoneRoom, fit, records_added, records_needed};
+pub use quota_memory::{QuotaFacts, QuotaMemory, Refusal};
 pub use txt::{ManagedTxt, TXT_PREFIX, managed_txt_name, quote_txt, unquote_txt};
 pub use zones::{AccountZone, MAX_ZONES_NAMED, no_zone_message, pending_zone, place};

@@ -153,3 +153,42 @@ fn a_subject_listed_twice_in_one_binding_loses_the_second_time() {
         "subjects[1].spec.fqdn: app.example.com (path \"\") is listed twice in this binding; keep one subject per hostname and path"
     );
 }
+
+#[test]
+fn a_dns_name_is_as_old_as_the_oldest_source_serving_it() {
+    let path = |p: &str| json!([{"name": "web", "spec": {"fqdn": "app.example.com", "path": p}}]);
+    let services = vec![http_service("shop", "web")];
+    let table = compute_routes(&world_with(
+        vec![
+            binding("shop", "later", 9, to_edge(), path("^/b")),
+            binding("shop", "first", 3, to_edge(), path("^/a")),
+            binding(
+                "shop",
+                "solo",
+                5,
+                to_edge(),
+                json!([{"name": "web", "spec": {"fqdn": "solo.example.com"}}]),
+            ),
+        ],
+        services,
+    ));
+    let edge = &table.tunnels[&shop_edge()];
+    let since = |host: &str| edge.dns_since.get(host).cloned();
+    let of = |name: &str, created: i64| {
+        let at = jiff::Timestamp::from_second(1_700_000_000 + created)
+            .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        let source = SourceRef {
+            kind: SourceKind::TunnelBinding,
+            namespace: "shop".into(),
+            name: name.into(),
+            uid: format!("uid-shop-{name}"),
+        };
+        Age::new(
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at)),
+            &source,
+        )
+    };
+    assert_eq!(since("app.example.com"), Some(of("first", 3)));
+    assert_eq!(since("solo.example.com"), Some(of("solo", 5)));
+    assert_eq!(edge.dns_since.len(), edge.dns.len());
+}

@@ -71,4 +71,4 @@ pub use model::compute_routes;
 pub use route::{ANY_HOST, OriginRequest, PathKind, Precedence, Route};
 pub use serve::{Serving, serving_route, serving_route_for_url};
 pub use table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus, TunnelRoutes};
-pub use world::{RouteWorld, SourceKind, SourceRef};
+pub use world::{Age, RouteWorld, SourceKind, SourceRef};

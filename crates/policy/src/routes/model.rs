@@ -6,7 +6,7 @@ use super::gateway::gateway_sources;
 use super::ingress::from_ingress;
 use super::source::{Declared, ServiceIndex, Source, from_binding, from_service};
 use super::table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus};
-use super::world::{RouteWorld, SourceRef};
+use super::world::{Age, RouteWorld, SourceRef};
 use crate::routes::{ANY_HOST, OriginRequest, Route};
 use crate::rules::route::{Field, RouteInput, check_fields, check_fqdn, deny_not_admitted};
 use crate::rules::view::admits_namespace;
@@ -51,6 +51,7 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
     }
     let mut authority = Authority::default();
     let mut dns: BTreeMap<TunnelIdentity, BTreeMap<String, bool>> = BTreeMap::new();
+    let mut since: BTreeMap<TunnelIdentity, BTreeMap<String, Age>> = BTreeMap::new();
     for source in &sources {
         let facts = source.tunnel.as_ref().and_then(|id| find(world, id));
         let routed = route_source(source, facts, world, &mut authority);
@@ -69,6 +70,12 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
                     if entry.hostname != ANY_HOST {
                         let disabled = names.entry(entry.hostname.clone()).or_insert(true);
                         *disabled &= source.disable_dns;
+                        // Sources come oldest first: the first one serving it is the oldest.
+                        since
+                            .entry(id.clone())
+                            .or_default()
+                            .entry(entry.hostname.clone())
+                            .or_insert_with(|| source.age.clone());
                     }
                 }
                 routes.entries.push(entry.clone());
@@ -105,6 +112,7 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
                 dns_updates_disabled,
             })
             .collect();
+        routes.dns_since = since.remove(id).unwrap_or_default();
     }
     #[cfg(test)]
     super::record::record_route_table(world, &table);

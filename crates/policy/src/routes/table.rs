@@ -2,7 +2,7 @@
 //! object, what became of each route it declares and its `Ready` condition.
 use std::collections::BTreeMap;
 
-use super::world::SourceRef;
+use super::world::{Age, SourceRef};
 use crate::routes::Route;
 use cftunnel_types::TunnelIdentity;
 
@@ -95,6 +95,9 @@ pub struct TunnelRoutes {
     pub routes: Vec<Route>,
     /// One entry per served fqdn, sorted.
     pub dns: Vec<DnsName>,
+    /// Per fqdn of `dns`, the age of the oldest source serving it: a zone at its record quota
+    /// gives its room to the oldest routes first.
+    pub dns_since: BTreeMap<String, Age>,
     /// Every route declared against this tunnel, served or refused, sorted by hostname, path
     /// and source: the tunnel's `status.routes[]`.
     pub entries: Vec<RouteEntry>,

@@ -94,9 +94,10 @@ impl fmt::Display for SourceRef {
 }
 
 /// Who owns a contested hostname: the oldest claim, as Gateway API decides (docs/design.md §3.2).
-/// Field order is the comparison order; a missing timestamp sorts first.
+/// Field order is the comparison order; a missing timestamp sorts first. DNS gives a full
+/// zone's room in the same order (`dns::quota`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct Age {
+pub struct Age {
     created: Option<Time>,
     namespace: String,
     name: String,
@@ -106,8 +107,13 @@ pub(super) struct Age {
 
 impl Age {
     pub(super) fn of(source: &SourceRef, metadata: &ObjectMeta) -> Age {
+        Age::new(metadata.creation_timestamp.clone(), source)
+    }
+
+    /// The age of `source`, created at `created`.
+    pub fn new(created: Option<Time>, source: &SourceRef) -> Age {
         Age {
-            created: metadata.creation_timestamp.clone(),
+            created,
             namespace: source.namespace.clone(),
             name: source.name.clone(),
             uid: source.uid.clone(),

@@ -26,11 +26,20 @@ pub fn validate(binding: &TunnelBinding, namespace: &str, view: &AdmissionView) 
     }
     check_subjects_present(&fields.subjects, &mut v);
     let mut seen = BTreeSet::new();
+    let mut with_dns: BTreeSet<String> = BTreeSet::new();
     for (i, subject) in fields.subjects.iter().enumerate() {
         let mut route = subject_route(i, subject, namespace);
         route.dns_updates_disabled = fields.tunnel_ref.disable_dns_updates;
         check_subject_identity(i, subject, &mut v);
         check_fields(&route, tunnel, true, &mut v);
+        if !route.dns_updates_disabled {
+            with_dns.extend(
+                route
+                    .effective_fqdns(tunnel)
+                    .into_iter()
+                    .map(|(_, fqdn)| fqdn.to_ascii_lowercase()),
+            );
+        }
         if let Some(t) = tunnel {
             for (field, fqdn) in route.effective_fqdns(Some(t)) {
                 let key = (fqdn.to_ascii_lowercase(), route.path_value());
@@ -45,6 +54,7 @@ pub fn validate(binding: &TunnelBinding, namespace: &str, view: &AdmissionView) 
             check_ownership(&route, t, &object, view, &mut v);
         }
     }
+    super::zone_quota::check_hostname_count("subjects", with_dns.len(), &mut v);
     v
 }
 

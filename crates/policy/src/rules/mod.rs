@@ -13,6 +13,7 @@ pub(crate) mod service_url;
 pub mod syntax;
 mod verdict;
 pub mod view;
+pub mod zone_quota;
 
 pub use verdict::{Verdict, Violation};
 pub use view::{AdmissionView, HostnameClaim, RouteNamespacePolicy, TunnelFacts};

@@ -4,6 +4,8 @@
 //! the input are known (domain, allowedRoutes, originCaPool), Namespaces give their labels,
 //! and bindings and labelled Services claim hostnames in input order, the earlier one owning.
 //! Only CREATE rules run: UPDATE rules (immutability, ratcheting) need the stored object.
+//! Beyond admission, the hostnames of the whole input are added up per tunnel domain against
+//! what a Free zone holds (`zone_totals.rs`).
 pub mod decode;
 pub mod input;
 mod model_judged;
@@ -12,6 +14,7 @@ pub mod report;
 mod tests;
 pub mod view;
 pub mod world;
+mod zone_totals;
 
 use std::io::{Read, Write};
 
@@ -19,6 +22,7 @@ use crate::admission;
 use crate::admission::tunnel::TunnelView;
 use crate::routes::SourceKind;
 use crate::rules::Verdict;
+use cftunnel_types::TunnelIdentity;
 use decode::{Decoded, GatewayObject, Outcome};
 pub use input::{Document, InputError, read_or_report, read_sources};
 pub use report::{Finding, ObjectRef, Report};
@@ -43,6 +47,11 @@ pub(crate) fn validate_documents(documents: &[Document], default_namespace: &str
         Outcome::Decoded(_, decoded) => Some(decoded.as_ref()),
         _ => None,
     }));
+    let mut zone_warnings =
+        zone_totals::domain_warnings(outcomes.iter().filter_map(|(_, o)| match o {
+            Outcome::Decoded(_, decoded) => Some(decoded.as_ref()),
+            _ => None,
+        }));
     let mut report = Report::default();
     for (document, outcome) in outcomes {
         let (object, verdict) = match outcome {
@@ -55,7 +64,17 @@ pub(crate) fn validate_documents(documents: &[Document], default_namespace: &str
                 },
             ),
             Outcome::Decoded(object, decoded) => match judge(&decoded, &mut view, &ingresses) {
-                Some(verdict) => (object, verdict),
+                Some(mut verdict) => {
+                    if let Decoded::Tunnel(t) = decoded.as_ref() {
+                        let identity = TunnelIdentity {
+                            kind: t.kind,
+                            namespace: t.namespace.clone(),
+                            name: t.name.clone(),
+                        };
+                        verdict.warnings.extend(zone_warnings.remove(&identity));
+                    }
+                    (object, verdict)
+                }
                 None => continue,
             },
         };

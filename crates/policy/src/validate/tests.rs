@@ -450,3 +450,113 @@ spec:
         .count();
     assert_eq!(warned, 2);
 }
+
+/// A binding routing `n` hostnames `h<i>.example.org`, all to Service `web`.
+fn wide_binding(n: usize, disable_dns: bool) -> String {
+    let subjects: String = (0..n)
+        .map(|i| format!("  - {{name: web, spec: {{fqdn: h{i}.example.org}}}}\n"))
+        .collect();
+    format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {{name: wide, namespace: shop}}
+subjects:
+{subjects}tunnelRef: {{kind: ClusterTunnel, name: edge, disableDNSUpdates: {disable_dns}}}
+"
+    )
+}
+
+#[test]
+fn one_object_asking_more_hostnames_than_a_free_zone_holds_is_warned() {
+    // The object's own warning (the tunnel's domain total is another test's).
+    let quota_warnings = |docs: &[&str]| -> Vec<String> {
+        report(docs, "default")
+            .warning_lines()
+            .into_iter()
+            .filter(|w| w.contains("Free plan") && !w.starts_with("ClusterTunnel"))
+            .collect()
+    };
+    assert_eq!(
+        quota_warnings(&[EDGE, &wide_binding(100, false)]),
+        Vec::<String>::new()
+    );
+    let warned = quota_warnings(&[EDGE, &wide_binding(101, false)]);
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].starts_with("TunnelBinding shop/wide: subjects: 101 hostnames get DNS records"),
+        "{warned:?}"
+    );
+    assert!(
+        warned[0].contains("only with --no-dns-txt-records"),
+        "{warned:?}"
+    );
+    assert_eq!(
+        quota_warnings(&[EDGE, &wide_binding(150, true)]),
+        Vec::<String>::new(),
+        "no DNS record, no quota"
+    );
+    // An Ingress is counted by the route model (its hostnames that get DNS records).
+    let rules: String = (0..201)
+        .map(|i| format!("    - host: h{i}.example.org\n      http: {{paths: [{{path: /, pathType: Prefix, backend: {{service: {{name: web, port: {{number: 80}}}}}}}}]}}\n"))
+        .collect();
+    let wide_ingress = format!(
+        "apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: wide, namespace: shop}}
+spec:
+  ingressClassName: cftunnel
+  rules:
+{rules}"
+    );
+    let warned = quota_warnings(&[EDGE, INGRESS_CLASS, &wide_ingress]);
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].starts_with("Ingress shop/wide: spec.rules: 201 hostnames get DNS records"),
+        "{warned:?}"
+    );
+    assert!(
+        warned[0].contains("not even with --no-dns-txt-records"),
+        "{warned:?}"
+    );
+}
+
+#[test]
+fn the_whole_inputs_hostnames_are_added_up_per_tunnel_domain() {
+    // 51 bindings of two hostnames each: none is warned on its own, the domain is.
+    let bindings: Vec<String> = (0..51)
+        .map(|i| {
+            format!(
+                "apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {{name: b{i}, namespace: shop}}
+subjects:
+  - {{name: web, spec: {{fqdn: a{i}.example.org}}}}
+  - {{name: web, spec: {{fqdn: b{i}.example.org}}}}
+tunnelRef: {{kind: ClusterTunnel, name: edge}}
+"
+            )
+        })
+        .collect();
+    let mut docs: Vec<&str> = vec![EDGE];
+    docs.extend(bindings.iter().map(String::as_str));
+    let warned: Vec<String> = report(&docs, "default")
+        .warning_lines()
+        .into_iter()
+        .filter(|w| w.contains("Free plan"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].starts_with(
+            "ClusterTunnel edge: spec.cloudflare.domain: 102 hostnames of the input get DNS records in example.org (or zones under it): a Cloudflare zone on the Free plan"
+        ),
+        "{warned:?}"
+    );
+    let fifty = &docs[..51];
+    assert!(
+        report(fifty, "default")
+            .warning_lines()
+            .iter()
+            .all(|w| !w.contains("Free plan")),
+        "100 hostnames fit"
+    );
+}

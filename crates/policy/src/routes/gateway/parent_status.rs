@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::attach::ParentOutcome;
 use super::rules::RouteAnalysis;
-use super::status::conditions;
+use super::status::{DNS_CONDITION, DnsNote, conditions};
 use crate::routes::table::{RouteEntry, RouteReason, RouteTable};
 use crate::routes::world::SourceRef;
 use cftunnel_types::gateway::RouteParentStatus;
@@ -23,6 +23,8 @@ pub(super) struct Judged<'a, 'w> {
     /// The route model's entries for this parent: those of the route on the parent's tunnel,
     /// for the hostnames the parent serves (see [`served_entries`]).
     pub served: Vec<&'a RouteEntry>,
+    /// The DNS sync's problems on the parent's tunnel.
+    pub dns: &'a [DnsNote],
 }
 
 /// The entries of `source` in `table` that the parent serves: on its own tunnel, for its own
@@ -70,6 +72,7 @@ pub(super) fn parent_status(
         parent,
         analysis,
         served,
+        dns,
     } = judged;
     let previous = previous
         .iter()
@@ -137,6 +140,22 @@ pub(super) fn parent_status(
     }
     if let Some(message) = partially {
         c.set("PartiallyInvalid", true, "HostnameConflict", message);
+    }
+    let problems: Vec<&DnsNote> = dns
+        .iter()
+        .filter(|note| {
+            served.iter().any(|e| {
+                e.reason.is_served()
+                    && note
+                        .hostname
+                        .as_deref()
+                        .is_none_or(|h| h.eq_ignore_ascii_case(&e.hostname))
+            })
+        })
+        .collect();
+    if let Some(first) = problems.first() {
+        let messages: Vec<&str> = problems.iter().map(|n| n.message.as_str()).collect();
+        c.set(DNS_CONDITION, false, &first.reason, dedup(&messages));
     }
     RouteParentStatus {
         parent_ref: parent.reference.clone(),

@@ -65,6 +65,7 @@ fn statuses_of(world: &RouteWorld, table: &RouteTable) -> GatewayApiStatus {
         table,
         &StatusInput {
             tunnel_ids: &ids,
+            dns: &BTreeMap::new(),
             now: Time(jiff::Timestamp::UNIX_EPOCH),
         },
     )
@@ -339,4 +340,47 @@ fn a_hostname_two_parents_would_serve_through_two_tunnels_goes_through_one_and_t
         message.contains("same.example.org is already routed through Tunnel shop/edge"),
         "{message}"
     );
+}
+
+#[test]
+fn a_parent_tells_the_dns_problems_of_the_hostnames_it_serves_and_only_those() {
+    let mut world = gateway_world();
+    let route = |name: &str, host: &str| {
+        http_route(
+            name,
+            0,
+            json!({"parentRefs": [{"name": "web"}], "hostnames": [host],
+                   "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}),
+        )
+    };
+    world.http_routes.push(route("full", "full.example.org"));
+    world.http_routes.push(route("fine", "fine.example.org"));
+    let table = compute_routes(&world);
+    let quota = "no DNS record for full.example.org: zone example.org is at its Cloudflare record quota (…)";
+    let dns = BTreeMap::from([(
+        super::tests::cluster_edge(),
+        vec![super::status::DnsNote {
+            hostname: Some("FULL.example.org".into()),
+            reason: "QuotaExceeded".into(),
+            message: quota.into(),
+        }],
+    )]);
+    let ids = BTreeMap::new();
+    let statuses = gateway_statuses(
+        &world,
+        &table,
+        &StatusInput {
+            tunnel_ids: &ids,
+            dns: &dns,
+            now: Time(jiff::Timestamp::UNIX_EPOCH),
+        },
+    );
+    let full = parent(&statuses, "full", "web");
+    assert_eq!(condition(full, "Accepted"), ("True", "Accepted", ""));
+    assert_eq!(
+        condition(full, super::status::DNS_CONDITION),
+        ("False", "QuotaExceeded", quota)
+    );
+    let fine = parent(&statuses, "fine", "web");
+    assert_eq!(condition(fine, super::status::DNS_CONDITION), ("", "", ""));
 }

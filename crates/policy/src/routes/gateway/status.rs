@@ -45,7 +45,23 @@ pub struct GatewayApiStatus {
 pub struct StatusInput<'a> {
     /// Tunnel ids of the tunnels that have one (the address of their Gateways).
     pub tunnel_ids: &'a BTreeMap<TunnelIdentity, String>,
+    /// The DNS sync's problems per tunnel (none offline).
+    pub dns: &'a BTreeMap<TunnelIdentity, Vec<DnsNote>>,
     pub now: Time,
+}
+
+/// A route parent's condition while the DNS sync has a problem with a hostname it serves
+/// (`False`, with the problem's reason: `DNSConflict`, `QuotaExceeded`, …); absent otherwise.
+/// The specification leaves room for conditions of an implementation's own, domain-prefixed.
+pub const DNS_CONDITION: &str = "cfargotunnel.com/DNSRecords";
+
+/// One problem of a tunnel's DNS, as the DNS sync reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsNote {
+    /// The hostname it concerns (`None`: every hostname of the tunnel).
+    pub hostname: Option<String>,
+    pub reason: String,
+    pub message: String,
 }
 
 pub(super) struct Conditions<'a> {
@@ -171,11 +187,17 @@ pub fn gateway_statuses(
         let statuses = parents
             .iter()
             .map(|parent| {
+                let dns = parent
+                    .served()
+                    .and_then(|(tunnel, _)| input.dns.get(tunnel))
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
                 parent_status(
                     &Judged {
                         parent,
                         analysis,
                         served: served_entries(parent, table, &source),
+                        dns,
                     },
                     previous,
                     metadata,

@@ -61,6 +61,7 @@ pub(super) fn statuses(world: &RouteWorld, table: &RouteTable) -> GatewayApiStat
         table,
         &StatusInput {
             tunnel_ids: &ids,
+            dns: &std::collections::BTreeMap::new(),
             now: Time(jiff::Timestamp::UNIX_EPOCH),
         },
     )
