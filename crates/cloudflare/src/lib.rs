@@ -51,8 +51,8 @@ pub use dns::MAX_DNS_PER_PAGE;
 pub use engine::CloudflareClient;
 pub use error::{
     ApiErrorItem, CODE_ACCESS_INVALID_REQUEST, CODE_ACCESS_NOT_ENABLED, CODE_ACCESS_NOT_FOUND,
-    CODE_ACTIVE_CONNECTIONS, CODE_INVALID_TOKEN, CODE_TUNNEL_NAME_EXISTS, CODES_RECORD_EXISTS,
-    CloudflareError, TransportError,
+    CODE_ACTIVE_CONNECTIONS, CODE_INVALID_TOKEN, CODE_RECORD_QUOTA_EXCEEDED,
+    CODE_TUNNEL_NAME_EXISTS, CODES_RECORD_EXISTS, CloudflareError, TransportError,
 };
 pub use models::{
     Account, ConfigSrc, ConnectionClient, Envelope, Page, ResultInfo, SecretString, TokenStatus,
@@ -61,9 +61,7 @@ pub use models::{
 };
 pub use observer::{AttemptStatus, CallObserver, CallOutcome, NoObserver};
 pub use pacer::{Limiter, Priority};
-pub use quota::{
-    CODE_RECORD_QUOTA_EXCEEDED, FREE_PLAN_RECORD_QUOTA, PAID_PLAN_RECORD_QUOTA, ZoneRecordQuota,
-};
+pub use quota::{FREE_PLAN_RECORD_QUOTA, PAID_PLAN_RECORD_QUOTA, ZoneRecordQuota};
 pub use ratelimit::RateLimiters;
 pub use records::{
     CommentFilter, DnsRecord, DnsRecordFilter, DnsRecordType, NewDnsRecord, TTL_AUTO,

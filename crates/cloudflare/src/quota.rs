@@ -4,13 +4,10 @@
 //! 3,500 for Pro, Business and Enterprise zones. These are figures as reported, not read from
 //! the API (which exposes no quota): older Free zones and Enterprise zones with a raised quota
 //! are reported to hold more. The authority is Cloudflare's answer to a create over the quota,
-//! 400 with code [`CODE_RECORD_QUOTA_EXCEEDED`]. Every record of the zone counts, not only
+//! 400 with code [`crate::CODE_RECORD_QUOTA_EXCEEDED`]. Every record of the zone counts, not only
 //! those cftunnel writes.
 use super::models::Zone;
 
-/// "Record quota exceeded.": the code Cloudflare is reported to answer a create beyond the
-/// zone's quota with (it is not in the published list of codes).
-pub const CODE_RECORD_QUOTA_EXCEEDED: u32 = 81045;
 /// Records a Free zone holds, as reported by Cloudflare's documentation.
 pub const FREE_PLAN_RECORD_QUOTA: usize = 200;
 /// Records a Pro, Business or Enterprise zone holds, as reported by Cloudflare's documentation.

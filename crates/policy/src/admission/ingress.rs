@@ -10,7 +10,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use crate::routes::ingress::is_cftunnels;
 use crate::routes::{ANY_HOST, RouteReason, RouteWorld, SourceKind, SourceRef, compute_routes};
 use crate::rules::route::check_claim;
-use crate::rules::zone_quota::{check_hostname_count, dns_hostnames};
+use crate::rules::zone_quota::check_hostname_count;
 use crate::rules::{AdmissionView, Verdict, Violation};
 
 pub fn validate(ingress: &Ingress, namespace: &str, view: &AdmissionView) -> Verdict {
@@ -57,6 +57,6 @@ pub fn validate(ingress: &Ingress, namespace: &str, view: &AdmissionView) -> Ver
         );
     }
     v.violations.dedup();
-    check_hostname_count("spec.rules", dns_hostnames(&table, &source), &mut v);
+    check_hostname_count("spec.rules", table.dns_hostnames_of(&source), &mut v);
     v
 }

@@ -1,9 +1,9 @@
 //! What the route model computes: per tunnel, its ingress routes and DNS names; per source
 //! object, what became of each route it declares and its `Ready` condition.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::world::{Age, SourceRef};
-use crate::routes::Route;
+use crate::routes::{ANY_HOST, Route};
 use cftunnel_types::TunnelIdentity;
 
 /// Why a route is (not) served. The string form is the condition reason.
@@ -165,5 +165,32 @@ impl RouteTable {
             .get(tunnel)
             .map(|t| t.routes.clone())
             .unwrap_or_default()
+    }
+}
+
+impl RouteTable {
+    /// The distinct hostnames `source` gets DNS records for in this table: those it serves that its
+    /// tunnel writes into DNS.
+    pub fn dns_hostnames_of(&self, source: &SourceRef) -> usize {
+        let Some(status) = self.sources.get(source) else {
+            return 0;
+        };
+        let written: BTreeSet<&str> = status
+            .tunnel
+            .as_ref()
+            .and_then(|t| self.tunnels.get(t))
+            .map(|t| {
+                t.dns
+                    .iter()
+                    .filter(|d| !d.dns_updates_disabled)
+                    .map(|d| d.fqdn.as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        status
+            .hostnames()
+            .into_iter()
+            .filter(|h| *h != ANY_HOST && written.contains(h))
+            .count()
     }
 }

@@ -3,13 +3,11 @@
 //! plans or the records they hold, nor whether cftunnel runs with `--no-dns-txt-records`: the
 //! warning says what one object alone asks of one Free zone. The DNS sync, which counts the
 //! zone, reports the routes it leaves without records (`QuotaExceeded`).
-use std::collections::BTreeSet;
 use std::fmt;
 
 use cftunnel_cloudflare::FREE_PLAN_RECORD_QUOTA;
 
 use super::verdict::Verdict;
-use crate::routes::{ANY_HOST, RouteTable, SourceRef};
 
 /// Hostnames a Free zone holds with cftunnel's `_managed` TXT records (two records each).
 pub const FREE_ZONE_HOSTNAMES_WITH_TXT: usize = FREE_PLAN_RECORD_QUOTA / 2;
@@ -42,31 +40,6 @@ pub(crate) fn beyond_a_free_zone(hostnames: usize) -> Option<String> {
          no record (QuotaExceeded); split them over zones, or use a paid plan (3,500 records \
          reported)"
     ))
-}
-
-/// The distinct hostnames `source` gets DNS records for in `table`: those it serves that its
-/// tunnel writes into DNS.
-pub(crate) fn dns_hostnames(table: &RouteTable, source: &SourceRef) -> usize {
-    let Some(status) = table.sources.get(source) else {
-        return 0;
-    };
-    let written: BTreeSet<&str> = status
-        .tunnel
-        .as_ref()
-        .and_then(|t| table.tunnels.get(t))
-        .map(|t| {
-            t.dns
-                .iter()
-                .filter(|d| !d.dns_updates_disabled)
-                .map(|d| d.fqdn.as_str())
-                .collect()
-        })
-        .unwrap_or_default();
-    status
-        .hostnames()
-        .into_iter()
-        .filter(|h| *h != ANY_HOST && written.contains(h))
-        .count()
 }
 
 #[cfg(test)]

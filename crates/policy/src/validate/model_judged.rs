@@ -14,7 +14,7 @@ use super::decode::Decoded;
 use super::world::WorldBuilder;
 use crate::routes::gateway::status::{StatusInput, gateway_statuses};
 use crate::routes::{SourceKind, compute_routes};
-use crate::rules::zone_quota::{check_hostname_count, dns_hostnames};
+use crate::rules::zone_quota::check_hostname_count;
 use crate::rules::{Verdict, Violation};
 
 /// The verdict on each route source the model judges, by (kind, namespace, name).
@@ -39,7 +39,7 @@ pub(crate) fn model_verdicts<'a>(
         for message in status.refusals() {
             verdict.violations.push(Violation::from_message(message));
         }
-        check_hostname_count("spec.rules", dns_hostnames(&table, source), &mut verdict);
+        check_hostname_count("spec.rules", table.dns_hostnames_of(source), &mut verdict);
         out.insert(
             (source.kind, source.namespace.clone(), source.name.clone()),
             verdict,
@@ -76,7 +76,7 @@ pub(crate) fn model_verdicts<'a>(
             .sources
             .keys()
             .filter(|s| s.kind == *kind && s.namespace == *namespace && s.name == *name)
-            .map(|s| dns_hostnames(&table, s))
+            .map(|s| table.dns_hostnames_of(s))
             .sum();
         check_hostname_count("spec.hostnames", hostnames, &mut verdict);
         out.insert((*kind, namespace.clone(), name.clone()), verdict);
