@@ -1,7 +1,8 @@
 //! The `Ratelimit` and `Ratelimit-Policy` headers (the IETF draft's structured fields, as
 //! Cloudflare sends them: `Ratelimit: "default";r=50;t=30`, `Ratelimit-Policy:
 //! "default";q=1200;w=300`). `r` is what is left, `t` the seconds until more is, `q` the
-//! requests of the policy's window of `w` seconds. Anything unreadable is ignored.
+//! requests of the policy's window of `w` seconds; of several items, the tightest counts.
+//! Anything unreadable is ignored.
 use std::time::Duration;
 
 use http::HeaderMap;
@@ -20,31 +21,43 @@ pub(crate) struct Policy {
     pub window: Duration,
 }
 
+/// The tightest of the header's items: the fewest calls left.
 pub(crate) fn remaining(headers: &HeaderMap) -> Option<Remaining> {
     let value = headers.get("ratelimit")?.to_str().ok()?;
-    let r = parameter(value, "r")?;
-    let t = parameter(value, "t")?;
-    Some(Remaining {
-        remaining: u32::try_from(r).unwrap_or(u32::MAX),
-        reset: Duration::from_secs(t),
-    })
+    value
+        .split(',')
+        .filter_map(|item| {
+            Some(Remaining {
+                remaining: u32::try_from(parameter(item, "r")?).unwrap_or(u32::MAX),
+                reset: Duration::from_secs(parameter(item, "t")?),
+            })
+        })
+        .min_by_key(|r| r.remaining)
 }
 
+/// The slowest of the header's policies (a burst policy and a longer one may both be listed).
 pub(crate) fn policy(headers: &HeaderMap) -> Option<Policy> {
     let value = headers.get("ratelimit-policy")?.to_str().ok()?;
-    let q = parameter(value, "q").filter(|q| *q > 0)?;
-    let w = parameter(value, "w").filter(|w| *w > 0)?;
-    Some(Policy {
-        requests: u32::try_from(q).unwrap_or(u32::MAX),
-        window: Duration::from_secs(w),
-    })
+    value
+        .split(',')
+        .filter_map(|item| {
+            let q = parameter(item, "q").filter(|q| *q > 0)?;
+            let w = parameter(item, "w").filter(|w| *w > 0)?;
+            Some(Policy {
+                requests: u32::try_from(q).unwrap_or(u32::MAX),
+                window: Duration::from_secs(w),
+            })
+        })
+        .min_by(|a, b| {
+            // a per second below b's: q_a / w_a < q_b / w_b.
+            (u128::from(a.requests) * b.window.as_nanos())
+                .cmp(&(u128::from(b.requests) * a.window.as_nanos()))
+        })
 }
 
-/// The integer parameter `key` of the first item of a structured-field list.
-fn parameter(value: &str, key: &str) -> Option<u64> {
-    let first = value.split(',').next()?;
-    first
-        .split(';')
+/// The integer parameter `key` of one structured-field list item.
+fn parameter(item: &str, key: &str) -> Option<u64> {
+    item.split(';')
         .skip(1)
         .filter_map(|p| p.split_once('='))
         .find(|(k, _)| k.trim().eq_ignore_ascii_case(key))
@@ -100,5 +113,29 @@ mod tests {
         }
         let zero = headers(&[("ratelimit-policy", "\"default\";q=0;w=300")]);
         assert_eq!(policy(&zero), None);
+    }
+
+    #[test]
+    fn of_several_items_the_tightest_counts() {
+        let h = headers(&[
+            ("ratelimit", "\"default\";r=900;t=200, \"burst\";r=4;t=20"),
+            (
+                "ratelimit-policy",
+                "\"default\";q=1200;w=300, \"burst\";q=100;w=60",
+            ),
+        ]);
+        assert_eq!(remaining(&h).map(|r| r.remaining), Some(4));
+        assert_eq!(
+            policy(&h),
+            Some(Policy {
+                requests: 100,
+                window: Duration::from_secs(60)
+            })
+        );
+        let slower_second = headers(&[(
+            "ratelimit-policy",
+            "\"burst\";q=100;w=60, \"default\";q=60;w=300",
+        )]);
+        assert_eq!(policy(&slower_second).map(|p| p.requests), Some(60));
     }
 }
