@@ -17,6 +17,8 @@ mod deletion;
 mod domain_change;
 #[path = "tunnel_reconciler/drift_chaos.rs"]
 mod drift_chaos;
+#[path = "tunnel_reconciler/drift_walk.rs"]
+mod drift_walk;
 #[path = "tunnel_reconciler/harness.rs"]
 mod harness;
 #[path = "tunnel_reconciler/ingress.rs"]

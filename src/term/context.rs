@@ -122,6 +122,8 @@ pub struct Context {
     /// Other clusters' hostnames on each tunnel, published by the route reconciler from the
     /// DNS task's findings.
     pub shared_tunnels: super::shared::SharedTunnels,
+    /// The live tunnels of each account, one walk shared by the drift checks.
+    pub tunnel_lists: super::tunnel_lists::TunnelLists,
     /// Zone ids looked up by name, shared by every reconcile.
     pub zone_ids: super::zones::ZoneIds,
     /// Every zone of an account per credential, for the DNS placement of hostnames.
@@ -169,6 +171,7 @@ impl Context {
             quota_memory: QuotaMemory::default(),
             routes: Default::default(),
             shared_tunnels: Default::default(),
+            tunnel_lists: Default::default(),
             zone_ids: Default::default(),
             zone_lists: Default::default(),
             dns_zones: Default::default(),

@@ -16,6 +16,7 @@ pub mod events;
 pub mod finalizer;
 pub mod memory;
 pub mod shared;
+pub mod tunnel_lists;
 pub mod zones;
 
 pub use adapters::TunnelKindAdapter;

@@ -156,8 +156,14 @@ async fn converge<K: TunnelKindAdapter>(
         .map_err(|source| ReconcileError::cloudflare("building the Cloudflare client", source))?;
     drop(reading);
     // Drift checks queue behind every change of the credential (and spend at most half of it).
-    let drift_checked =
-        drift::check(current, ctx, &cf.with_priority(Priority::Background), &spec).await?;
+    let drift_checked = drift::check(
+        current,
+        ctx,
+        &cf.with_priority(Priority::Background),
+        &api_secret.credentials.fingerprint(),
+        &spec,
+    )
+    .await?;
     let obj = &*current;
     let resolved =
         match setup::resolve(obj, ctx, &cf, &spec, &api_secret, managed_secret.as_ref()).await {

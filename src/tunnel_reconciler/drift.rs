@@ -2,7 +2,10 @@
 //! Cloudflare. A deleted newTunnel is recreated (its old id kept for DNS re-pointing); an
 //! existingTunnel named by its name follows the name (the tunnel that holds it now, e.g. after
 //! `cloudflared tunnel delete` and `create`, runs next, its records re-pointed); one named by
-//! id is reported, never recreated. Between checks no Cloudflare call is made.
+//! id is reported, never recreated. Between checks no Cloudflare call is made, and the checks
+//! of a credential share one walk of the account's tunnels (`term::tunnel_lists`).
+use std::time::Duration;
+
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
@@ -57,6 +60,7 @@ pub async fn check<K: TunnelKindAdapter>(
     obj: &mut K,
     ctx: &Context,
     cf: &CloudflareClient,
+    credential: &str,
     spec: &TunnelSpec,
 ) -> Result<bool, ReconcileError> {
     let uid = obj.uid().unwrap_or_default();
@@ -74,6 +78,18 @@ pub async fn check<K: TunnelKindAdapter>(
     let due = targets && ((is_ready && ctx.drift_due(&uid)) || reported_deleted);
     if !due {
         return Ok(false);
+    }
+    // One walk of the account's tunnels answers "present" for every check of a quarter of the
+    // interval; a tunnel it does not list is looked up on its own (it may be newer than it).
+    let max_age = (ctx.options.drift_interval / 4).max(Duration::from_secs(1));
+    let listed = ctx
+        .tunnel_lists
+        .live(cf, credential, account_id, max_age)
+        .await
+        .is_ok_and(|live| live.contains(id));
+    if listed {
+        ctx.drift_checked(&uid);
+        return Ok(true);
     }
     let gone = match cf.get_tunnel(account_id, id).await {
         Ok(tunnel) => tunnel.is_deleted(),
