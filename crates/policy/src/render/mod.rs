@@ -8,6 +8,7 @@ pub mod ingress;
 pub mod input;
 pub mod labels;
 pub mod objects;
+pub mod protection;
 pub mod remote;
 pub mod remote_merge;
 pub mod strategic_merge;

@@ -377,6 +377,8 @@ fn origin_request(route: &RouteInput<'_>, tunnel: &TunnelFacts) -> OriginRequest
             .and_then(|(_, p)| u16::try_from(p).ok())
             .filter(|p| *p != 0),
         proxy_type: text(route.proxy_type).filter(|t| !t.is_empty()),
+        // Set by Access protection at render time (`render::protection`), never by a route.
+        access: None,
     }
 }
 

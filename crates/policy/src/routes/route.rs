@@ -33,6 +33,23 @@ pub struct OriginRequest {
     /// `""` or `socks`.
     #[serde(rename = "proxyType", skip_serializing_if = "Option::is_none")]
     pub proxy_type: Option<String>,
+    /// cloudflared's own check of Cloudflare Access: a request without a valid Access token
+    /// for the application is refused at the connector, whatever path it came by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<AccessCheck>,
+}
+
+/// `originRequest.access`: cloudflared verifies the request's Access JWT against the team's
+/// keys and the application's AUD.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessCheck {
+    pub required: bool,
+    /// The Zero Trust team (`<team>.cloudflareaccess.com`).
+    #[serde(rename = "teamName")]
+    pub team_name: String,
+    /// The AUD of each Access application the request may carry a token of.
+    #[serde(rename = "audTag")]
+    pub aud_tag: Vec<String>,
 }
 
 impl OriginRequest {
