@@ -293,11 +293,18 @@ async fn access_policies_install_and_their_cel_rules_carry_the_webhook_messages(
         &ns,
         &access_policy("nobody", TARGET, "  allow: {groups: []}\n"),
     );
-    assert!(!ok && printed.contains(cel::ACCESS_POLICY_NOBODY_ALLOWED), "{printed}");
+    assert!(
+        !ok && printed.contains(cel::ACCESS_POLICY_NOBODY_ALLOWED),
+        "{printed}"
+    );
     let (ok, printed) = apply(
         plane,
         &ns,
-        &access_policy("pair", "    - {group: \"\", kind: HTTPRoute, name: shop}\n", ALLOW),
+        &access_policy(
+            "pair",
+            "    - {group: \"\", kind: HTTPRoute, name: shop}\n",
+            ALLOW,
+        ),
     );
     assert!(
         !ok && printed.contains("spec.targetRefs[0]")
@@ -307,16 +314,26 @@ async fn access_policies_install_and_their_cel_rules_carry_the_webhook_messages(
     let (ok, printed) = apply(
         plane,
         &ns,
-        &access_policy("gateway", "    - {group: gateway.networking.k8s.io, kind: Gateway, name: edge}\n", ALLOW),
+        &access_policy(
+            "gateway",
+            "    - {group: gateway.networking.k8s.io, kind: Gateway, name: edge}\n",
+            ALLOW,
+        ),
     );
-    assert!(!ok && printed.contains("Unsupported value: \"Gateway\""), "{printed}");
+    assert!(
+        !ok && printed.contains("Unsupported value: \"Gateway\""),
+        "{printed}"
+    );
     let (ok, printed) = apply(plane, &ns, &access_policy("none", "    []\n", ALLOW));
     assert!(!ok && printed.contains("spec.targetRefs"), "{printed}");
     let many: String = (0..17)
         .map(|i| format!("    - {{group: \"\", kind: Service, name: api{i}}}\n"))
         .collect();
     let (ok, printed) = apply(plane, &ns, &access_policy("many", &many, ALLOW));
-    assert!(!ok && printed.contains("must have at most 16 items"), "{printed}");
+    assert!(
+        !ok && printed.contains("must have at most 16 items"),
+        "{printed}"
+    );
 
     let (ok, printed) = apply(plane, &ns, &access_policy("staff", TARGET, ALLOW));
     assert!(ok, "{printed}");

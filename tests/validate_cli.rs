@@ -331,7 +331,9 @@ fn access_policies_that_let_nobody_in_or_reach_another_namespace_are_refused() {
     let empty = write(
         dir.path(),
         "empty.yaml",
-        &format!("{ACCESS_POLICY_HEAD}spec:\n  targetRefs: [{{group: gateway.networking.k8s.io, kind: HTTPRoute, name: shop}}]\n  allow: {{}}\n"),
+        &format!(
+            "{ACCESS_POLICY_HEAD}spec:\n  targetRefs: [{{group: gateway.networking.k8s.io, kind: HTTPRoute, name: shop}}]\n  allow: {{}}\n"
+        ),
     );
     let across = write(
         dir.path(),
@@ -361,11 +363,16 @@ fn a_good_access_policy_passes_and_a_grpc_target_only_warns() {
     let good = format!("{TABLE}/valid/accesspolicy.yaml");
     let out = validate(&["-f", &good]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
-    assert_eq!((text(&out.stdout), text(&out.stderr)), (String::new(), String::new()));
+    assert_eq!(
+        (text(&out.stdout), text(&out.stderr)),
+        (String::new(), String::new())
+    );
     let grpc = write(
         dir.path(),
         "grpc.yaml",
-        &format!("{ACCESS_POLICY_HEAD}spec:\n  targetRefs: [{{group: gateway.networking.k8s.io, kind: GRPCRoute, name: rpc}}]\n  policies: [staff]\n"),
+        &format!(
+            "{ACCESS_POLICY_HEAD}spec:\n  targetRefs: [{{group: gateway.networking.k8s.io, kind: GRPCRoute, name: rpc}}]\n  policies: [staff]\n"
+        ),
     );
     let out = validate(&["-f", &grpc]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));

@@ -21,12 +21,18 @@ async fn access_policies_across_namespaces_or_letting_nobody_in_are_refused_and_
     let ns = namespace(&env, "adm-access", true).await;
     let across = policy(
         "across",
-        &format!("  targetRefs:\n    - {{group: gateway.networking.k8s.io, kind: HTTPRoute, name: shop, namespace: payments}}\n{ALLOW}"),
+        &format!(
+            "  targetRefs:\n    - {{group: gateway.networking.k8s.io, kind: HTTPRoute, name: shop, namespace: payments}}\n{ALLOW}"
+        ),
     );
     let expected = "spec.targetRefs[0].namespace: an AccessPolicy protects objects of its own namespace only; create the AccessPolicy in namespace payments";
     let printed = apply_until_refused(&env, &ns, &across, expected).await;
     assert!(printed.contains("denied the request"), "{printed}");
-    let (ok, printed) = kubectl(env.plane, &["create", "--namespace", &ns, "-f", "-"], &across);
+    let (ok, printed) = kubectl(
+        env.plane,
+        &["create", "--namespace", &ns, "-f", "-"],
+        &across,
+    );
     assert!(!ok && printed.contains(expected), "{printed}");
 
     let nobody = policy(
@@ -36,12 +42,17 @@ async fn access_policies_across_namespaces_or_letting_nobody_in_are_refused_and_
     for verb in ["create", "apply"] {
         let (ok, printed) = kubectl(env.plane, &[verb, "--namespace", &ns, "-f", "-"], &nobody);
         assert!(!ok, "{verb}: {printed}");
-        assert!(printed.contains(ACCESS_POLICY_NOBODY_ALLOWED), "{verb}: {printed}");
+        assert!(
+            printed.contains(ACCESS_POLICY_NOBODY_ALLOWED),
+            "{verb}: {printed}"
+        );
     }
 
     let good = policy(
         "staff",
-        &format!("  targetRefs:\n    - {{group: networking.cfargotunnel.com, kind: TunnelBinding, name: web}}\n    - {{group: gateway.networking.k8s.io, kind: HTTPRoute, name: shop, namespace: {ns}}}\n{ALLOW}  sessionDuration: 24h\n"),
+        &format!(
+            "  targetRefs:\n    - {{group: networking.cfargotunnel.com, kind: TunnelBinding, name: web}}\n    - {{group: gateway.networking.k8s.io, kind: HTTPRoute, name: shop, namespace: {ns}}}\n{ALLOW}  sessionDuration: 24h\n"
+        ),
     );
     let (ok, printed) = kubectl(env.plane, &["create", "--namespace", &ns, "-f", "-"], &good);
     assert!(ok, "{printed}");
@@ -54,7 +65,9 @@ async fn access_policies_across_namespaces_or_letting_nobody_in_are_refused_and_
 
     let grpc = policy(
         "rpc",
-        &format!("  targetRefs:\n    - {{group: gateway.networking.k8s.io, kind: GRPCRoute, name: rpc}}\n{ALLOW}"),
+        &format!(
+            "  targetRefs:\n    - {{group: gateway.networking.k8s.io, kind: GRPCRoute, name: rpc}}\n{ALLOW}"
+        ),
     );
     let (ok, printed) = apply(env.plane, &ns, &grpc);
     assert!(ok, "{printed}");

@@ -450,7 +450,8 @@ mod tests {
     }
 
     fn access_policy(target_namespace: Option<&str>, kind: &str) -> Value {
-        let mut target = json!({"group": "gateway.networking.k8s.io", "kind": kind, "name": "shop"});
+        let mut target =
+            json!({"group": "gateway.networking.k8s.io", "kind": kind, "name": "shop"});
         if let Some(ns) = target_namespace {
             target["namespace"] = json!(ns);
         }
@@ -465,7 +466,11 @@ mod tests {
     fn access_policies_are_judged_with_their_namespace_and_warned_for_grpc() {
         let view = AdmissionView::default();
         let refused = validate(
-            &request(access_policy_kind(), "CREATE", access_policy(Some("web"), "HTTPRoute")),
+            &request(
+                access_policy_kind(),
+                "CREATE",
+                access_policy(Some("web"), "HTTPRoute"),
+            ),
             &view,
         );
         assert!(!refused.allowed);
@@ -474,22 +479,36 @@ mod tests {
             "spec.targetRefs[0].namespace: an AccessPolicy protects objects of its own namespace only; create the AccessPolicy in namespace web"
         );
         let own = validate(
-            &request(access_policy_kind(), "CREATE", access_policy(Some("apps"), "HTTPRoute")),
+            &request(
+                access_policy_kind(),
+                "CREATE",
+                access_policy(Some("apps"), "HTTPRoute"),
+            ),
             &view,
         );
         assert!(own.allowed, "{}", own.result.message);
         let grpc = validate(
-            &request(access_policy_kind(), "CREATE", access_policy(None, "GRPCRoute")),
+            &request(
+                access_policy_kind(),
+                "CREATE",
+                access_policy(None, "GRPCRoute"),
+            ),
             &view,
         );
         assert!(grpc.allowed);
         let warnings = grpc.warnings.unwrap_or_default();
         assert_eq!(warnings.len(), 1);
-        assert!(warnings[0].starts_with("spec.targetRefs[0]: Cloudflare Access does not apply to gRPC"));
+        assert!(
+            warnings[0].starts_with("spec.targetRefs[0]: Cloudflare Access does not apply to gRPC")
+        );
         let mut unreadable = access_policy(None, "HTTPRoute");
         unreadable["spec"]["targetRefs"] = json!("web");
         let response = validate(&request(access_policy_kind(), "CREATE", unreadable), &view);
         assert!(!response.allowed);
-        assert!(response.result.message.starts_with("spec: cannot be read"), "{}", response.result.message);
+        assert!(
+            response.result.message.starts_with("spec: cannot be read"),
+            "{}",
+            response.result.message
+        );
     }
 }

@@ -87,7 +87,9 @@ fn check_target_name(field: &str, kind: &str, name: &str, v: &mut Verdict) {
     } else if !is_dns_subdomain(name) {
         v.deny(
             format!("{field}.name"),
-            format!("{name:?} is not a valid object name; use lowercase letters, digits, '-' and '.'"),
+            format!(
+                "{name:?} is not a valid object name; use lowercase letters, digits, '-' and '.'"
+            ),
         );
     }
 }

@@ -121,7 +121,11 @@ mod tests {
 
     #[test]
     fn emails() {
-        for good in ["alice@example.com", "a.b+tag@sub.example.co.uk", "o'neil@example.com"] {
+        for good in [
+            "alice@example.com",
+            "a.b+tag@sub.example.co.uk",
+            "o'neil@example.com",
+        ] {
             assert!(is_email(good), "{good}");
         }
         for bad in [

@@ -4,7 +4,8 @@ pub mod helm;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceConversion, CustomResourceDefinition, CustomResourceDefinitionVersion,
-    JSONSchemaProps, JSONSchemaPropsOrArray, ServiceReference, ValidationRule, WebhookClientConfig, WebhookConversion,
+    JSONSchemaProps, JSONSchemaPropsOrArray, ServiceReference, ValidationRule, WebhookClientConfig,
+    WebhookConversion,
 };
 use kube::core::crd::{CustomResourceExt, merge_crds};
 
@@ -361,7 +362,10 @@ mod tests {
             panic!("targetRefs items");
         };
         let item_props = item.properties.as_ref().expect("targetRef properties");
-        assert!(item_props.contains_key("namespace"), "accepted to be refused");
+        assert!(
+            item_props.contains_key("namespace"),
+            "accepted to be refused"
+        );
         let kinds = item_props["kind"].enum_.as_ref().expect("kind enum");
         assert_eq!(kinds.len(), 5);
         assert_eq!(
@@ -369,7 +373,10 @@ mod tests {
             1,
             "the group/kind pair rule"
         );
-        assert_eq!(spec.required.as_deref(), Some(&["targetRefs".to_string()][..]));
+        assert_eq!(
+            spec.required.as_deref(),
+            Some(&["targetRefs".to_string()][..])
+        );
     }
 
     /// Every string of the AccessPolicy schema a CEL rule could read is bounded.
