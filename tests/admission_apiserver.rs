@@ -1,6 +1,8 @@
 //! The admission webhook registered on a real kube-apiserver with the shipped configurations:
 //! bad manifests are refused at `kubectl apply` with cftunnel's messages, conversion is
 //! lossless through the API server, and objects stored before the webhook never get stuck.
+#[path = "admission_apiserver/access_policy.rs"]
+mod access_policy;
 mod common;
 #[path = "admission_apiserver/zones.rs"]
 mod zones;

@@ -268,3 +268,76 @@ async fn access_tunnels_install_and_their_rules_quote_the_bad_value() {
         "the CEL rule's message is printed beside the schema's: {printed}"
     );
 }
+
+fn access_policy(name: &str, targets: &str, allow: &str) -> String {
+    format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha2\nkind: AccessPolicy\nmetadata:\n  name: {name}\nspec:\n  targetRefs:\n{targets}{allow}"
+    )
+}
+
+const TARGET: &str = "    - {group: gateway.networking.k8s.io, kind: HTTPRoute, name: shop}\n";
+const ALLOW: &str = "  allow: {emails: [alice@example.com]}\n";
+
+/// Without the webhook, the CRD alone refuses an AccessPolicy that lets nobody in and a target
+/// whose group does not go with its kind, with the webhook's texts; the kind enum and the
+/// 1..16 bound on targets hold; a good policy is stored with its defaults.
+#[tokio::test]
+async fn access_policies_install_and_their_cel_rules_carry_the_webhook_messages() {
+    let plane = plane().await;
+    let ns = plane
+        .create_namespace("crd-access-policy")
+        .await
+        .expect("namespace");
+    let (ok, printed) = apply(
+        plane,
+        &ns,
+        &access_policy("nobody", TARGET, "  allow: {groups: []}\n"),
+    );
+    assert!(
+        !ok && printed.contains(cel::ACCESS_POLICY_NOBODY_ALLOWED),
+        "{printed}"
+    );
+    let (ok, printed) = apply(
+        plane,
+        &ns,
+        &access_policy(
+            "pair",
+            "    - {group: \"\", kind: HTTPRoute, name: shop}\n",
+            ALLOW,
+        ),
+    );
+    assert!(
+        !ok && printed.contains("spec.targetRefs[0]")
+            && printed.contains(cel::ACCESS_POLICY_TARGET_KIND),
+        "{printed}"
+    );
+    let (ok, printed) = apply(
+        plane,
+        &ns,
+        &access_policy(
+            "gateway",
+            "    - {group: gateway.networking.k8s.io, kind: Gateway, name: edge}\n",
+            ALLOW,
+        ),
+    );
+    assert!(
+        !ok && printed.contains("Unsupported value: \"Gateway\""),
+        "{printed}"
+    );
+    let (ok, printed) = apply(plane, &ns, &access_policy("none", "    []\n", ALLOW));
+    assert!(!ok && printed.contains("spec.targetRefs"), "{printed}");
+    let many: String = (0..17)
+        .map(|i| format!("    - {{group: \"\", kind: Service, name: api{i}}}\n"))
+        .collect();
+    let (ok, printed) = apply(plane, &ns, &access_policy("many", &many, ALLOW));
+    assert!(
+        !ok && printed.contains("must have at most 16 items"),
+        "{printed}"
+    );
+
+    let (ok, printed) = apply(plane, &ns, &access_policy("staff", TARGET, ALLOW));
+    assert!(ok, "{printed}");
+    let stored = get_json(plane, &ns, "accesspolicy/staff");
+    assert_eq!(stored["spec"]["allow"]["anyValidServiceToken"], false);
+    assert_eq!(stored["spec"]["targetRefs"][0]["kind"], "HTTPRoute");
+}

@@ -68,7 +68,7 @@ fn object_of(line: &str) -> Option<&str> {
     let (kind, name) = object.split_once(' ')?;
     let well_formed = match kind {
         "ClusterTunnel" => !name.is_empty() && !name.contains('/'),
-        "Tunnel" | "TunnelBinding" | "Service" | "AccessTunnel" => name
+        "Tunnel" | "TunnelBinding" | "Service" | "AccessTunnel" | "AccessPolicy" => name
             .split_once('/')
             .is_some_and(|(ns, n)| !ns.is_empty() && !n.is_empty() && !n.contains('/')),
         _ => false,
@@ -132,7 +132,7 @@ fn the_table_covers_every_create_rule() {
         .collect();
     for rule in [
         "2.1.1", "2.1.2", "2.1.3", "2.1.4", "2.1.5", "2.1.6", "2.2.1", "2.2.2", "2.2.3", "2.2.4",
-        "2.2.5", "2.2.6",
+        "2.2.5", "2.2.6", "2.5.1", "2.5.2", "2.5.3", "2.5.4",
     ] {
         assert!(rules.contains(rule), "no case for docs/design.md §{rule}");
     }
@@ -144,6 +144,7 @@ fn the_table_covers_every_create_rule() {
         cftunnel_types::cel::BOTH_TUNNEL_SOURCES,
         cftunnel_types::cel::NO_TUNNEL_SOURCE,
         cftunnel_types::cel::NAME_TOO_LONG,
+        cftunnel_types::cel::ACCESS_POLICY_NOBODY_ALLOWED,
     ] {
         assert!(
             expects.contains(&message),
@@ -314,6 +315,72 @@ fn the_earlier_claimant_in_input_order_owns_the_hostname() {
     assert_eq!(
         text(&out.stdout),
         "TunnelBinding blog/front: subjects[0].spec.fqdn: shared.example.org is already exposed by TunnelBinding shop/web (subject web); remove it there first\n"
+    );
+}
+
+const ACCESS_POLICY_HEAD: &str = "apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: AccessPolicy
+metadata: {name: staff, namespace: shop}
+";
+
+/// An AccessPolicy that lets nobody in, and one reaching into another namespace, are refused
+/// with their messages (exit 1); each line names its policy.
+#[test]
+fn access_policies_that_let_nobody_in_or_reach_another_namespace_are_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let empty = write(
+        dir.path(),
+        "empty.yaml",
+        &format!(
+            "{ACCESS_POLICY_HEAD}spec:\n  targetRefs: [{{group: gateway.networking.k8s.io, kind: HTTPRoute, name: shop}}]\n  allow: {{}}\n"
+        ),
+    );
+    let across = write(
+        dir.path(),
+        "across.yaml",
+        "apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: AccessPolicy
+metadata: {name: web}
+spec:
+  targetRefs: [{group: networking.cfargotunnel.com, kind: TunnelBinding, name: web, namespace: blog}]
+  allow: {emailDomains: [example.com]}
+",
+    );
+    let out = validate(&["-f", &empty, "-f", &across, "-n", "shop"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "AccessPolicy shop/staff: spec.allow and spec.policies are both empty: an AccessPolicy that lets nobody in would lock the routes; add spec.allow.emails, emailDomains, groups, serviceTokens or anyValidServiceToken: true, or name a reusable policy in spec.policies
+AccessPolicy shop/web: spec.targetRefs[0].namespace: an AccessPolicy protects objects of its own namespace only; create the AccessPolicy in namespace blog
+"
+    );
+}
+
+/// The example policy passes silently; a GRPCRoute target passes with its warning on stderr.
+#[test]
+fn a_good_access_policy_passes_and_a_grpc_target_only_warns() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let good = format!("{TABLE}/valid/accesspolicy.yaml");
+    let out = validate(&["-f", &good]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert_eq!(
+        (text(&out.stdout), text(&out.stderr)),
+        (String::new(), String::new())
+    );
+    let grpc = write(
+        dir.path(),
+        "grpc.yaml",
+        &format!(
+            "{ACCESS_POLICY_HEAD}spec:\n  targetRefs: [{{group: gateway.networking.k8s.io, kind: GRPCRoute, name: rpc}}]\n  policies: [staff]\n"
+        ),
+    );
+    let out = validate(&["-f", &grpc]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert_eq!(text(&out.stdout), "");
+    assert!(
+        text(&out.stderr).contains("AccessPolicy shop/staff: spec.targetRefs[0]: Cloudflare Access does not apply to gRPC: the GRPCRoute target will be refused and left unprotected"),
+        "{}",
+        text(&out.stderr)
     );
 }
 

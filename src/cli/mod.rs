@@ -187,8 +187,8 @@ const VALIDATE_HELP: &str =
     "Check manifests against the admission rules offline (for CI pipelines).
 
 Reads every YAML or JSON document of the given files, directories (recursively: *.yaml, *.yml, \
-*.json, in path order) or standard input (-). Tunnels, ClusterTunnels, TunnelBindings and \
-Services carrying a cfargotunnel.com/expose-* label are judged; Namespaces give their labels \
+*.json, in path order) or standard input (-). Tunnels, ClusterTunnels, TunnelBindings, \
+AccessTunnels, AccessPolicies and Services carrying a cfargotunnel.com/expose-* label are judged; Namespaces give their labels \
 to allowedRoutes selectors; other kinds are ignored. Schema defaults are applied and v1alpha1 \
 tunnels are converted to v1alpha2 first, as the API server would.
 

@@ -76,3 +76,29 @@ pub(crate) const ROOT_RULES: &[CelRule] = &[
         message: ACCOUNT_IMMUTABLE,
     },
 ];
+
+/// AccessPolicy: a target's group and kind are one of `access_policy::TARGET_KINDS`. The
+/// admission rule gives the same text after the target's field path.
+pub const ACCESS_POLICY_TARGET_KIND: &str = "group and kind name no object an AccessPolicy protects; use TunnelBinding (group networking.cfargotunnel.com), HTTPRoute or GRPCRoute (group gateway.networking.k8s.io), Ingress (group networking.k8s.io) or Service (group \"\")";
+pub const ACCESS_POLICY_NOBODY_ALLOWED: &str = "spec.allow and spec.policies are both empty: an AccessPolicy that lets nobody in would lock the routes; add spec.allow.emails, emailDomains, groups, serviceTokens or anyValidServiceToken: true, or name a reusable policy in spec.policies";
+
+/// The CEL form of `ACCESS_POLICY_TARGET_KIND`, on one item of `spec.targetRefs`.
+pub(crate) fn access_policy_target_rule() -> String {
+    crate::access_policy::TARGET_KINDS
+        .iter()
+        .map(|(group, kind)| format!("(self.group == '{group}' && self.kind == '{kind}')"))
+        .collect::<Vec<_>>()
+        .join(" || ")
+}
+
+/// The CEL form of `ACCESS_POLICY_NOBODY_ALLOWED`, on the spec.
+pub(crate) fn access_policy_spec_rule() -> String {
+    let lists = ["emails", "emailDomains", "groups", "serviceTokens"]
+        .iter()
+        .map(|l| format!("(has(self.allow.{l}) && size(self.allow.{l}) > 0)"))
+        .collect::<Vec<_>>()
+        .join(" || ");
+    format!(
+        "(has(self.policies) && size(self.policies) > 0) || (has(self.allow) && ({lists} || (has(self.allow.anyValidServiceToken) && self.allow.anyValidServiceToken)))"
+    )
+}

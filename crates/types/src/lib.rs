@@ -1,6 +1,7 @@
 //! The `networking.cfargotunnel.com` API: CRD types per kind and version, conversion, names and
 //! tunnel identity. No I/O.
 pub mod access;
+pub mod access_policy;
 pub mod binding;
 pub mod cel;
 pub mod conversion;
@@ -12,6 +13,7 @@ pub mod names;
 pub mod tunnel;
 mod tunnel_common;
 
+pub use access_policy::{AccessPolicy, AccessPolicySpec, AccessPolicyStatus};
 pub use binding::{TunnelBinding, TunnelBindingStatus};
 pub use identity::{TunnelIdentity, TunnelKind};
 pub use tunnel::v1alpha2::{ClusterTunnel, ClusterTunnelSpec, Tunnel, TunnelSpec};

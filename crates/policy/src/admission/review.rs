@@ -16,6 +16,7 @@ use crate::rules::view::AdmissionView;
 use crate::rules::{binding, service};
 use cftunnel_types::TunnelKind;
 use cftunnel_types::access::AccessTunnelFields;
+use cftunnel_types::access_policy::AccessPolicySpec;
 use cftunnel_types::binding::TunnelBindingFields;
 use cftunnel_types::conversion::{self, V1ALPHA2};
 use cftunnel_types::names::GROUP;
@@ -27,6 +28,7 @@ enum Subject {
     Tunnel,
     TunnelBinding,
     AccessTunnel,
+    AccessPolicy,
     Service,
     Ingress,
     /// Deployment or DaemonSet: the pod spec sits at spec.template.spec.
@@ -39,6 +41,7 @@ fn subject(req: &AdmissionRequest<DynamicObject>) -> Option<Subject> {
         (GROUP, "Tunnel" | "ClusterTunnel") => Some(Subject::Tunnel),
         (GROUP, "TunnelBinding") => Some(Subject::TunnelBinding),
         (GROUP, "AccessTunnel") => Some(Subject::AccessTunnel),
+        (GROUP, "AccessPolicy") => Some(Subject::AccessPolicy),
         ("", "Service") => Some(Subject::Service),
         ("networking.k8s.io", "Ingress") => Some(Subject::Ingress),
         ("apps", "Deployment" | "DaemonSet") => Some(Subject::Workload),
@@ -113,6 +116,12 @@ fn judge(
             Ok(fields) => super::access::validate(&fields),
             Err(e) => unreadable("", e),
         },
+        Subject::AccessPolicy => {
+            match AccessPolicySpec::deserialize(object.data.get("spec").unwrap_or(&Value::Null)) {
+                Ok(spec) => crate::rules::access_policy::validate(&spec, namespace),
+                Err(e) => unreadable("spec", e),
+            }
+        }
         // The rules of a labelled Service read only its labels and annotations.
         Subject::Service => {
             let service = Service {
@@ -434,5 +443,72 @@ mod tests {
             Value::Null,
         );
         assert!(validate(&config_map, &view).allowed);
+    }
+
+    fn access_policy_kind() -> Value {
+        json!({"group": GROUP, "version": "v1alpha2", "kind": "AccessPolicy"})
+    }
+
+    fn access_policy(target_namespace: Option<&str>, kind: &str) -> Value {
+        let mut target =
+            json!({"group": "gateway.networking.k8s.io", "kind": kind, "name": "shop"});
+        if let Some(ns) = target_namespace {
+            target["namespace"] = json!(ns);
+        }
+        json!({
+            "apiVersion": "networking.cfargotunnel.com/v1alpha2", "kind": "AccessPolicy",
+            "metadata": {"name": "staff", "namespace": "apps"},
+            "spec": {"targetRefs": [target], "allow": {"emails": ["alice@example.com"]}},
+        })
+    }
+
+    #[test]
+    fn access_policies_are_judged_with_their_namespace_and_warned_for_grpc() {
+        let view = AdmissionView::default();
+        let refused = validate(
+            &request(
+                access_policy_kind(),
+                "CREATE",
+                access_policy(Some("web"), "HTTPRoute"),
+            ),
+            &view,
+        );
+        assert!(!refused.allowed);
+        assert_eq!(
+            refused.result.message,
+            "spec.targetRefs[0].namespace: an AccessPolicy protects objects of its own namespace only; create the AccessPolicy in namespace web"
+        );
+        let own = validate(
+            &request(
+                access_policy_kind(),
+                "CREATE",
+                access_policy(Some("apps"), "HTTPRoute"),
+            ),
+            &view,
+        );
+        assert!(own.allowed, "{}", own.result.message);
+        let grpc = validate(
+            &request(
+                access_policy_kind(),
+                "CREATE",
+                access_policy(None, "GRPCRoute"),
+            ),
+            &view,
+        );
+        assert!(grpc.allowed);
+        let warnings = grpc.warnings.unwrap_or_default();
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].starts_with("spec.targetRefs[0]: Cloudflare Access does not apply to gRPC")
+        );
+        let mut unreadable = access_policy(None, "HTTPRoute");
+        unreadable["spec"]["targetRefs"] = json!("web");
+        let response = validate(&request(access_policy_kind(), "CREATE", unreadable), &view);
+        assert!(!response.allowed);
+        assert!(
+            response.result.message.starts_with("spec: cannot be read"),
+            "{}",
+            response.result.message
+        );
     }
 }

@@ -57,6 +57,25 @@ pub(crate) fn hostname_problem(s: &str) -> Option<&'static str> {
     None
 }
 
+/// An email address as Access matches it: one `@`, a local part of 1 to 64 characters of
+/// letters, digits and RFC 5322's specials (dots only between others), and a domain name; at
+/// most 254 characters. Quoted local parts and address literals are not accepted.
+pub(crate) fn is_email(s: &str) -> bool {
+    let Some((local, domain)) = s.split_once('@') else {
+        return false;
+    };
+    s.len() <= 254
+        && !local.is_empty()
+        && local.len() <= 64
+        && local
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+/=?^_`{|}~-.".contains(&b))
+        && !local.starts_with('.')
+        && !local.ends_with('.')
+        && !local.contains("..")
+        && is_domain_name(domain)
+}
+
 /// A Cloudflare tunnel id: a UUID in its canonical hyphenated form.
 pub(crate) fn is_uuid(s: &str) -> bool {
     s.len() == 36 && uuid::Uuid::try_parse(s).is_ok()
@@ -98,6 +117,32 @@ mod tests {
             hostname_problem("app.example.com:443"),
             Some("must not contain a port")
         );
+    }
+
+    #[test]
+    fn emails() {
+        for good in [
+            "alice@example.com",
+            "a.b+tag@sub.example.co.uk",
+            "o'neil@example.com",
+        ] {
+            assert!(is_email(good), "{good}");
+        }
+        for bad in [
+            "",
+            "alice",
+            "@example.com",
+            "alice@",
+            "alice@localhost",
+            "a@b@example.com",
+            ".alice@example.com",
+            "al..ice@example.com",
+            "al ice@example.com",
+            "alice@exa_mple.com",
+        ] {
+            assert!(!is_email(bad), "{bad}");
+        }
+        assert!(!is_email(&format!("{}@example.com", "a".repeat(65))));
     }
 
     #[test]

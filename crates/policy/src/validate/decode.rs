@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -13,6 +14,7 @@ use super::report::ObjectRef;
 use crate::rules::Violation;
 use cftunnel_types::TunnelKind;
 use cftunnel_types::access::AccessTunnelFields;
+use cftunnel_types::access_policy::AccessPolicySpec;
 use cftunnel_types::binding::{TunnelBindingFields, TunnelBindingSubject, TunnelRef};
 use cftunnel_types::conversion::{self, V1ALPHA1, V1ALPHA2};
 use cftunnel_types::gateway::{
@@ -50,6 +52,11 @@ pub enum Decoded {
     },
     /// An AccessTunnel: judged on its own fields only.
     Access(AccessTunnelFields),
+    /// An AccessPolicy: judged on its spec and namespace only.
+    AccessPolicy {
+        namespace: String,
+        spec: AccessPolicySpec,
+    },
     /// An Ingress (a route source when its class is cftunnel's).
     Ingress {
         namespace: String,
@@ -102,6 +109,28 @@ fn access_required(value: &Value) -> Result<(), Violation> {
         ));
     }
     Ok(())
+}
+
+/// The spec of an AccessPolicy; its required fields named as the API server names them.
+fn access_policy(value: &Value) -> Result<AccessPolicySpec, Violation> {
+    let Some(spec) = value.get("spec").filter(|s| s.is_object()) else {
+        return Err(Violation::new(
+            "spec",
+            "Required value; give spec.targetRefs and who may enter in spec.allow or spec.policies",
+        ));
+    };
+    if spec.get("targetRefs").is_none_or(Value::is_null) {
+        return Err(Violation::new(
+            "spec.targetRefs",
+            "Required value; name the TunnelBinding, HTTPRoute, Ingress or Service to protect",
+        ));
+    }
+    AccessPolicySpec::deserialize(spec).map_err(|e| {
+        Violation::new(
+            "spec",
+            format!("does not match the AccessPolicy v1alpha2 schema ({e}); fix the manifest"),
+        )
+    })
 }
 
 /// Decodes one document; `default_namespace` stands in for a missing `metadata.namespace`.
@@ -157,6 +186,18 @@ pub fn decode(document: &Document, default_namespace: &str) -> Outcome {
                     })
                 })
                 .map(|fields| (object, Decoded::Access(fields)))
+        }
+        (cftunnel_types::names::GROUP, "AccessPolicy") => {
+            let object = ObjectRef::namespaced(kind, &namespace, &name);
+            access_policy(value).map(|spec| {
+                (
+                    object,
+                    Decoded::AccessPolicy {
+                        namespace: namespace.clone(),
+                        spec,
+                    },
+                )
+            })
         }
         ("", "Service") if api_version == "v1" && has_expose_label(value) => {
             let object = ObjectRef::namespaced(kind, &namespace, &name);

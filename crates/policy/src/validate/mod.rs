@@ -137,6 +137,9 @@ fn judge(
             Some(verdict)
         }
         Decoded::Access(fields) => Some(admission::access::validate(fields)),
+        Decoded::AccessPolicy { namespace, spec } => {
+            Some(crate::rules::access_policy::validate(spec, namespace))
+        }
         Decoded::Ingress { namespace, ingress } => {
             let name = ingress.metadata.name.clone().unwrap_or_default();
             ingresses

@@ -19,6 +19,7 @@ pub(crate) fn base_view<'a>(objects: impl IntoIterator<Item = &'a Decoded>) -> A
             Decoded::Binding { .. }
             | Decoded::Service { .. }
             | Decoded::Access(_)
+            | Decoded::AccessPolicy { .. }
             | Decoded::Ingress { .. }
             | Decoded::IngressClass(_)
             | Decoded::Gateway(_) => {}

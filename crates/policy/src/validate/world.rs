@@ -47,6 +47,8 @@ impl WorldBuilder {
             Decoded::Gateway(object) => self.add_gateway(object),
             // An AccessTunnel declares no route.
             Decoded::Access(_) => {}
+            // An AccessPolicy protects routes, it declares none.
+            Decoded::AccessPolicy { .. } => {}
             Decoded::Namespace { name, labels } => {
                 self.world
                     .namespace_labels

@@ -61,7 +61,7 @@ mod tests {
     #[test]
     fn converted_crds_get_the_cert_manager_block_and_every_crd_is_kept() {
         let text = crds_template().expect("renders");
-        assert_eq!(text.matches(KEEP_LINE).count(), 4);
+        assert_eq!(text.matches(KEEP_LINE).count(), 5);
         assert_eq!(text.matches("cert-manager.io/inject-ca-from").count(), 2);
         assert_eq!(
             text.matches("namespace: '{{ .Release.Namespace }}'")

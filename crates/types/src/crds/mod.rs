@@ -4,11 +4,13 @@ pub mod helm;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceConversion, CustomResourceDefinition, CustomResourceDefinitionVersion,
-    JSONSchemaProps, ServiceReference, ValidationRule, WebhookClientConfig, WebhookConversion,
+    JSONSchemaProps, JSONSchemaPropsOrArray, ServiceReference, ValidationRule, WebhookClientConfig,
+    WebhookConversion,
 };
 use kube::core::crd::{CustomResourceExt, merge_crds};
 
 use super::access::AccessTunnel;
+use super::access_policy::AccessPolicy;
 use super::binding::TunnelBinding;
 use super::cel::{self, CelRule};
 use super::tunnel::{v1alpha1, v1alpha2};
@@ -46,6 +48,7 @@ pub fn all(conversion: &ConversionService) -> Vec<CustomResourceDefinition> {
         cluster_tunnel(conversion),
         tunnel_binding(),
         access_tunnel(),
+        access_policy(),
     ]
 }
 
@@ -106,6 +109,39 @@ pub(crate) fn access_tunnel() -> CustomResourceDefinition {
                         ..Default::default()
                     });
             }
+        }
+    }
+    crd
+}
+
+/// AccessPolicy v1alpha2, with the cheap rules as CEL (their messages the webhook's texts): a
+/// target's group matches its kind, and the policy lets someone in. The rest (same namespace,
+/// names, emails, durations) is the webhook's: CEL cannot see the object's namespace.
+pub(crate) fn access_policy() -> CustomResourceDefinition {
+    let mut crd = AccessPolicy::crd();
+    for version in &mut crd.spec.versions {
+        let Some(spec) = schema_of(version)
+            .and_then(|root| root.properties.as_mut())
+            .and_then(|p| p.get_mut("spec"))
+        else {
+            continue;
+        };
+        spec.x_kubernetes_validations = Some(vec![ValidationRule {
+            rule: cel::access_policy_spec_rule(),
+            message: Some(cel::ACCESS_POLICY_NOBODY_ALLOWED.into()),
+            ..Default::default()
+        }]);
+        let item = spec
+            .properties
+            .as_mut()
+            .and_then(|p| p.get_mut("targetRefs"))
+            .and_then(|t| t.items.as_mut());
+        if let Some(JSONSchemaPropsOrArray::Schema(item)) = item {
+            item.x_kubernetes_validations = Some(vec![ValidationRule {
+                rule: cel::access_policy_target_rule(),
+                message: Some(cel::ACCESS_POLICY_TARGET_KIND.into()),
+                ..Default::default()
+            }]);
         }
     }
     crd
@@ -305,5 +341,64 @@ mod tests {
         let props = root.properties.as_ref().expect("properties");
         assert!(props.contains_key("subjects") && props.contains_key("tunnelRef"));
         assert!(!props.contains_key("spec"));
+    }
+
+    #[test]
+    fn access_policy_is_namespaced_v1alpha2_with_bounded_targets_and_its_cel_rules() {
+        let crd = access_policy();
+        assert_eq!(crd.spec.scope, "Namespaced");
+        assert_eq!(crd.spec.names.kind, "AccessPolicy");
+        let spec = field(&crd, "v1alpha2", "spec");
+        let rules: Vec<_> = spec.x_kubernetes_validations.iter().flatten().collect();
+        assert_eq!(rules.len(), 1);
+        assert_eq!(
+            rules[0].message.as_deref(),
+            Some(cel::ACCESS_POLICY_NOBODY_ALLOWED)
+        );
+        let props = spec.properties.as_ref().expect("spec properties");
+        let targets = &props["targetRefs"];
+        assert_eq!((targets.min_items, targets.max_items), (Some(1), Some(16)));
+        let Some(JSONSchemaPropsOrArray::Schema(item)) = targets.items.as_ref() else {
+            panic!("targetRefs items");
+        };
+        let item_props = item.properties.as_ref().expect("targetRef properties");
+        assert!(
+            item_props.contains_key("namespace"),
+            "accepted to be refused"
+        );
+        let kinds = item_props["kind"].enum_.as_ref().expect("kind enum");
+        assert_eq!(kinds.len(), 5);
+        assert_eq!(
+            item.x_kubernetes_validations.iter().flatten().count(),
+            1,
+            "the group/kind pair rule"
+        );
+        assert_eq!(
+            spec.required.as_deref(),
+            Some(&["targetRefs".to_string()][..])
+        );
+    }
+
+    /// Every string of the AccessPolicy schema a CEL rule could read is bounded.
+    #[test]
+    fn every_access_policy_string_has_a_length_bound() {
+        fn walk(path: &str, schema: &JSONSchemaProps, unbounded: &mut Vec<String>) {
+            if schema.type_.as_deref() == Some("string")
+                && schema.max_length.is_none()
+                && schema.format.as_deref() != Some("date-time")
+            {
+                unbounded.push(path.to_string());
+            }
+            for (name, child) in schema.properties.iter().flatten() {
+                walk(&format!("{path}.{name}"), child, unbounded);
+            }
+            if let Some(JSONSchemaPropsOrArray::Schema(item)) = schema.items.as_ref() {
+                walk(&format!("{path}[]"), item, unbounded);
+            }
+        }
+        let crd = access_policy();
+        let mut unbounded = Vec::new();
+        walk("spec", field(&crd, "v1alpha2", "spec"), &mut unbounded);
+        assert!(unbounded.is_empty(), "unbounded strings: {unbounded:?}");
     }
 }
