@@ -2,12 +2,22 @@
 //! plane (etcd, kube-apiserver, kube-controller-manager) with `cftunnel run` as its own process
 //! against the Cloudflare simulator. Records the time until every tunnel is Ready and every DNS
 //! record exists, the Cloudflare calls by operation, the cloudflared rollouts and the operator's
-//! peak RSS; then restarts the operator and records what the restart costs.
+//! peak RSS and CPU time; then restarts the operator and records what the restart costs.
 //!
-//! Run: `scripts/bench-convergence.sh [--namespaces 10] [--tunnels-per-namespace 10] [--routes-per-tunnel 10]`
+//! With `--budget default` the simulator enforces Cloudflare's budget (1,200 requests per 300 s
+//! per token, then 300 s blocked) and the results count its 429s; the floor is the time the
+//! calls take at cftunnel's pace (`--cloudflare-budget`, 900 per 5 minutes by default), the
+//! target 1.3 × floor + 120 s. `--probes` adds a tunnel and deletes one once half are Ready.
+//! `--out-dir` keeps the results, one sample a second of the first sync (CSV) and its chart
+//! (SVG).
+//!
+//! Run: `scripts/bench-convergence.sh [--namespaces 10] [--tunnels-per-namespace 10]
+//! [--routes-per-tunnel 10] [--routes-as bindings|httproute] [--budget default|N/SECONDS]
+//! [--cloudflare-budget 900/5m] [--probes] [--out-dir DIR]`
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -25,6 +35,20 @@ use kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
 use kube::{Api, Client, Resource};
 use serde::Deserialize;
 use serde_json::json;
+
+#[path = "convergence_bench/budget.rs"]
+mod budget;
+#[path = "convergence_bench/first_sync.rs"]
+mod first_sync;
+#[path = "convergence_bench/report.rs"]
+mod report;
+#[path = "convergence_bench/samples.rs"]
+mod samples;
+#[path = "convergence_bench/svg.rs"]
+mod svg;
+
+use first_sync::{FirstSyncOptions, first_sync};
+use report::{Budgets, report, write_outputs};
 
 const TOKEN: &str = "bench-api-token";
 const ZONE: &str = "example.com";
@@ -52,10 +76,26 @@ struct Args {
     #[arg(long, default_value = "Local")]
     config_source: String,
     /// What declares the routes: `bindings` (half through one TunnelBinding per tunnel, half
-    /// through labelled Services) or `httproutes` (one HTTPRoute per route, on one Gateway per
+    /// through labelled Services) or `httproute` (one HTTPRoute per route, on one Gateway per
     /// tunnel; the Gateway API CRDs the chart ships are installed first).
-    #[arg(long, default_value = "bindings")]
-    source: String,
+    #[arg(long, alias = "source", default_value = "bindings")]
+    routes_as: String,
+    /// The request budget the simulator enforces per token: `default` (Cloudflare's 1,200 per
+    /// 300 s, then 300 s blocked) or `N/SECONDS` (blocked for the window). None when not given.
+    #[arg(long)]
+    budget: Option<String>,
+    /// cftunnel's `--cloudflare-budget` (`REQUESTS/WINDOW`, e.g. `900/5m`); its default when
+    /// not given. The floor is computed from it.
+    #[arg(long)]
+    cloudflare_budget: Option<String>,
+    /// Once half of the tunnels are Ready, create one more Tunnel (`late`) and delete a Ready
+    /// one (`gone`); report how long until `late` is Ready and `gone` deleted at Cloudflare.
+    #[arg(long)]
+    probes: bool,
+    /// Write the results (`results.md`), the samples (`samples.csv`) and the chart
+    /// (`convergence.svg`) here.
+    #[arg(long)]
+    out_dir: Option<PathBuf>,
     /// Keep the operator's logs (one file per start) in this directory.
     #[arg(long)]
     log_dir: Option<PathBuf>,
@@ -71,10 +111,24 @@ async fn main() -> anyhow::Result<()> {
         Some(path) => path.clone(),
         None => default_binary()?,
     };
-    let gateway_api = match args.source.as_str() {
+    let gateway_api = match args.routes_as.as_str() {
         "bindings" => false,
-        "httproutes" => true,
-        other => bail!("--source is bindings or httproutes, not {other:?}"),
+        "httproute" | "httproutes" => true,
+        other => bail!("--routes-as is bindings or httproute, not {other:?}"),
+    };
+    let remote = match args.config_source.as_str() {
+        "Local" => false,
+        "Cloudflare" => true,
+        other => bail!("--config-source is Local or Cloudflare, not {other:?}"),
+    };
+    let sim_budget = args
+        .budget
+        .as_deref()
+        .map(budget::parse_sim_budget)
+        .transpose()?;
+    let pace_budget = match args.cloudflare_budget.as_deref() {
+        Some(text) => budget::parse_cftunnel_budget(text)?,
+        None => budget::CFTUNNEL_DEFAULT,
     };
     let mut options = ControlPlaneOptions::for_cftunnel();
     if gateway_api {
@@ -85,16 +139,12 @@ async fn main() -> anyhow::Result<()> {
         account_name: "Bench Account".into(),
         zones: vec![ZONE.into()],
         tokens: vec![TOKEN.into()],
+        budget: sim_budget,
         ..Default::default()
     });
     let cloudflare = sim.serve("127.0.0.1:0".parse()?).await?;
     let client = plane.admin_client()?;
-    let plan = Plan::new(&args, &sim.account_id());
-    let remote = match args.config_source.as_str() {
-        "Local" => false,
-        "Cloudflare" => true,
-        other => bail!("--config-source is Local or Cloudflare, not {other:?}"),
-    };
+    let plan = Arc::new(Plan::new(&args, gateway_api, &sim.account_id()));
     let tunnels = plan.tunnel_count();
     let routes = plan.hostnames.len();
     println!(
@@ -104,76 +154,76 @@ async fn main() -> anyhow::Result<()> {
 
     let mut operator = Operator::start(&plane, &binary, &cloudflare.url, &args)?;
     let started = Instant::now();
-    plan.create(&client).await?;
-    let created = started.elapsed();
-    println!("  objects created in {:.1}s", created.as_secs_f64());
-    let ready = wait(started, &mut operator, "every tunnel Ready", || async {
-        Ok(tunnel_progress(&client).await?.0 == tunnels)
-    })
+    let creating = {
+        let (plan, client) = (plan.clone(), client.clone());
+        tokio::spawn(async move {
+            plan.create(&client).await?;
+            anyhow::Ok(started.elapsed())
+        })
+    };
+    let sync = first_sync(
+        &sim,
+        &client,
+        &plan,
+        &mut operator,
+        creating,
+        started,
+        FirstSyncOptions {
+            remote,
+            probes: args.probes,
+        },
+    )
     .await?;
-    println!("  every tunnel Ready after {:.1}s", ready.as_secs_f64());
-    let dns = wait(started, &mut operator, "every DNS record", || async {
-        Ok(dns_complete(&sim, &plan.hostnames))
-    })
-    .await?;
+    println!("  objects created in {:.1}s", sync.created.as_secs_f64());
+    println!(
+        "  every tunnel Ready after {:.1}s",
+        sync.ready.as_secs_f64()
+    );
     println!(
         "  every DNS record after {:.1}s ({:.1}s after the last route was created)",
-        dns.as_secs_f64(),
-        dns.saturating_sub(created).as_secs_f64()
+        sync.dns.as_secs_f64(),
+        sync.dns.saturating_sub(sync.created).as_secs_f64()
     );
-    let routed = wait(started, &mut operator, "every route in status", || async {
-        Ok(tunnel_progress(&client).await?.1 == routes)
-    })
-    .await?;
-    let pushed = match remote {
-        true => {
-            let pushed = wait(started, &mut operator, "every route pushed", || async {
-                Ok(pushed_hostnames(&sim) == plan.hostnames)
-            })
-            .await?;
-            println!(
-                "  every route in a pushed configuration after {:.1}s",
-                pushed.as_secs_f64()
-            );
-            Some(pushed)
-        }
-        false => None,
-    };
+    if let Some(pushed) = sync.pushed {
+        println!(
+            "  every route in a pushed configuration after {:.1}s",
+            pushed.as_secs_f64()
+        );
+    }
     // The operator is stopped only once it went quiet: a DNS sync still running (a TXT whose
     // `DnsId` patch is the second batch of a sync) would otherwise be finished by the restart
     // and counted there.
     settle(&sim, &client, tunnels, &mut operator).await?;
-    let first = Phase {
-        calls: calls_by_operation(&sim),
-        rollouts: extra_rollouts(&client).await?,
-        peak_rss_kib: operator.peak_rss_kib(),
-    };
+    let first = Phase::measure(&sim, &client, &mut operator).await?;
     println!(
         "  routes in status after {:.1}s; peak RSS {} MiB",
-        routed.as_secs_f64(),
+        sync.routed.as_secs_f64(),
         first.peak_rss_kib / 1024
     );
 
     operator.stop()?;
     sim.reset_counters();
     let mut operator = Operator::start(&plane, &binary, &cloudflare.url, &args)?;
-    let restarted = Instant::now();
     let settled = settle(&sim, &client, tunnels, &mut operator).await?;
-    let restart = Phase {
-        calls: calls_by_operation(&sim),
-        rollouts: extra_rollouts(&client).await? - first.rollouts,
-        peak_rss_kib: operator.peak_rss_kib(),
-    };
+    let mut restart = Phase::measure(&sim, &client, &mut operator).await?;
+    restart.rollouts -= first.rollouts.min(restart.rollouts);
     println!(
         "  restart settled after {:.1}s (no call for {}s since)",
         settled.saturating_sub(QUIET).as_secs_f64(),
         QUIET.as_secs()
     );
-    let _ = restarted;
     operator.stop()?;
 
-    let at = Milestones { ready, dns, pushed };
-    report(&args, tunnels, routes, &at, &first, &restart);
+    let budgets = Budgets {
+        sim: sim_budget,
+        pace: pace_budget,
+    };
+    let results = report(&args, tunnels, routes, &sync, &first, &restart, &budgets);
+    print!("{results}");
+    if let Some(dir) = &args.out_dir {
+        write_outputs(dir, &args, &plan, &sync, &budgets, &results)?;
+        println!("results, samples and chart written to {}", dir.display());
+    }
     cloudflare.shutdown().await;
     plane.stop().await;
     Ok(())
@@ -191,22 +241,37 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(args: &Args, account_id: &str) -> Plan {
+    fn new(args: &Args, gateway_api: bool, account_id: &str) -> Plan {
         let mut plan = Plan {
             account_id: account_id.to_string(),
             namespaces: args.namespaces,
             tunnels_per_namespace: args.tunnels_per_namespace,
             routes_per_tunnel: args.routes_per_tunnel,
             config_source: args.config_source.clone(),
-            gateway_api: args.source == "httproutes",
+            gateway_api,
             hostnames: BTreeSet::new(),
         };
         for (ns, tunnel) in plan.tunnels() {
-            for (service, _) in plan.services(&tunnel) {
-                plan.hostnames.insert(format!("{ns}-{service}.{ZONE}"));
-            }
+            let hostnames = plan.hostnames_of(&ns, &tunnel);
+            plan.hostnames.extend(hostnames);
         }
         plan
+    }
+
+    fn hostnames_of(&self, ns: &str, tunnel: &str) -> Vec<String> {
+        self.services(tunnel)
+            .into_iter()
+            .map(|(service, _)| format!("{ns}-{service}.{ZONE}"))
+            .collect()
+    }
+
+    fn tunnel(&self, ns: &str, tunnel: &str) -> (ApiResource, serde_json::Value) {
+        object::<Tunnel>(
+            json!({"name": tunnel, "namespace": ns}),
+            json!({"spec": {"newTunnel": {"name": format!("{ns}-{tunnel}")},
+                "configSource": self.config_source,
+                "cloudflare": {"domain": ZONE, "secret": "cloudflare", "accountId": self.account_id}}}),
+        )
     }
 
     fn tunnel_count(&self) -> usize {
@@ -246,12 +311,7 @@ impl Plan {
         }
         // Tunnels first, then their routes, as one `kubectl apply -f` of a directory would.
         for (ns, tunnel) in self.tunnels() {
-            objects.push(object::<Tunnel>(
-                json!({"name": tunnel, "namespace": ns}),
-                json!({"spec": {"newTunnel": {"name": format!("{ns}-{tunnel}")},
-                    "configSource": self.config_source,
-                    "cloudflare": {"domain": ZONE, "secret": "cloudflare", "accountId": self.account_id}}}),
-            ));
+            objects.push(self.tunnel(&ns, &tunnel));
         }
         if self.gateway_api {
             self.gateway_objects(client, &mut objects).await?;
@@ -418,6 +478,11 @@ impl Operator {
             .arg(dir.join("tls.key"))
             .args(["--certificate-mode", "files", "--leader-elect", "false"])
             .args(["--cloudflare-api-url", cloudflare_url])
+            .args(
+                args.cloudflare_budget
+                    .iter()
+                    .flat_map(|b| ["--cloudflare-budget", b.as_str()]),
+            )
             .env("KUBECONFIG", plane.admin_kubeconfig())
             .env("RUST_LOG", &args.log_filter)
             .stdout(Stdio::null())
@@ -449,6 +514,12 @@ impl Operator {
             self.peak_rss_kib = self.peak_rss_kib.max(kib);
         }
         Ok(())
+    }
+
+    /// CPU seconds the running operator used (user and system).
+    fn cpu_seconds(&self) -> anyhow::Result<f64> {
+        let child = self.child.as_ref().context("the operator is stopped")?;
+        budget::cpu_seconds(child.id())
     }
 
     fn peak_rss_kib(&mut self) -> u64 {
@@ -492,83 +563,6 @@ fn unique() -> u128 {
         .unwrap_or_default()
 }
 
-/// Polls `done` until true; the elapsed time since `started`.
-async fn wait<F, Fut>(
-    started: Instant,
-    operator: &mut Operator,
-    what: &str,
-    mut done: F,
-) -> anyhow::Result<Duration>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<bool>>,
-{
-    loop {
-        operator.check()?;
-        if done().await? {
-            return Ok(started.elapsed());
-        }
-        if started.elapsed() > CONVERGE_LIMIT {
-            bail!("gave up waiting for {what}");
-        }
-        tokio::time::sleep(POLL).await;
-    }
-}
-
-/// Tunnels with `Ready=True`, and the routes their statuses list.
-async fn tunnel_progress(client: &Client) -> anyhow::Result<(usize, usize)> {
-    let tunnels = Api::<Tunnel>::all(client.clone())
-        .list(&ListParams::default())
-        .await?;
-    let ready = tunnels
-        .items
-        .iter()
-        .filter_map(|t| t.status.as_ref()?.conditions.as_ref())
-        .filter(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-        .count();
-    let routes = tunnels
-        .items
-        .iter()
-        .filter_map(|t| t.status.as_ref()?.routes.as_ref().map(Vec::len))
-        .sum();
-    Ok((ready, routes))
-}
-
-/// Every hostname has its CNAME and its ownership TXT record.
-fn dns_complete(sim: &Simulator, hostnames: &BTreeSet<String>) -> bool {
-    let records = sim.dns_records(ZONE);
-    let cnames = records
-        .iter()
-        .filter(|r| r.record_type == "CNAME" && hostnames.contains(&r.name))
-        .count();
-    let txts = records
-        .iter()
-        .filter(|r| r.record_type == "TXT")
-        .filter(|r| {
-            r.name
-                .strip_prefix("_managed.")
-                .is_some_and(|h| hostnames.contains(h))
-        })
-        .count();
-    cnames == hostnames.len() && txts == hostnames.len()
-}
-
-/// The hostnames of every rule of every tunnel's configuration at Cloudflare.
-fn pushed_hostnames(sim: &Simulator) -> BTreeSet<String> {
-    sim.tunnels()
-        .into_iter()
-        .filter_map(|t| t.config)
-        .flat_map(|config| {
-            config["ingress"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|r| r["hostname"].as_str().map(str::to_string))
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 fn calls_by_operation(sim: &Simulator) -> BTreeMap<Operation, u64> {
     Operation::ALL
         .into_iter()
@@ -601,7 +595,9 @@ async fn extra_rollouts(client: &Client) -> anyhow::Result<usize> {
     Ok(owned.saturating_sub(deployments.items.len()))
 }
 
-/// Waits for every tunnel to be Ready and then for Cloudflare to go quiet (no call for [`QUIET`]).
+/// Waits for every tunnel to be Ready and then for Cloudflare to go quiet: no call for
+/// [`QUIET`], or no write for three times as long (with many tunnels the drift checks, reads,
+/// never stop).
 async fn settle(
     sim: &Simulator,
     client: &Client,
@@ -609,16 +605,20 @@ async fn settle(
     operator: &mut Operator,
 ) -> anyhow::Result<Duration> {
     let started = Instant::now();
-    let mut last_change = Instant::now();
+    let (mut last_call, mut last_write) = (Instant::now(), Instant::now());
     let mut last_calls = sim.total_calls();
+    let mut last_writes = write_calls(sim);
     loop {
         operator.check()?;
-        let calls = sim.total_calls();
+        let (calls, writes) = (sim.total_calls(), write_calls(sim));
         if calls != last_calls {
-            last_calls = calls;
-            last_change = Instant::now();
+            (last_calls, last_call) = (calls, Instant::now());
         }
-        if last_change.elapsed() >= QUIET && tunnel_progress(client).await?.0 == tunnels {
+        if writes != last_writes {
+            (last_writes, last_write) = (writes, Instant::now());
+        }
+        let quiet = last_call.elapsed() >= QUIET || last_write.elapsed() >= 3 * QUIET;
+        if quiet && ready_tunnels(client).await? == tunnels {
             return Ok(started.elapsed());
         }
         if started.elapsed() > CONVERGE_LIMIT {
@@ -628,56 +628,91 @@ async fn settle(
     }
 }
 
+fn write_calls(sim: &Simulator) -> u64 {
+    let phase = Phase {
+        calls: calls_by_operation(sim),
+        refusals: 0,
+        rollouts: 0,
+        peak_rss_kib: 0,
+        cpu_seconds: 0.0,
+    };
+    phase.writes()
+}
+
+/// Tunnels with `Ready=True`.
+async fn ready_tunnels(client: &Client) -> anyhow::Result<usize> {
+    let tunnels = Api::<Tunnel>::all(client.clone())
+        .list(&ListParams::default())
+        .await?;
+    Ok(tunnels
+        .items
+        .iter()
+        .filter_map(|t| t.status.as_ref()?.conditions.as_ref())
+        .filter(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        .count())
+}
+
+/// A phase's Cloudflare calls, budget refusals, rollouts and the operator's resources.
 struct Phase {
     calls: BTreeMap<Operation, u64>,
+    refusals: u64,
     rollouts: usize,
     peak_rss_kib: u64,
+    cpu_seconds: f64,
 }
 
 impl Phase {
+    /// At the end of a phase, the operator still running.
+    async fn measure(
+        sim: &Simulator,
+        client: &Client,
+        operator: &mut Operator,
+    ) -> anyhow::Result<Phase> {
+        Ok(Phase {
+            calls: calls_by_operation(sim),
+            refusals: sim.budget_refusals(),
+            rollouts: extra_rollouts(client).await?,
+            peak_rss_kib: operator.peak_rss_kib(),
+            cpu_seconds: operator.cpu_seconds()?,
+        })
+    }
+
     fn total(&self) -> u64 {
         self.calls.values().sum()
     }
 
-    fn writes(&self) -> u64 {
-        use Operation::*;
+    fn count(&self, ops: &[Operation]) -> u64 {
         self.calls
             .iter()
-            .filter(|(op, _)| {
-                matches!(
-                    op,
-                    CreateTunnel
-                        | DeleteTunnel
-                        | CleanupConnections
-                        | PutConfiguration
-                        | CreateDnsRecord
-                        | UpdateDnsRecord
-                        | PatchDnsRecord
-                        | DeleteDnsRecord
-                        | BatchDnsRecords
-                )
-            })
+            .filter(|(op, _)| ops.contains(op))
             .map(|(_, n)| n)
             .sum()
+    }
+
+    fn writes(&self) -> u64 {
+        use Operation::*;
+        self.count(&[
+            CreateTunnel,
+            DeleteTunnel,
+            CleanupConnections,
+            PutConfiguration,
+        ]) + self.dns_writes()
     }
 
     /// DNS write requests (single-record writes and batches).
     fn dns_writes(&self) -> u64 {
         use Operation::*;
-        self.calls
-            .iter()
-            .filter(|(op, _)| {
-                matches!(
-                    op,
-                    CreateDnsRecord
-                        | UpdateDnsRecord
-                        | PatchDnsRecord
-                        | DeleteDnsRecord
-                        | BatchDnsRecords
-                )
-            })
-            .map(|(_, n)| n)
-            .sum()
+        self.count(&[
+            CreateDnsRecord,
+            UpdateDnsRecord,
+            PatchDnsRecord,
+            DeleteDnsRecord,
+            BatchDnsRecords,
+        ])
+    }
+
+    fn put_configurations(&self) -> u64 {
+        self.count(&[Operation::PutConfiguration])
     }
 
     fn breakdown(&self) -> String {
@@ -687,77 +722,6 @@ impl Phase {
             .collect::<Vec<_>>()
             .join(", ")
     }
-}
-
-/// When the first convergence reached each milestone, from the first create.
-#[derive(Clone, Copy)]
-struct Milestones {
-    ready: Duration,
-    dns: Duration,
-    /// Every route in a pushed configuration (Cloudflare mode only).
-    pushed: Option<Duration>,
-}
-
-fn report(
-    args: &Args,
-    tunnels: usize,
-    routes: usize,
-    at: &Milestones,
-    first: &Phase,
-    restart: &Phase,
-) {
-    let Milestones { ready, dns, pushed } = *at;
-    println!(
-        "\n| phase | tunnels | routes | all Ready | all DNS records | Cloudflare calls (writes) | extra rollouts | operator peak RSS |"
-    );
-    println!("|---|---|---|---|---|---|---|---|");
-    println!(
-        "| first convergence | {tunnels} | {routes} | {:.0} s | {:.0} s | {} ({}) | {} | {} MiB |",
-        ready.as_secs_f64(),
-        dns.as_secs_f64(),
-        first.total(),
-        first.writes(),
-        first.rollouts,
-        first.peak_rss_kib / 1024
-    );
-    println!(
-        "| restart | {tunnels} | {routes} | – | – | {} ({}) | {} | {} MiB |",
-        restart.total(),
-        restart.writes(),
-        restart.rollouts,
-        restart.peak_rss_kib / 1024
-    );
-    println!(
-        "\nDNS write requests: first convergence {}, restart {}",
-        first.dns_writes(),
-        restart.dns_writes()
-    );
-    if let Some(pushed) = pushed {
-        println!(
-            "configuration PUTs: first convergence {} (every route pushed after {:.0} s), restart {}",
-            first.calls.get(&Operation::PutConfiguration).unwrap_or(&0),
-            pushed.as_secs_f64(),
-            restart
-                .calls
-                .get(&Operation::PutConfiguration)
-                .unwrap_or(&0),
-        );
-    }
-    println!(
-        "calls per route: first convergence {:.2}, restart {:.2}",
-        first.total() as f64 / routes.max(1) as f64,
-        restart.total() as f64 / routes.max(1) as f64
-    );
-    println!("first convergence calls: {}", first.breakdown());
-    println!("restart calls: {}", restart.breakdown());
-    println!(
-        "({} namespaces × {} tunnels × {} routes, configSource {}, routes from {})",
-        args.namespaces,
-        args.tunnels_per_namespace,
-        args.routes_per_tunnel,
-        args.config_source,
-        args.source
-    );
 }
 
 /// `target/<profile>/cftunnel`, next to `target/<profile>/examples/`.

@@ -2,7 +2,10 @@
 # Convergence benchmark (docs/design.md §8, BENCHMARKS.md): builds the control-plane binaries (a no-op when
 # cached) and the release `cftunnel`, then applies the benchmark's tunnels and routes to a local
 # control plane with `cftunnel run` against the Cloudflare simulator. Arguments go to the
-# benchmark, e.g. `--namespaces 2 --tunnels-per-namespace 5 --routes-per-tunnel 4`.
+# benchmark, e.g. `--namespaces 2 --tunnels-per-namespace 5 --routes-per-tunnel 4`, or inside
+# Cloudflare's budget with probes, a CSV and a chart:
+#   scripts/bench-convergence.sh --budget default --probes --out-dir docs/bench/100x10
+# (`--routes-as httproute` for Gateway API routes, `--cloudflare-budget 900/5m` for cftunnel's pace).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin_dir=$(scripts/build-control-plane.sh | tail -n 1)

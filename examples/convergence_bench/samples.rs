@@ -1,0 +1,18 @@
+//! Progress over time: one sample a second of the first sync, written as CSV.
+use std::fmt::Write as _;
+
+/// Seconds since the first create, Ready tunnels, hostnames with their CNAME.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    pub at: f64,
+    pub ready: usize,
+    pub dns: usize,
+}
+
+pub fn csv(samples: &[Sample]) -> String {
+    let mut out = String::from("seconds,ready_tunnels,hostnames_with_dns\n");
+    for s in samples {
+        let _ = writeln!(out, "{:.1},{},{}", s.at, s.ready, s.dns);
+    }
+    out
+}
