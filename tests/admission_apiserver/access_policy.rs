@@ -3,7 +3,7 @@
 //! cftunnel's messages; a good one is refused too, saying that nothing enforces it yet (an
 //! admitted policy would leave its targets served in the open).
 use super::{apply_until_refused, env, namespace};
-use crate::common::{get_json, kubectl};
+use crate::common::kubectl;
 use cftunnel_policy::admission::review::ACCESS_POLICY_NOT_ENFORCED;
 use cftunnel_types::cel::ACCESS_POLICY_NOBODY_ALLOWED;
 
