@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use cftunnel_sim::RequestBudget;
 use cftunnel_testenv::poll_until;
-use cftunnel_types::TunnelBinding;
+use cftunnel_types::{Tunnel, TunnelBinding};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use serde_json::json;
@@ -53,6 +53,17 @@ async fn create_fleet(h: &Harness, prefix: &str) {
             .await;
         create_binding_for(h, &name).await;
     }
+}
+
+/// The simulator refuses and blocks past [`SERVER`], with or without its `Ratelimit` headers.
+fn enforce_server_budget(h: &Harness, headers: bool) {
+    h.sim.set_budget(Some(SERVER));
+    h.sim.set_block_on_rate_limit(true);
+    h.sim.set_budget_headers(headers);
+}
+
+fn is_ready(t: &Tunnel) -> bool {
+    crate::harness::ready(t.status.as_ref()).is_some_and(|c| c.reason == "Ready")
 }
 
 /// Tunnels of the test namespace whose `Ready` reason is `Ready`.
@@ -133,10 +144,8 @@ async fn paced_within_a_scaled_down_budget_everything_converges_with_no_429() {
         };
     })
     .await;
-    h.sim.set_budget(Some(SERVER));
-    h.sim.set_block_on_rate_limit(true);
     // No Ratelimit headers: the configured budget alone keeps cftunnel inside.
-    h.sim.set_budget_headers(false);
+    enforce_server_budget(&h, false);
     converges_with_no_429(&h, "b").await;
 }
 
@@ -150,8 +159,7 @@ async fn configured_above_the_budget_the_ratelimit_headers_keep_cftunnel_inside(
         };
     })
     .await;
-    h.sim.set_budget(Some(SERVER));
-    h.sim.set_block_on_rate_limit(true);
+    enforce_server_budget(&h, true);
     converges_with_no_429(&h, "r").await;
 }
 
@@ -165,9 +173,7 @@ async fn control_paced_above_the_budget_the_same_work_is_refused() {
         };
     })
     .await;
-    h.sim.set_budget(Some(SERVER));
-    h.sim.set_block_on_rate_limit(true);
-    h.sim.set_budget_headers(false);
+    enforce_server_budget(&h, false);
     create_fleet(&h, "o").await;
     let refused = poll_until("a budget refusal", WAIT, POLL, || async {
         (h.sim.budget_refusals() > 0).then_some(())
@@ -229,9 +235,7 @@ async fn during_a_backlog_a_deletion_and_a_new_tunnel_go_first() {
             deleted_after = Some(done);
         }
         let late = h.tunnels().get("late").await.ok();
-        let late_ready = late.is_some_and(|t| {
-            crate::harness::ready(t.status.as_ref()).is_some_and(|c| c.reason == "Ready")
-        });
+        let late_ready = late.as_ref().is_some_and(is_ready);
         if late_after.is_none() && late_ready {
             late_after = Some(done);
         }

@@ -40,6 +40,16 @@ fn spawn_calls(
         .collect()
 }
 
+/// The labels of the calls `spawn_calls` recorded, in the order they were served.
+fn served_order(served: &std::sync::Mutex<Vec<(&'static str, Duration)>>) -> Vec<&'static str> {
+    served
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .map(|(label, _)| *label)
+        .collect()
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_budget_becomes_a_pace_that_never_spends_more_than_it_in_a_window() {
     for (requests, secs) in [(1200, 300), (900, 300), (60, 15), (45, 15), (1, 1), (7, 60)] {
@@ -128,12 +138,7 @@ async fn waiting_calls_are_served_by_priority_then_in_arrival_order() {
     for call in calls {
         call.await.expect("call");
     }
-    let order: Vec<&str> = served
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-        .map(|(label, _)| *label)
-        .collect();
+    let order = served_order(&served);
     assert_eq!(
         order,
         [
@@ -282,11 +287,6 @@ async fn normal_calls_alternate_oldest_and_newest_so_a_late_one_skips_the_backlo
     for call in calls {
         call.await.expect("call");
     }
-    let order: Vec<&str> = served
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-        .map(|(label, _)| *label)
-        .collect();
+    let order = served_order(&served);
     assert_eq!(order, ["1", "late", "2", "5", "3", "4"]);
 }
