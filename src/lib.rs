@@ -4,6 +4,7 @@
 //! pure functions in `cftunnel-policy`; this crate holds the process wiring, the watch caches,
 //! the term context and the reconcilers, the webhook server, leader election, certificates,
 //! start-up and the CLI (docs/design.md §0).
+pub mod access_reconciler;
 pub mod admission_view;
 pub mod caches;
 pub mod certs;

@@ -177,6 +177,10 @@ pub async fn run_term(
         "access-tunnels",
         tunnel_reconciler::access::run(ctx.clone(), children.clone()),
     );
+    term.spawn(
+        "access-policies",
+        crate::access_reconciler::run(ctx.clone(), caches.clone()),
+    );
     let (route_tx, route_rx) = mpsc::unbounded_channel();
     futures::join!(
         crate::route_reconciler::run(ctx.clone(), caches.clone(), route_tx),

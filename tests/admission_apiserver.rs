@@ -575,12 +575,9 @@ async fn the_go_operator_shapes_are_accepted_unchanged() {
     let env = env().await;
     let ns = namespace(&env, "adm-valid", true).await;
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/admission/valid");
-    // An AccessPolicy, however valid, is refused until cftunnel enforces it (see
-    // `admission_apiserver/access_policy.rs`); `cftunnel validate` passes it (validate_cli).
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .expect("valid dir")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| !p.to_string_lossy().contains("accesspolicy"))
         .collect();
     paths.sort();
     for path in paths {

@@ -3,7 +3,8 @@
 //! - [`ProcessCaches`] run in every replica, for the whole process: Tunnels, ClusterTunnels and
 //!   TunnelBindings (decoded object by object, see [`decode`]), Services (stripped to what
 //!   routes read), namespace labels (metadata only), Ingresses and IngressClasses, and the
-//!   Gateway API kinds once their CRDs are installed ([`gateway`]). The admission view
+//!   Gateway API kinds once their CRDs are installed ([`gateway`]), and AccessPolicies once
+//!   theirs is ([`access`]). The admission view
 //!   ([`crate::admission_view`]) and, in the leader, the route table ([`crate::route_reconciler`]) and the
 //!   tunnel controllers (their own kind's trigger) are built from them, so the leader watches
 //!   these kinds once, not three times.
@@ -11,11 +12,12 @@
 //!   ConfigMaps, Deployments and DaemonSets labelled `app=cloudflared`. Both tunnel
 //!   controllers and the checksum watcher read them.
 //!
-//! A leader therefore runs 7 + 4 watches (one more of each term kind when `--watch-namespace`
+//! A leader therefore runs 8 + 4 watches, Gateway API aside (one more of each term kind when `--watch-namespace`
 //! differs from the cluster-resource namespace: children of ClusterTunnels live there).
 //! The ConfigMap watch has no label selector: the checksum watcher follows the ConfigMaps that
 //! user-managed cloudflared workloads mount, which carry no label of cftunnel's. It is
 //! metadata-only (names and resourceVersions), so its memory does not grow with ConfigMap data.
+pub mod access;
 pub mod decode;
 pub mod gateway;
 mod scope;
@@ -54,11 +56,13 @@ pub struct ProcessCaches {
     pub ingress_classes: Shared<IngressClass>,
     /// Gateway API kinds, once their CRDs are installed.
     pub gateway_api: gateway::GatewayApi,
+    /// AccessPolicies, once their CRD is served.
+    pub access_policies: access::AccessPolicies,
     generation: Arc<watch::Sender<u64>>,
 }
 
 impl ProcessCaches {
-    /// Starts the seven watches as tasks of `scope`.
+    /// Starts the eight watches as tasks of `scope`.
     pub fn start(
         scope: &Scope,
         client: &Client,
@@ -131,6 +135,8 @@ impl ProcessCaches {
         );
         let gateway_api =
             gateway::GatewayApi::start(scope, client, ns, metrics, generation.clone());
+        let access_policies =
+            access::AccessPolicies::start(scope, client, ns, &labels, metrics, generation.clone());
         ProcessCaches {
             tunnels,
             cluster_tunnels,
@@ -140,6 +146,7 @@ impl ProcessCaches {
             ingresses,
             ingress_classes,
             gateway_api,
+            access_policies,
             generation,
         }
     }
@@ -156,6 +163,7 @@ impl ProcessCaches {
         self.ingresses.listed().await;
         self.ingress_classes.listed().await;
         self.gateway_api.synced().await;
+        self.access_policies.synced().await;
     }
 
     /// A counter bumped on every event of any of these watches.

@@ -88,6 +88,7 @@ pub(super) async fn sync_once(
             .collect(),
         routed_elsewhere: zone.routed_elsewhere.clone(),
         since: zone.since.clone(),
+        held: zone.held.clone(),
     };
     match sync_zone(&client, &key.zone_id, zone, options).await {
         Ok(report) => {

@@ -64,6 +64,23 @@ pub(super) struct Wanted {
     pub pending: BTreeMap<TunnelIdentity, BTreeSet<(String, String, String)>>,
 }
 
+impl Wanted {
+    /// Marks the routed hostnames of `held` in each group: they keep their records but get no
+    /// new one (an AccessPolicy protects them and their application does not exist yet).
+    pub fn hold(mut self, held: &BTreeSet<String>) -> Wanted {
+        for zone in self.groups.values_mut() {
+            zone.held = zone
+                .tunnels
+                .iter()
+                .flat_map(|t| &t.hostnames)
+                .map(|h| normalize_name(h))
+                .filter(|h| held.contains(h))
+                .collect();
+        }
+        self
+    }
+}
+
 /// The tunnel's own zone and account, from its status (`None`: it has no DNS yet).
 fn own_zone(r: &TunnelRecord) -> Option<(String, AccountZone)> {
     let s = &r.status;

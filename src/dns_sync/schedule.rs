@@ -67,6 +67,7 @@ pub struct DnsView {
     directory: Arc<Directory>,
     elsewhere: Arc<Elsewhere>,
     resolved: Arc<Resolved>,
+    held: Arc<BTreeSet<String>>,
     groups: HashMap<GroupKey, (ZoneDns, bool)>,
     /// Every group's problems and the unplaced hostnames, per tunnel.
     problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
@@ -121,6 +122,7 @@ impl DnsView {
             &self.elsewhere,
             &self.resolved,
         )
+        .hold(&self.held)
         .groups
         .into_iter()
         .filter(|(_, z)| z.tunnels.iter().any(|t| &t.identity == tunnel))
@@ -167,6 +169,8 @@ pub struct DnsSync {
     elsewhere: Elsewhere,
     /// The credentials of the last round.
     resolved: Arc<Resolved>,
+    /// Hostnames of the last round that get no new record (see [`Wanted::hold`]).
+    held: Arc<BTreeSet<String>>,
     /// Hostnames of the current input placed in no zone, per tunnel.
     unplaced: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
     /// Hostnames waiting in a parent zone for their pending zone, already told in an Event.
@@ -202,6 +206,7 @@ impl DnsSync {
             listed: Listed::new(),
             elsewhere: Elsewhere::new(),
             resolved: Arc::new(Resolved::default()),
+            held: Arc::default(),
             unplaced: BTreeMap::new(),
             pending_told: BTreeSet::new(),
         }
@@ -240,6 +245,7 @@ impl DnsSync {
             directory: Arc::new(directory(&self.listed)),
             elsewhere: Arc::new(self.elsewhere.clone()),
             resolved: self.resolved.clone(),
+            held: self.held.clone(),
             groups: self
                 .groups
                 .iter()
@@ -256,9 +262,11 @@ impl DnsSync {
         ctx: &Context,
         table: &RouteTable,
         records: &[TunnelRecord],
+        held: &Arc<BTreeSet<String>>,
         publish: &watch::Sender<Arc<DnsView>>,
     ) {
         self.resolved = Arc::new(Resolved::read(ctx, records).await);
+        self.held = held.clone();
         refresh(ctx, table, records, &self.resolved, &mut self.listed).await;
         let live: BTreeSet<&TunnelIdentity> = records
             .iter()
@@ -277,7 +285,8 @@ impl DnsSync {
             &directory(&self.listed),
             &self.elsewhere,
             &self.resolved,
-        );
+        )
+        .hold(&self.held);
         self.tell_pending(ctx, &pending).await;
         let unplaced_changed = self.unplaced != unplaced;
         self.unplaced = unplaced;

@@ -25,6 +25,8 @@ pub(crate) const DNS_COALESCE: Duration = Duration::from_secs(10);
 pub(crate) struct DnsInput {
     pub table: Arc<RouteTable>,
     pub records: Vec<TunnelRecord>,
+    /// Hostnames that get no new record: protected, their Access application not there yet.
+    pub held: Arc<std::collections::BTreeSet<String>>,
 }
 
 /// The DNS task: syncs on every new input, and when a retry or drift sync comes due.
@@ -38,7 +40,8 @@ pub(crate) async fn run_dns(
         let current = input.borrow_and_update().clone();
         let ran_at = current.is_some().then(tokio::time::Instant::now);
         if let Some(current) = current {
-            dns.run(&ctx, &current.table, &current.records, &view).await;
+            dns.run(&ctx, &current.table, &current.records, &current.held, &view)
+                .await;
         }
         tokio::select! {
             changed = input.changed() => {

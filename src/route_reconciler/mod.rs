@@ -2,7 +2,9 @@
 //! namespace labels, Ingresses and the Gateway API kinds; computes every tunnel's routes ([`cftunnel_policy::routes`]); hands them to the tunnel
 //! reconciler (the single writer of config.yaml) through a shared [`RouteIndex`], triggering only
 //! the tunnels whose routes changed; syncs DNS per zone ([`cftunnel_policy::dns`]); writes TunnelBinding
-//! status and finalizers, and Events on labelled Services.
+//! status and finalizers, and Events on labelled Services. With each table it publishes the
+//! Access guard (`cftunnel_policy::access`): which hostnames AccessPolicies protect, which
+//! tunnels must re-render for it, and which hostnames DNS must not publish yet.
 //!
 //! A burst of edits is debounced into one computation (and so one render, one rollout per
 //! tunnel). A tunnel's own DNS records are removed by its deletion, before the tunnel itself.
@@ -55,8 +57,15 @@ pub async fn run(
         let world = cache.world();
         let table = Arc::new(compute_routes(&world));
         route_gauge.set(routes_by_reason(&table));
+        // The guard goes first: a tunnel that finds its routes finds their protections too.
+        let guard = cftunnel_policy::access::guard(&caches.access_policies.all(), &table);
+        let held = Arc::new(guard.held());
+        let protections_changed = ctx.access.publish(guard);
         let previous = ctx.routes.publish(table.clone());
         for tunnel in changed_tunnels(previous.as_deref(), &table) {
+            let _ = triggers.send(tunnel);
+        }
+        for tunnel in protections_changed {
             let _ = triggers.send(tunnel);
         }
         let records = cache.tunnel_records();
@@ -64,6 +73,7 @@ pub async fn run(
         input_tx.send_replace(Some(Arc::new(DnsInput {
             table: table.clone(),
             records: records.clone(),
+            held,
         })));
         let view = view_rx.borrow().clone();
         // The tunnel reconciler writes the SharedTunnel condition: re-run those that changed.

@@ -122,6 +122,8 @@ pub struct Context {
     /// Other clusters' hostnames on each tunnel, published by the route reconciler from the
     /// DNS task's findings.
     pub shared_tunnels: super::shared::SharedTunnels,
+    /// The Access guard and the protections each tunnel applied (`term/access.rs`).
+    pub access: super::access::AccessShared,
     /// The live tunnels of each account, one walk shared by the drift checks.
     pub tunnel_lists: super::tunnel_lists::TunnelLists,
     /// Zone ids looked up by name, shared by every reconcile.
@@ -171,6 +173,7 @@ impl Context {
             quota_memory: QuotaMemory::default(),
             routes: Default::default(),
             shared_tunnels: Default::default(),
+            access: Default::default(),
             tunnel_lists: Default::default(),
             zone_ids: Default::default(),
             zone_lists: Default::default(),

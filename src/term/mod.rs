@@ -2,8 +2,10 @@
 //! every reconcile (clients, options, the term's scope, rate limiters, metrics), the zones of
 //! each account, the DNS guard, the one-object-per-tunnel-id claims, the `Ready` condition and
 //! its reasons, the finalizer, Events, API credentials, the per-object memory and what the DNS
-//! task found of other clusters on each tunnel. The tunnel
+//! task found of other clusters on each tunnel, and the Access guard with the rules each tunnel
+//! applied. The tunnel
 //! reconciler and the route reconciler both use it; neither reaches into the other.
+pub mod access;
 pub mod adapters;
 pub mod claims;
 pub mod cluster;

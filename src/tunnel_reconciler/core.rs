@@ -188,7 +188,11 @@ async fn converge<K: TunnelKindAdapter>(
         credentials: resolved.credentials.clone(),
         origin_ca_pem,
     };
-    let input = tunnel_input(identity, spec, facts, routes.routes);
+    // Protected hostnames are closed or checked by cloudflared (docs/design.md §3.7).
+    let route_identity = obj.route_identity();
+    let protections = ctx.access.of_tunnel(&route_identity);
+    let served = render::protection::protect(&routes.routes, &protections);
+    let input = tunnel_input(identity, spec, facts, served);
     let rendered = render::render_all(&input, &render_options(&ctx.options.cloudflared_image))?;
     if let Some(config) = remote::config_to_push(current, &input, &rendered)? {
         // Before anything is applied: a workload switched to the token starts only once
@@ -196,6 +200,8 @@ async fn converge<K: TunnelKindAdapter>(
         remote::ensure_pushed(current, ctx, &cf, &resolved, &config, drift_checked).await?;
     }
     apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
+    // Applied (and pushed): the Access reconciler may now make or delete applications.
+    ctx.access.applied(&route_identity, protections);
     let obj = &*current;
     status::ensure_labels(obj, ctx, &input).await?;
     status::report_ready(obj, ctx, &resolved, &routes.entries).await?;

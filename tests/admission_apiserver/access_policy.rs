@@ -1,10 +1,8 @@
 //! AccessPolicies through `kubectl` on a real API server: a policy reaching into another
 //! namespace is refused by the webhook, one that lets nobody in by the CRD's CEL rule, both with
-//! cftunnel's messages; a good one is refused too, saying that nothing enforces it yet (an
-//! admitted policy would leave its targets served in the open).
+//! cftunnel's messages; a good one is stored.
 use super::{apply_until_refused, env, namespace};
 use crate::common::kubectl;
-use cftunnel_policy::admission::review::ACCESS_POLICY_NOT_ENFORCED;
 use cftunnel_types::cel::ACCESS_POLICY_NOBODY_ALLOWED;
 
 fn policy(name: &str, spec: &str) -> String {
@@ -16,7 +14,7 @@ fn policy(name: &str, spec: &str) -> String {
 const ALLOW: &str = "  allow:\n    emails: [alice@example.com]\n";
 
 #[tokio::test]
-async fn access_policies_are_refused_with_their_fault_and_good_ones_until_enforced() {
+async fn access_policies_are_refused_with_their_fault_and_good_ones_stored() {
     let env = env().await;
     let ns = namespace(&env, "adm-access", true).await;
     let across = policy(
@@ -54,17 +52,12 @@ async fn access_policies_are_refused_with_their_fault_and_good_ones_until_enforc
             "  targetRefs:\n    - {{group: networking.cfargotunnel.com, kind: TunnelBinding, name: web}}\n    - {{group: gateway.networking.k8s.io, kind: HTTPRoute, name: shop, namespace: {ns}}}\n{ALLOW}  sessionDuration: 24h\n"
         ),
     );
-    // Valid, and refused all the same: nothing enforces AccessPolicies yet, and one admitted
-    // would leave its targets in the open.
-    let expected = format!("spec: {ACCESS_POLICY_NOT_ENFORCED}");
-    let printed = apply_until_refused(&env, &ns, &good, &expected).await;
-    assert!(printed.contains("denied the request"), "{printed}");
     let (ok, printed) = kubectl(env.plane, &["create", "--namespace", &ns, "-f", "-"], &good);
-    assert!(!ok && printed.contains(&expected), "{printed}");
+    assert!(ok, "{printed}");
     let (_, listed) = kubectl(
         env.plane,
         &["get", "accesspolicies", "--namespace", &ns, "-o", "name"],
         "",
     );
-    assert!(!listed.contains("staff"), "{listed}");
+    assert!(listed.contains("staff"), "{listed}");
 }

@@ -173,4 +173,13 @@ pub struct ProtectedHostname {
     /// The application's audience tag (AUD), which origins check in the Access JWT.
     #[schemars(length(max = 128))]
     pub aud: String,
+    /// The Zero Trust team of the application's account (`<team>.cloudflareaccess.com`), which
+    /// cloudflared checks the token's issuer against.
+    #[serde(default)]
+    #[schemars(length(max = 63))]
+    pub team: String,
+    /// The Cloudflare account holding the application.
+    #[serde(default)]
+    #[schemars(length(max = 32))]
+    pub account_id: String,
 }

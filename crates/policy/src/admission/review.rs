@@ -118,15 +118,7 @@ fn judge(
         },
         Subject::AccessPolicy => {
             match AccessPolicySpec::deserialize(object.data.get("spec").unwrap_or(&Value::Null)) {
-                Ok(spec) => {
-                    let mut verdict = crate::rules::access_policy::validate(&spec, namespace);
-                    // Fail-closed until enforcement ships: a policy admitted but not enforced
-                    // would leave its targets served in the open.
-                    if verdict.violations.is_empty() {
-                        verdict.deny("spec", ACCESS_POLICY_NOT_ENFORCED);
-                    }
-                    verdict
-                }
+                Ok(spec) => crate::rules::access_policy::validate(&spec, namespace),
                 Err(e) => unreadable("spec", e),
             }
         }
@@ -353,10 +345,6 @@ pub fn convert(req: &ConversionRequest) -> ConversionResponse {
     ConversionResponse::for_request(req.clone()).success(converted)
 }
 
-/// Why every AccessPolicy is refused at admission for now (`cftunnel validate` still checks
-/// its rules offline, for manifests written ahead).
-pub const ACCESS_POLICY_NOT_ENFORCED: &str = "this cftunnel does not make Cloudflare Access applications yet, so it cannot enforce an AccessPolicy, and one it admitted would leave its targets served in the open; protect these routes with an Access application made in the Zero Trust dashboard until a cftunnel that enforces AccessPolicies runs here (every other rule of this policy passed)";
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,12 +486,7 @@ mod tests {
             ),
             &view,
         );
-        // Valid, and refused all the same: nothing enforces it yet.
-        assert!(!own.allowed);
-        assert_eq!(
-            own.result.message,
-            format!("spec: {ACCESS_POLICY_NOT_ENFORCED}")
-        );
+        assert!(own.allowed, "{}", own.result.message);
         let grpc = validate(
             &request(
                 access_policy_kind(),
@@ -512,7 +495,7 @@ mod tests {
             ),
             &view,
         );
-        assert!(!grpc.allowed);
+        assert!(grpc.allowed, "admitted with a warning");
         let warnings = grpc.warnings.unwrap_or_default();
         assert_eq!(warnings.len(), 1);
         assert!(

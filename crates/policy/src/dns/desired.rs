@@ -51,6 +51,10 @@ pub struct ZoneDns {
     /// Per routed hostname (normalised), the age of the oldest route serving it: a zone at its
     /// record quota gives its room to the oldest first (`quota.rs`).
     pub since: BTreeMap<String, Age>,
+    /// Routed hostnames (normalised) that keep the records they have but get no new one: an
+    /// AccessPolicy protects them and their application does not exist yet, so the world
+    /// learns of them only once they are served behind Access.
+    pub held: BTreeSet<String>,
 }
 
 /// Operator-wide settings of the sync.

@@ -58,8 +58,15 @@ pub fn plan_zone(zone: &ZoneDns, actual: &[DnsRecord], options: &DnsOptions) -> 
     planner.plan_orphans(&wanted, &txt_names);
     planner.find_shared(&wanted);
     let Planner {
-        groups, mut plan, ..
+        mut groups,
+        mut plan,
+        ..
     } = planner;
+    for (hostname, changes) in groups.iter_mut() {
+        if zone.held.contains(hostname) {
+            changes.retain(|c| !matches!(c.action, DnsAction::Create(_)));
+        }
+    }
     plan.changes = groups.into_values().flatten().collect();
     plan
 }

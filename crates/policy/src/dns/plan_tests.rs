@@ -379,3 +379,29 @@ fn another_clusters_hostname_on_this_tunnel_is_reported_as_shared_only_when_not_
             .is_empty()
     );
 }
+
+#[test]
+fn a_held_hostname_keeps_the_records_it_has_and_gets_no_new_one() {
+    let mut zone = zone(vec![tunnel(
+        "edge",
+        ID_A,
+        &["new.example.com", "old.example.com"],
+    )]);
+    zone.held = BTreeSet::from(["new.example.com".to_string(), "old.example.com".to_string()]);
+    let existing = ours("c1", "old.example.com", ID_A, "edge");
+    let plan = plan(&zone, std::slice::from_ref(&existing));
+    assert_eq!(
+        summary(&plan),
+        Vec::<(String, String, String)>::new(),
+        "nothing created for the new hostname, and the old one's CNAME is not deleted"
+    );
+    assert!(plan.conflicts.is_empty(), "the old CNAME is ours");
+    zone.held.clear();
+    let plan = super::fixtures::plan(&zone, &[existing]);
+    let written = summary(&plan);
+    assert!(
+        written.contains(&s("create", "CNAME", "new.example.com"))
+            && written.contains(&s("create", "TXT", "_managed.old.example.com")),
+        "{written:?}"
+    );
+}

@@ -1,0 +1,142 @@
+//! One reconcile of a live AccessPolicy: finalizer, the applications of the hostnames it
+//! protects (account by account), the deletion of those it no longer protects, its status.
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use kube::api::{Patch, PatchParams};
+use kube::{Api, ResourceExt};
+
+use super::account::{self, Organizations};
+use super::status::{self, Outcome, Recorded};
+use super::{AccessError, Next, STEP_WAIT, deletion, record_of};
+use crate::dns_sync::TunnelRecord;
+use crate::term::finalizer::add_patch;
+use crate::term::{Context, ReconcileError};
+use cftunnel_cloudflare::Priority;
+use cftunnel_policy::access::{AccessGuard, Guarded, PolicyKey};
+use cftunnel_types::TunnelIdentity;
+use cftunnel_types::access_policy::{AccessPolicy, AccessPolicyStatus};
+use cftunnel_types::names::FINALIZER;
+
+/// What a pass reads besides the policy.
+pub(crate) struct World<'a> {
+    pub guard: &'a AccessGuard,
+    pub records: &'a [TunnelRecord],
+    /// Tunnels not being deleted.
+    pub live: &'a BTreeSet<TunnelIdentity>,
+}
+
+/// Reconciles `policy`; returns what comes next and the status it wrote, if any.
+pub(crate) async fn reconcile(
+    ctx: &Context,
+    policy: &Arc<AccessPolicy>,
+    world: &World<'_>,
+    orgs: &mut Organizations,
+) -> Result<(Next, Option<AccessPolicyStatus>), AccessError> {
+    if policy.metadata.deletion_timestamp.is_some() {
+        return deletion::finish(ctx, policy, world).await;
+    }
+    let key = PolicyKey::of(policy);
+    let api: Api<AccessPolicy> =
+        Api::namespaced(ctx.client.clone(), &policy.namespace().unwrap_or_default());
+    if let Some(patch) = add_patch(policy.finalizers(), FINALIZER) {
+        // Before any application exists: its deletion must find and remove them.
+        api.patch(
+            &policy.name_any(),
+            &PatchParams::default(),
+            &Patch::<()>::Json(patch),
+        )
+        .await
+        .map_err(|e| ReconcileError::kube("adding the AccessPolicy finalizer", e))?;
+    }
+    let mut outcomes: BTreeMap<String, Outcome> = BTreeMap::new();
+    let mut by_account: BTreeMap<String, Vec<(&String, &Guarded)>> = BTreeMap::new();
+    for (hostname, guarded) in world.guard.of_policy(&key) {
+        let account = record_of(world.records, &guarded.tunnel)
+            .and_then(|r| r.status.account_id.clone())
+            .filter(|a| !a.is_empty());
+        match account {
+            Some(account) => by_account
+                .entry(account)
+                .or_default()
+                .push((hostname, guarded)),
+            None => {
+                outcomes.insert(
+                    hostname.clone(),
+                    Outcome::Waiting(format!(
+                        "{hostname}: {} has no Cloudflare account in its status yet",
+                        guarded.tunnel
+                    )),
+                );
+            }
+        }
+    }
+    for (account, hosts) in &by_account {
+        let Some(credentials) = account::credentials_for(ctx, world.records, account).await else {
+            for (hostname, guarded) in hosts {
+                outcomes.insert(
+                    (*hostname).clone(),
+                    Outcome::Waiting(format!(
+                        "{hostname}: the API Secret of {} cannot be read yet",
+                        guarded.tunnel
+                    )),
+                );
+            }
+            continue;
+        };
+        let cf = ctx
+            .cloudflare_at(credentials, Priority::Normal)
+            .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?;
+        let done = account::program(ctx, &cf, orgs, &key, &policy.spec, account, hosts).await;
+        outcomes.extend(done);
+    }
+    // Applications of hostnames this policy no longer protects: deleted once no tunnel
+    // checks their AUD (their routes render public first, or are gone).
+    let protected: BTreeSet<&String> = world.guard.of_policy(&key).map(|(h, _)| h).collect();
+    let mut retiring: Vec<Recorded> = Vec::new();
+    let mut waiting = false;
+    let mut failed = false;
+    for recorded in status::recorded_with_targets(policy) {
+        let name = recorded.hostname.hostname.to_ascii_lowercase();
+        let still = protected.contains(&name)
+            && !matches!(outcomes.get(&name), Some(Outcome::Protected(p)) if p.application_id != recorded.hostname.application_id);
+        if still {
+            if let Some(Outcome::Refused { .. } | Outcome::Failed(_) | Outcome::Waiting(_)) =
+                outcomes.get(&name)
+            {
+                // Not confirmed this time, but made before: keep the record (and the rules
+                // open behind it) rather than close a working route over one failed read.
+                if !matches!(outcomes.get(&name), Some(Outcome::Refused { .. })) {
+                    outcomes.insert(name, Outcome::Protected(recorded.hostname.clone()));
+                }
+            }
+            continue;
+        }
+        if ctx.access.carries(&recorded.hostname.aud, world.live) {
+            waiting = true;
+            retiring.push(recorded);
+            continue;
+        }
+        if let Err(message) = account::retire(ctx, world.records, &key, &recorded).await {
+            tracing::warn!(policy = %key, hostname = %recorded.hostname.hostname, %message, "Access application not deleted yet");
+            failed = true;
+            retiring.push(recorded);
+        }
+    }
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now());
+    let next_status = status::build(policy, world.guard, &outcomes, &retiring, now);
+    let written = status::write(ctx, policy, next_status).await?;
+    waiting |= outcomes.values().any(|o| matches!(o, Outcome::Waiting(_)));
+    failed |= outcomes.values().any(|o| matches!(o, Outcome::Failed(_)));
+    let next = if failed {
+        Next::After(ctx.next_backoff(&format!("AccessPolicy {key} calls")))
+    } else {
+        ctx.reset_backoff(&format!("AccessPolicy {key} calls"));
+        if waiting {
+            Next::After(STEP_WAIT)
+        } else {
+            Next::Settled
+        }
+    };
+    Ok((next, written))
+}

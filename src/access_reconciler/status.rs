@@ -1,0 +1,248 @@
+//! The AccessPolicy's status: per target the hostnames behind Access (application id, AUD,
+//! team, account) or why not, and the `Accepted` and `Programmed` conditions. Written with a
+//! merge patch of the status subresource, only when it differs; `lastTransitionTime` is kept
+//! while a condition's status holds.
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+use crate::term::{Context, ReconcileError};
+use cftunnel_policy::access::{AccessGuard, PolicyKey, TargetKey};
+use cftunnel_types::access_policy::{
+    AccessPolicy, AccessPolicyStatus, CONDITION_ACCEPTED, CONDITION_PROGRAMMED, ProtectedHostname,
+    TargetStatus,
+};
+
+/// What became of one protected hostname in a reconcile.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Outcome {
+    /// Behind its application.
+    Protected(ProtectedHostname),
+    /// A step waits for something that comes by itself (a tunnel's render).
+    Waiting(String),
+    /// Cannot be protected until someone acts: no organization, someone else's application,
+    /// a named policy the account lacks.
+    Refused {
+        reason: &'static str,
+        message: String,
+    },
+    /// Cloudflare failed or refused a call (tried again with backoff).
+    Failed(String),
+}
+
+pub(crate) const REASON_PENDING: &str = "Pending";
+pub(crate) const REASON_CLOUDFLARE_ERROR: &str = "CloudflareError";
+pub(crate) const REASON_NO_ORGANIZATION: &str = "NoOrganization";
+pub(crate) const REASON_APPLICATION_CONFLICT: &str = "ApplicationConflict";
+pub(crate) const REASON_POLICY_NOT_FOUND: &str = "PolicyNotFound";
+
+/// One application a policy's status records, with the target it is listed under.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Recorded {
+    pub target: TargetKey,
+    pub hostname: ProtectedHostname,
+}
+
+/// Every application `policy`'s status records.
+pub(crate) fn recorded(policy: &AccessPolicy) -> Vec<ProtectedHostname> {
+    recorded_with_targets(policy)
+        .into_iter()
+        .map(|r| r.hostname)
+        .collect()
+}
+
+pub(crate) fn recorded_with_targets(policy: &AccessPolicy) -> Vec<Recorded> {
+    let targets = policy.status.as_ref().and_then(|s| s.targets.as_ref());
+    targets
+        .into_iter()
+        .flatten()
+        .flat_map(|t| {
+            let target = TargetKey {
+                group: t.group.clone(),
+                kind: t.kind.clone(),
+                name: t.name.clone(),
+            };
+            t.hostnames.iter().map(move |h| Recorded {
+                target: target.clone(),
+                hostname: h.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The status of `policy` after a reconcile: `outcomes` per hostname it protects (by the
+/// guard), `retiring` the applications still to delete.
+pub(crate) fn build(
+    policy: &AccessPolicy,
+    guard: &AccessGuard,
+    outcomes: &BTreeMap<String, Outcome>,
+    retiring: &[Recorded],
+    now: Time,
+) -> AccessPolicyStatus {
+    let key = PolicyKey::of(policy);
+    let mut targets: Vec<TargetStatus> = Vec::new();
+    let mut problems: Vec<(&'static str, String)> = Vec::new();
+    let (mut protected, mut total) = (0usize, 0usize);
+    for target in &policy.spec.target_refs {
+        let target_key = TargetKey::of(target);
+        let mut entry = TargetStatus {
+            group: target.group.clone(),
+            kind: target.kind.clone(),
+            name: target.name.clone(),
+            ..TargetStatus::default()
+        };
+        if let Some(refusal) = guard.refused_of(&key).find(|r| r.target == target_key) {
+            entry.reason = Some(refusal.reason.to_string());
+            entry.message = Some(refusal.message.clone());
+        }
+        for (hostname, guarded) in guard.of_policy(&key) {
+            if guarded.target != target_key {
+                continue;
+            }
+            total += 1;
+            let (reason, message) = match outcomes.get(hostname) {
+                Some(Outcome::Protected(h)) => {
+                    protected += 1;
+                    entry.hostnames.push(h.clone());
+                    continue;
+                }
+                Some(Outcome::Waiting(m)) => (REASON_PENDING, m.clone()),
+                Some(Outcome::Refused { reason, message }) => (*reason, message.clone()),
+                Some(Outcome::Failed(m)) => (REASON_CLOUDFLARE_ERROR, m.clone()),
+                None => (REASON_PENDING, format!("{hostname}: not looked at yet")),
+            };
+            problems.push((reason, message.clone()));
+            if entry.reason.is_none() {
+                entry.reason = Some(reason.to_string());
+                entry.message = Some(message);
+            }
+        }
+        for r in retiring.iter().filter(|r| r.target == target_key) {
+            entry.hostnames.push(r.hostname.clone());
+        }
+        targets.push(entry);
+    }
+    // Applications of targets no longer named, until they are deleted.
+    for r in retiring {
+        if targets.iter().any(|t| {
+            t.group == r.target.group && t.kind == r.target.kind && t.name == r.target.name
+        }) {
+            continue;
+        }
+        targets.push(TargetStatus {
+            group: r.target.group.clone(),
+            kind: r.target.kind.clone(),
+            name: r.target.name.clone(),
+            hostnames: vec![r.hostname.clone()],
+            reason: Some("Retiring".into()),
+            message: Some(
+                "no longer protected: its application is deleted once no tunnel checks it".into(),
+            ),
+        });
+    }
+    targets.truncate(cftunnel_types::access_policy::MAX_TARGETS);
+    let refused: Vec<_> = guard.refused_of(&key).collect();
+    let accepted = if !refused.is_empty() && refused.len() >= policy.spec.target_refs.len() {
+        condition(
+            CONDITION_ACCEPTED,
+            false,
+            refused[0].reason,
+            join(refused.iter().map(|r| r.message.as_str())),
+        )
+    } else {
+        condition(CONDITION_ACCEPTED, true, "Accepted", String::new())
+    };
+    let programmed = if let Some((reason, _)) = problems
+        .iter()
+        .find(|(r, _)| *r == REASON_CLOUDFLARE_ERROR)
+        .or_else(|| problems.iter().find(|(r, _)| *r != REASON_PENDING))
+        .or_else(|| problems.first())
+    {
+        condition(
+            CONDITION_PROGRAMMED,
+            false,
+            reason,
+            join(problems.iter().map(|(_, m)| m.as_str())),
+        )
+    } else if total == 0 {
+        condition(
+            CONDITION_PROGRAMMED,
+            false,
+            "NoHostnames",
+            "the targets serve no hostname through a tunnel yet".into(),
+        )
+    } else {
+        condition(
+            CONDITION_PROGRAMMED,
+            true,
+            "Programmed",
+            format!("{protected} hostname(s) behind Cloudflare Access"),
+        )
+    };
+    let previous = policy
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let generation = policy.metadata.generation;
+    let conditions = [accepted, programmed]
+        .into_iter()
+        .map(|mut c| {
+            c.observed_generation = generation;
+            c.last_transition_time = match previous.iter().find(|p| p.type_ == c.type_) {
+                Some(p) if p.status == c.status => p.last_transition_time.clone(),
+                _ => now.clone(),
+            };
+            c
+        })
+        .collect();
+    AccessPolicyStatus {
+        conditions: Some(conditions),
+        targets: Some(targets),
+    }
+}
+
+fn condition(type_: &str, status: bool, reason: &str, message: String) -> Condition {
+    Condition {
+        type_: type_.to_string(),
+        status: if status { "True" } else { "False" }.to_string(),
+        reason: reason.to_string(),
+        message: crate::term::events::bounded(message),
+        observed_generation: None,
+        last_transition_time: Time(jiff::Timestamp::UNIX_EPOCH),
+    }
+}
+
+fn join<'a>(messages: impl Iterator<Item = &'a str>) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for m in messages {
+        if !seen.contains(&m) {
+            seen.push(m);
+        }
+    }
+    seen.join("; ")
+}
+
+/// Writes `status` when it differs from the stored one; returns it when written.
+pub(crate) async fn write(
+    ctx: &Context,
+    policy: &AccessPolicy,
+    status: AccessPolicyStatus,
+) -> Result<Option<AccessPolicyStatus>, ReconcileError> {
+    if policy.status.as_ref() == Some(&status) {
+        return Ok(None);
+    }
+    let api: Api<AccessPolicy> =
+        Api::namespaced(ctx.client.clone(), &policy.namespace().unwrap_or_default());
+    api.patch_status(
+        &policy.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": status})),
+    )
+    .await
+    .map_err(|e| ReconcileError::kube("writing the AccessPolicy status", e))?;
+    Ok(Some(status))
+}

@@ -1,0 +1,400 @@
+//! Zero Trust Access end to end (docs/design.md §3.7), on the real API server and the
+//! simulator: an AccessPolicy's hostnames are closed (503) before their application exists,
+//! served behind it once it does (cloudflared checking the team and the application's AUD),
+//! kept out of DNS while their application cannot be made, and public again (rules first, then
+//! the application deleted) when the policy goes; someone else's application is left alone.
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cftunnel_sim::{Fault, Operation};
+use cftunnel_testenv::poll_until;
+use cftunnel_types::access_policy::AccessPolicy;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use serde_json::{Value, json};
+
+use crate::harness::{Harness, POLL, TOKEN, WAIT};
+use crate::routes::{API_SECRET, bindings, create_binding, create_service, records, wait_records};
+
+const TEAM: &str = "acme";
+
+fn policies(h: &Harness) -> Api<AccessPolicy> {
+    Api::namespaced(h.admin.clone(), &h.ns)
+}
+
+async fn create_policy(h: &Harness, name: &str, targets: Value) {
+    let policy: AccessPolicy = serde_json::from_value(json!({
+        "apiVersion": "networking.cfargotunnel.com/v1alpha2",
+        "kind": "AccessPolicy",
+        "metadata": {"name": name, "labels": {"cftunnel-test/run": h.ns}},
+        "spec": {
+            "targetRefs": targets,
+            "allow": {"emails": ["alice@example.com"]},
+            "sessionDuration": "8h",
+        },
+    }))
+    .expect("policy json");
+    policies(h)
+        .create(&PostParams::default(), &policy)
+        .await
+        .expect("create policy");
+}
+
+fn binding_target(name: &str) -> Value {
+    json!({"group": "networking.cfargotunnel.com", "kind": "TunnelBinding", "name": name})
+}
+
+/// The tunnel's config.yaml, parsed (`Null` before it exists).
+async fn config(h: &Harness) -> (String, Value) {
+    let cms: Api<ConfigMap> = Api::namespaced(h.admin.clone(), &h.ns);
+    let text = cms
+        .get("edge")
+        .await
+        .ok()
+        .and_then(|cm| cm.data)
+        .and_then(|d| d.get("config.yaml").cloned())
+        .unwrap_or_default();
+    let parsed = serde_yaml_ng::from_str(&text).unwrap_or(Value::Null);
+    (text, parsed)
+}
+
+/// The rule of `host` in config.yaml (`Null` when it has none).
+async fn rule(h: &Harness, host: &str) -> Value {
+    let (_, config) = config(h).await;
+    config["ingress"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["hostname"] == host)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+async fn wait_rule(h: &Harness, host: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let found = poll_until(what, WAIT, POLL, || async {
+        let r = rule(h, host).await;
+        check(&r).then_some(r)
+    })
+    .await;
+    match found {
+        Ok(r) => r,
+        Err(e) => panic!("{e}; rule of {host} now {}", rule(h, host).await),
+    }
+}
+
+fn closed(rule: &Value) -> bool {
+    rule["service"] == "http_status:503" && rule["originRequest"]["access"].is_null()
+}
+
+fn public(rule: &Value) -> bool {
+    let service = rule["service"].as_str().unwrap_or_default();
+    service.starts_with("http://web.") && rule["originRequest"]["access"].is_null()
+}
+
+fn apps_for(h: &Harness, host: &str) -> Vec<cftunnel_sim::SimAccessApp> {
+    h.sim
+        .access_apps()
+        .into_iter()
+        .filter(|a| a.domain == host)
+        .collect()
+}
+
+async fn wait_app(h: &Harness, host: &str) -> cftunnel_sim::SimAccessApp {
+    poll_until(
+        &format!("an application for {host}"),
+        WAIT,
+        POLL,
+        || async { apps_for(h, host).into_iter().next() },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}; apps {:?}", h.sim.access_apps()))
+}
+
+async fn wait_programmed(h: &Harness, name: &str, status: &str, reason: &str) -> AccessPolicy {
+    poll_until(
+        &format!("AccessPolicy {name} Programmed={status}/{reason}"),
+        WAIT,
+        POLL,
+        || async {
+            let p = policies(h).get(name).await.ok()?;
+            let c = p
+                .status
+                .as_ref()?
+                .conditions
+                .as_ref()?
+                .iter()
+                .find(|c| c.type_ == "Programmed")?
+                .clone();
+            (c.status == status && c.reason == reason).then_some(p)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `cloudflared tunnel --config F ingress validate` on `text` (offline).
+fn cloudflared_accepts(text: &str) {
+    let Some(bin) = std::env::var_os("CFTUNNEL_CLOUDFLARED").map(PathBuf::from) else {
+        panic!("CFTUNNEL_CLOUDFLARED must name a cloudflared binary (.ci/run sets it)");
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("config.yaml");
+    std::fs::write(&path, text).expect("write config");
+    let out = std::process::Command::new(bin)
+        .args(["tunnel", "--config"])
+        .arg(&path)
+        .args(["ingress", "validate"])
+        .output()
+        .expect("run cloudflared");
+    assert!(
+        out.status.success(),
+        "cloudflared refused the config: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The Secret, the Service and the tunnel, with an Access team on the account.
+async fn setup(h: &Harness) {
+    h.sim.set_access_team(Some(TEAM.into()));
+    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
+        .await;
+    create_service(h, "web", 80, json!({}), json!({})).await;
+    h.create_tunnel(
+        "edge",
+        h.spec(API_SECRET, json!({"newTunnel": {"name": "edge"}})),
+    )
+    .await;
+}
+
+async fn route(h: &Harness, binding: &str, host: &str) {
+    create_binding(h, binding, json!([{"name": "web", "spec": {"fqdn": host}}])).await;
+}
+
+#[tokio::test]
+async fn a_public_binding_protected_closes_first_opens_behind_its_application_and_opens_again_when_the_policy_goes()
+ {
+    let h = Harness::start("tr-access").await;
+    setup(&h).await;
+    route(&h, "web-a", "a.example.com").await;
+    route(&h, "web-b", "b.example.com").await;
+    wait_rule(&h, "a.example.com", "a public rule", public).await;
+    wait_records(&h, "a.example.com", 1).await;
+
+    // The application's creation takes a while: the rules must be closed all that time.
+    h.sim.inject(
+        Operation::CreateAccessApp,
+        Fault::latency(Duration::from_secs(3)),
+    );
+    create_policy(
+        &h,
+        "staff",
+        json!([binding_target("web-a"), binding_target("web-b")]),
+    )
+    .await;
+    let closed_rule = wait_rule(&h, "a.example.com", "the rules closed", closed).await;
+    assert!(closed(&closed_rule));
+    assert!(
+        apps_for(&h, "a.example.com").is_empty(),
+        "closed before the application exists"
+    );
+    let app = wait_app(&h, "a.example.com").await;
+    let open = wait_rule(&h, "a.example.com", "the rule behind Access", |r| {
+        !r["originRequest"]["access"].is_null()
+    })
+    .await;
+    assert_eq!(
+        open["originRequest"]["access"],
+        json!({"required": true, "teamName": TEAM, "audTag": [app.aud]}),
+        "cloudflared checks the team and this application's AUD"
+    );
+    assert!(
+        open["service"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("http://web.")),
+        "{open}"
+    );
+    let (text, _) = config(&h).await;
+    cloudflared_accepts(&text);
+    // The application carries the policy's rules through cftunnel's reusable policy.
+    assert_eq!(app.session_duration, "8h");
+    let reusable = h.sim.access_policies();
+    assert_eq!(reusable.len(), 1, "{reusable:?}");
+    assert_eq!(
+        app.policies
+            .iter()
+            .map(|p| p.id.clone())
+            .collect::<Vec<_>>(),
+        vec![reusable[0].id.clone()]
+    );
+    let include = serde_json::to_value(&reusable[0].include).expect("include");
+    assert_eq!(include, json!([{"email": {"email": "alice@example.com"}}]));
+    assert!(reusable[0].name.starts_with("cftunnel AccessPolicy "));
+    let policy = wait_programmed(&h, "staff", "True", "Programmed").await;
+    let targets = policy.status.and_then(|s| s.targets).unwrap_or_default();
+    let recorded: Vec<_> = targets
+        .iter()
+        .flat_map(|t| &t.hostnames)
+        .map(|h| (h.hostname.clone(), h.aud.clone()))
+        .collect();
+    assert!(
+        recorded.contains(&("a.example.com".to_string(), app.aud.clone())),
+        "{recorded:?}"
+    );
+    let b_app = wait_app(&h, "b.example.com").await;
+
+    // Deleting a target deletes its application.
+    bindings(&h)
+        .delete("web-b", &DeleteParams::default())
+        .await
+        .expect("delete binding");
+    poll_until("b's application gone", WAIT, POLL, || async {
+        apps_for(&h, "b.example.com").is_empty().then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; apps {:?}", h.sim.access_apps()));
+    assert!(
+        h.sim.access_apps().iter().all(|a| a.id != b_app.id),
+        "deleted, not renamed"
+    );
+
+    // Deleting the policy: the rules open first, the application goes after.
+    h.sim.clear_faults();
+    h.sim.inject(
+        Operation::DeleteAccessApp,
+        Fault::latency(Duration::from_secs(3)),
+    );
+    policies(&h)
+        .delete("staff", &DeleteParams::default())
+        .await
+        .expect("delete policy");
+    wait_rule(&h, "a.example.com", "the rule public again", public).await;
+    assert!(
+        !apps_for(&h, "a.example.com").is_empty(),
+        "the rules open while the application still exists"
+    );
+    poll_until(
+        "the application and the policy gone",
+        WAIT,
+        POLL,
+        || async {
+            let gone = h.sim.access_apps().is_empty() && h.sim.access_policies().is_empty();
+            (gone && policies(&h).get_opt("staff").await.ok()?.is_none()).then_some(())
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}; apps {:?}", h.sim.access_apps()));
+    assert_eq!(
+        records(&h, "a.example.com").len(),
+        1,
+        "its DNS record stays"
+    );
+}
+
+#[tokio::test]
+async fn a_new_protected_route_whose_application_is_refused_gets_no_dns_and_no_open_rule() {
+    let h = Harness::start("tr-access-403").await;
+    setup(&h).await;
+    h.sim
+        .inject(Operation::CreateAccessApp, Fault::fail_next(1_000_000, 403));
+    create_policy(&h, "staff", json!([binding_target("web-new")])).await;
+    route(&h, "web-new", "new.example.com").await;
+    let policy = wait_programmed(&h, "staff", "False", "CloudflareError").await;
+    let message = policy
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Programmed")
+        .map(|c| c.message)
+        .unwrap_or_default();
+    assert!(message.contains("new.example.com"), "{message}");
+    wait_rule(&h, "new.example.com", "the rule closed", closed).await;
+    // While refused, it stays that way: no record, no rule serving the Service.
+    for _ in 0..12 {
+        assert!(
+            records(&h, "new.example.com").is_empty(),
+            "no DNS record while refused"
+        );
+        let r = rule(&h, "new.example.com").await;
+        assert!(closed(&r), "never served in the open: {r}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    h.sim.clear_faults();
+    let app = wait_app(&h, "new.example.com").await;
+    let open = wait_rule(&h, "new.example.com", "the rule behind Access", |r| {
+        !r["originRequest"]["access"].is_null()
+    })
+    .await;
+    assert_eq!(open["originRequest"]["access"]["audTag"], json!([app.aud]));
+    // CNAME and TXT, once the application exists.
+    wait_records(&h, "new.example.com", 1).await;
+    wait_programmed(&h, "staff", "True", "Programmed").await;
+}
+
+#[tokio::test]
+async fn someone_elses_application_for_the_hostname_is_left_alone_and_reported() {
+    let h = Harness::start("tr-access-theirs").await;
+    setup(&h).await;
+    let theirs = h
+        .sim
+        .put_access_app(
+            json!({"name": "Made by hand", "domain": "c.example.com", "type": "self_hosted"}),
+        )
+        .expect("their application");
+    route(&h, "web-c", "c.example.com").await;
+    create_policy(&h, "staff", json!([binding_target("web-c")])).await;
+    let policy = wait_programmed(&h, "staff", "False", "ApplicationConflict").await;
+    let target = policy
+        .status
+        .and_then(|s| s.targets)
+        .unwrap_or_default()
+        .into_iter()
+        .next()
+        .expect("a target");
+    assert_eq!(target.reason.as_deref(), Some("ApplicationConflict"));
+    assert!(
+        target
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains(&theirs.id) && m.contains("left alone")),
+        "{target:?}"
+    );
+    assert!(
+        closed(&rule(&h, "c.example.com").await),
+        "closed, never open"
+    );
+    let apps = h.sim.access_apps();
+    assert_eq!(apps.len(), 1, "{apps:?}");
+    assert_eq!(
+        (apps[0].id.as_str(), apps[0].name.as_str()),
+        (theirs.id.as_str(), "Made by hand"),
+        "untouched"
+    );
+    assert!(apps[0].policies.is_empty(), "untouched");
+    assert!(
+        records(&h, "c.example.com").is_empty(),
+        "no DNS while closed"
+    );
+}
+
+#[tokio::test]
+async fn an_account_without_zero_trust_keeps_the_routes_closed_and_says_so() {
+    let h = Harness::start("tr-access-noorg").await;
+    setup(&h).await;
+    h.sim.set_access_team(None);
+    route(&h, "web-d", "d.example.com").await;
+    create_policy(&h, "staff", json!([binding_target("web-d")])).await;
+    let policy = wait_programmed(&h, "staff", "False", "NoOrganization").await;
+    let message = policy
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Programmed")
+        .map(|c| c.message)
+        .unwrap_or_default();
+    assert!(message.contains("no Zero Trust organization"), "{message}");
+    wait_rule(&h, "d.example.com", "the rule closed", closed).await;
+    assert!(h.sim.access_apps().is_empty());
+}
