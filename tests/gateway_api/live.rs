@@ -402,6 +402,8 @@ async fn gateway_api_installed_while_cftunnel_runs_is_served_and_the_conformance
     // Each parent judged on its own, and gRPC backends as a tunnel can carry them.
     crate::parents::each_parent_is_judged_on_its_own(&h, &class).await;
     crate::parents::grpc_backends_must_speak_tls(&h).await;
+    // An HTTPRoute behind Zero Trust Access.
+    crate::access::an_httproute_target_is_protected_like_a_binding(&h).await;
 
     // The conformance suite's cases: base manifests, a tunnel per Gateway, then each case.
     let base = documents("base/manifests.yaml");

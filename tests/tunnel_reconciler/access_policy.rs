@@ -398,3 +398,83 @@ async fn an_account_without_zero_trust_keeps_the_routes_closed_and_says_so() {
     wait_rule(&h, "d.example.com", "the rule closed", closed).await;
     assert!(h.sim.access_apps().is_empty());
 }
+
+#[tokio::test]
+async fn labelled_service_and_ingress_targets_are_protected_like_a_binding() {
+    use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+    let h = Harness::start("tr-access-kinds").await;
+    setup(&h).await;
+    let ns = h.ns.clone();
+    create_service(
+        &h,
+        "api",
+        8080,
+        json!({"cfargotunnel.com/expose-tunnel": "edge"}),
+        json!({"cfargotunnel.com/hostname": "api.example.com"}),
+    )
+    .await;
+    let class_name = format!("cftunnel-{ns}");
+    let class: IngressClass = serde_json::from_value(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": class_name},
+        "spec": {"controller": "cfargotunnel.com/cftunnel",
+                 "parameters": {"apiGroup": "networking.cfargotunnel.com", "kind": "Tunnel",
+                                "name": "edge", "scope": "Namespace", "namespace": ns}},
+    }))
+    .expect("class json");
+    Api::<IngressClass>::all(h.admin.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .expect("create IngressClass");
+    let ingress: Ingress = serde_json::from_value(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "shop"},
+        "spec": {
+            "ingressClassName": class_name,
+            "rules": [{"host": "shop.example.com", "http": {"paths": [
+                {"path": "/", "pathType": "Prefix",
+                 "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}],
+        },
+    }))
+    .expect("ingress json");
+    Api::<Ingress>::namespaced(h.admin.clone(), &ns)
+        .create(&PostParams::default(), &ingress)
+        .await
+        .expect("create Ingress");
+    create_policy(
+        &h,
+        "staff",
+        json!([
+            {"group": "", "kind": "Service", "name": "api"},
+            {"group": "networking.k8s.io", "kind": "Ingress", "name": "shop"},
+        ]),
+    )
+    .await;
+    for host in ["api.example.com", "shop.example.com"] {
+        let app = wait_app(&h, host).await;
+        let open = wait_rule(&h, host, "the rule behind Access", |r| {
+            !r["originRequest"]["access"].is_null()
+        })
+        .await;
+        assert_eq!(
+            open["originRequest"]["access"],
+            json!({"required": true, "teamName": TEAM, "audTag": [app.aud]}),
+            "{host}"
+        );
+        wait_records(&h, host, 1).await;
+    }
+    let (text, _) = config(&h).await;
+    cloudflared_accepts(&text);
+    let policy = wait_programmed(&h, "staff", "True", "Programmed").await;
+    let kinds: Vec<_> = policy
+        .status
+        .and_then(|s| s.targets)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| (t.kind, t.hostnames.len()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [("Service".to_string(), 1), ("Ingress".to_string(), 1)]
+    );
+}
