@@ -3,7 +3,10 @@
 //! what only Cloudflare knows is a fixed placeholder and the Secret's values are redacted.
 //! TunnelBindings and labelled Services in the input are routed by `routes::compute_routes`,
 //! against the Services the input holds; a route that is not served as declared is reported on
-//! stderr (the render still succeeds, as the reconciler would still apply it).
+//! stderr (the render still succeeds, as the reconciler would still apply it). AccessPolicies in
+//! the input protect their targets' hostnames as in the cluster (docs/design.md §3.7): closed
+//! (`http_status:503`) unless the policy's `status.targets` records the application, then with
+//! `originRequest.access` (`required`, the team, the application's AUD).
 mod access;
 mod world;
 
@@ -19,6 +22,7 @@ use cftunnel_policy::routes::compute_routes;
 use cftunnel_policy::rules::facts::referenced;
 use cftunnel_policy::validate::decode::{Decoded, Outcome, TunnelObject, decode, plain_service};
 use cftunnel_policy::validate::{DEFAULT_NAMESPACE, EXIT_UNREADABLE, read_or_report};
+use cftunnel_types::access_policy::AccessPolicy;
 use cftunnel_types::{ConfigSource, TunnelKind};
 
 /// Tunnel id rendered when the input carries no `status.tunnelId`.
@@ -103,6 +107,7 @@ pub fn run(
     let mut builder = cftunnel_policy::validate::world::WorldBuilder::default();
     let mut tunnels = Vec::new();
     let mut access_tunnels = Vec::new();
+    let mut access_policies = Vec::new();
     for document in &documents {
         match decode(document, DEFAULT_NAMESPACE) {
             Outcome::Decoded(object, decoded) => {
@@ -110,6 +115,18 @@ pub fn run(
                 match *decoded {
                     Decoded::Tunnel(tunnel) => tunnels.push((document, tunnel)),
                     Decoded::Access(_) => access_tunnels.push((document, object)),
+                    Decoded::AccessPolicy { namespace, .. } => {
+                        match serde_json::from_value::<AccessPolicy>(document.value.clone()) {
+                            Ok(mut policy) => {
+                                policy.metadata.namespace = Some(namespace);
+                                access_policies.push(std::sync::Arc::new(policy));
+                            }
+                            Err(e) => {
+                                writeln!(err, "{}: {object}: {e}", document.origin)?;
+                                failed = true;
+                            }
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -132,11 +149,16 @@ pub fn run(
     }
     let table = compute_routes(&builder.finish());
     world::report(&table, err)?;
+    let guard = cftunnel_policy::access::guard(&access_policies, &table);
     let mut yaml = String::new();
     let mut rendered_any = false;
     for (document, tunnel) in tunnels {
         let owner = identity(&tunnel, &document.value, settings);
-        let routes = table.routes_of(&referenced(tunnel.kind, &tunnel.namespace, &tunnel.name));
+        let route_identity = referenced(tunnel.kind, &tunnel.namespace, &tunnel.name);
+        let routes = render::protection::protect(
+            &table.routes_of(&route_identity),
+            &guard.of_tunnel(&route_identity),
+        );
         let spec = with_config_source(tunnel.spec.clone(), settings.default_config_source);
         let input = tunnel_input(owner, spec, offline_facts(&tunnel), routes);
         match render::render_all(&input, &options).and_then(|r| r.to_yaml()) {
@@ -310,6 +332,59 @@ status:
             .filter_map(|c| c["ingress"].as_array().cloned())
             .next()
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn an_access_policy_closes_its_targets_until_its_status_records_the_application() {
+        let base = "apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: Tunnel
+metadata: {name: edge, namespace: shop}
+spec:
+  newTunnel: {name: edge}
+  cloudflare: {domain: example.com, secret: cf, accountId: 0123456789abcdef0123456789abcdef}
+---
+apiVersion: networking.cfargotunnel.com/v1alpha1
+kind: TunnelBinding
+metadata: {name: web, namespace: shop}
+subjects: [{name: web, spec: {fqdn: app.example.com}}]
+tunnelRef: {kind: Tunnel, name: edge}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  ports: [{name: http, port: 80}]
+---
+apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: AccessPolicy
+metadata: {name: staff, namespace: shop}
+spec:
+  targetRefs: [{group: networking.cfargotunnel.com, kind: TunnelBinding, name: web}]
+  allow: {emails: [alice@example.com]}
+";
+        let (code, out, err) = render(base);
+        assert_eq!((code, err.as_str()), (0, ""));
+        let rules = ingress(&out, "shop");
+        assert_eq!(rules[0]["service"], "http_status:503", "{rules:?}");
+        assert!(rules[0]["originRequest"]["access"].is_null());
+        let recorded = format!(
+            "{base}status:
+  targets:
+    - group: networking.cfargotunnel.com
+      kind: TunnelBinding
+      name: web
+      hostnames:
+        - {{hostname: app.example.com, applicationId: app-1, aud: aud-1, team: acme, accountId: 0123456789abcdef0123456789abcdef}}
+"
+        );
+        let (code, out, err) = render(&recorded);
+        assert_eq!((code, err.as_str()), (0, ""));
+        let rules = ingress(&out, "shop");
+        assert_eq!(rules[0]["service"], "http://web.shop.svc:80", "{rules:?}");
+        assert_eq!(
+            rules[0]["originRequest"]["access"],
+            serde_json::json!({"required": true, "teamName": "acme", "audTag": ["aud-1"]})
+        );
     }
 
     #[test]
