@@ -14,6 +14,7 @@
 //! (with backoff) and at the drift interval. Access calls go through the credential's pacer.
 mod account;
 mod deletion;
+mod events;
 mod reconcile;
 mod status;
 

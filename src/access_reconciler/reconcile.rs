@@ -123,6 +123,23 @@ pub(crate) async fn reconcile(
             retiring.push(recorded);
         }
     }
+    // A conflict is told on the target too, once per new message.
+    let told: BTreeSet<String> = policy
+        .status
+        .as_ref()
+        .and_then(|s| s.targets.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.message.clone())
+        .collect();
+    for (hostname, guarded) in world.guard.of_policy(&key) {
+        if let Some(Outcome::Refused { reason, message }) = outcomes.get(hostname)
+            && *reason == status::REASON_APPLICATION_CONFLICT
+            && !told.contains(message)
+        {
+            super::events::warn_target(ctx, &key, &guarded.target, reason, message.clone()).await;
+        }
+    }
     let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now());
     let next_status = status::build(policy, world.guard, &outcomes, &retiring, now);
     let written = status::write(ctx, policy, next_status).await?;

@@ -478,3 +478,60 @@ async fn labelled_service_and_ingress_targets_are_protected_like_a_binding() {
         [("Service".to_string(), 1), ("Ingress".to_string(), 1)]
     );
 }
+
+#[tokio::test]
+async fn a_remotely_managed_tunnel_gets_the_same_protection_in_its_pushed_configuration() {
+    let h = Harness::start("tr-access-remote").await;
+    h.sim.set_access_team(Some(TEAM.into()));
+    let id = crate::remote::remote_edge(&h).await;
+    let pushed_rule = |host: &'static str| {
+        let h = &h;
+        let id = id.clone();
+        move || {
+            let config = crate::remote::sim_tunnel(h, &id)
+                .config
+                .unwrap_or(Value::Null);
+            config["ingress"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|r| r["hostname"] == host)
+                .cloned()
+                .unwrap_or(Value::Null)
+        }
+    };
+    let rule_of = pushed_rule("r.example.com");
+    h.sim.inject(
+        Operation::CreateAccessApp,
+        Fault::latency(Duration::from_secs(3)),
+    );
+    create_policy(&h, "staff", json!([binding_target("web-r")])).await;
+    route(&h, "web-r", "r.example.com").await;
+    poll_until("the pushed rule closed", WAIT, POLL, || async {
+        closed(&rule_of()).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; pushed {}", rule_of()));
+    assert!(
+        apps_for(&h, "r.example.com").is_empty(),
+        "closed before the application exists"
+    );
+    let app = wait_app(&h, "r.example.com").await;
+    let open = poll_until("the pushed rule behind Access", WAIT, POLL, || async {
+        let r = rule_of();
+        (!r["originRequest"]["access"].is_null()).then_some(r)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; pushed {}", rule_of()));
+    assert_eq!(
+        open["originRequest"]["access"],
+        json!({"required": true, "teamName": TEAM, "audTag": [app.aud]})
+    );
+    assert!(
+        open["service"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("http://web.")),
+        "{open}"
+    );
+    wait_records(&h, "r.example.com", 1).await;
+}
