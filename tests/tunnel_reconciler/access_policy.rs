@@ -535,3 +535,29 @@ async fn a_remotely_managed_tunnel_gets_the_same_protection_in_its_pushed_config
     );
     wait_records(&h, "r.example.com", 1).await;
 }
+
+#[tokio::test]
+async fn a_restart_renders_what_was_rendered_before_and_makes_no_new_application() {
+    let mut h = Harness::start("tr-access-restart").await;
+    setup(&h).await;
+    route(&h, "web-e", "e.example.com").await;
+    create_policy(&h, "staff", json!([binding_target("web-e")])).await;
+    let app = wait_app(&h, "e.example.com").await;
+    let before = wait_rule(&h, "e.example.com", "the rule behind Access", |r| {
+        !r["originRequest"]["access"].is_null()
+    })
+    .await;
+    wait_programmed(&h, "staff", "True", "Programmed").await;
+    let creates = h.sim.calls(Operation::CreateAccessApp);
+    h.stop_operator();
+    h.start_operator();
+    // The status is the memory: the restarted operator renders the same rule, never public
+    // and never closed, and makes no second application.
+    for _ in 0..20 {
+        assert_eq!(rule(&h, "e.example.com").await, before);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    wait_programmed(&h, "staff", "True", "Programmed").await;
+    assert_eq!(h.sim.calls(Operation::CreateAccessApp), creates);
+    assert_eq!(apps_for(&h, "e.example.com"), vec![app]);
+}
