@@ -231,7 +231,17 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
     remove_dns_records(obj, ctx, &cf, &target, own, others, false).await?;
     // A remotely-managed tunnel stays on Cloudflare: only cftunnel's rules leave it.
     let tunnel_id = target.tunnel_id.clone().unwrap_or_default();
-    super::remote::withdraw(obj, &cf, &target.account_id, &tunnel_id).await
+    // The status that says which rules are ours, read fresh: the watch's copy can predate the
+    // status write that recorded the last push (a deletion right after it), and would then
+    // take nothing out.
+    let name = obj.meta().name.clone().unwrap_or_default();
+    let fresh = obj
+        .object_api(&ctx.client)
+        .get_opt(&name)
+        .await
+        .map_err(|e| ReconcileError::kube("reading the tunnel before its rules leave", e))?;
+    let status_of = fresh.as_ref().unwrap_or(obj);
+    super::remote::withdraw(status_of, &cf, &target.account_id, &tunnel_id).await
 }
 
 /// Has the user let this deletion finish without (all of) the clean-up on Cloudflare?
