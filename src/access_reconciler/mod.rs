@@ -72,7 +72,9 @@ pub async fn run(ctx: Arc<Context>, caches: ProcessCaches) {
     loop {
         changes.borrow_and_update();
         access.borrow_and_update();
-        if ctx.routes.current().is_some() {
+        // Every watch event wakes this loop: with no policy there is nothing to read.
+        let policies = caches.access_policies.all();
+        if ctx.routes.current().is_some() && !(policies.is_empty() && memory.is_empty()) {
             let guard = ctx.access.guard();
             let records = cache.tunnel_records();
             let live: BTreeSet<TunnelIdentity> = records
@@ -80,7 +82,6 @@ pub async fn run(ctx: Arc<Context>, caches: ProcessCaches) {
                 .filter(|r| !r.deleting)
                 .map(|r| r.identity.clone())
                 .collect();
-            let policies = caches.access_policies.all();
             let now = Instant::now();
             for policy in &policies {
                 let key = PolicyKey::of(policy);

@@ -133,6 +133,18 @@ async fn wait_programmed(h: &Harness, name: &str, status: &str, reason: &str) ->
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The message of the policy's `Programmed` condition.
+fn programmed_message(policy: AccessPolicy) -> String {
+    policy
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Programmed")
+        .map(|c| c.message)
+        .unwrap_or_default()
+}
+
 /// `cloudflared tunnel --config F ingress validate` on `text` (offline).
 fn cloudflared_accepts(text: &str) {
     let Some(bin) = std::env::var_os("CFTUNNEL_CLOUDFLARED").map(PathBuf::from) else {
@@ -300,14 +312,7 @@ async fn a_new_protected_route_whose_application_is_refused_gets_no_dns_and_no_o
     create_policy(&h, "staff", json!([binding_target("web-new")])).await;
     route(&h, "web-new", "new.example.com").await;
     let policy = wait_programmed(&h, "staff", "False", "CloudflareError").await;
-    let message = policy
-        .status
-        .and_then(|s| s.conditions)
-        .unwrap_or_default()
-        .into_iter()
-        .find(|c| c.type_ == "Programmed")
-        .map(|c| c.message)
-        .unwrap_or_default();
+    let message = programmed_message(policy);
     assert!(message.contains("new.example.com"), "{message}");
     wait_rule(&h, "new.example.com", "the rule closed", closed).await;
     // While refused, it stays that way: no record, no rule serving the Service.
@@ -386,14 +391,7 @@ async fn an_account_without_zero_trust_keeps_the_routes_closed_and_says_so() {
     route(&h, "web-d", "d.example.com").await;
     create_policy(&h, "staff", json!([binding_target("web-d")])).await;
     let policy = wait_programmed(&h, "staff", "False", "NoOrganization").await;
-    let message = policy
-        .status
-        .and_then(|s| s.conditions)
-        .unwrap_or_default()
-        .into_iter()
-        .find(|c| c.type_ == "Programmed")
-        .map(|c| c.message)
-        .unwrap_or_default();
+    let message = programmed_message(policy);
     assert!(message.contains("no Zero Trust organization"), "{message}");
     wait_rule(&h, "d.example.com", "the rule closed", closed).await;
     assert!(h.sim.access_apps().is_empty());
