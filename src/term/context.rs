@@ -13,7 +13,7 @@ use crate::caches::WatchScope;
 use crate::metrics::Metrics;
 use crate::scope::Scope;
 use cftunnel_cloudflare::{
-    Budget, CloudflareClient, CloudflareError, Credentials, Pace, Priority, RateLimiters,
+    Budget, CloudflareClient, CloudflareError, Credentials, Pace, Priority, RateLimiters, Transport,
 };
 use cftunnel_policy::dns::{BatchMemory, ClusterId, DnsOptions, QuotaMemory};
 use cftunnel_types::ConfigSource;
@@ -138,6 +138,10 @@ pub struct Context {
     /// Every tunnel object, for the one-object-per-tunnel-id rule (set when the controllers
     /// start; unset, nothing is checked).
     pub claims: std::sync::OnceLock<super::claims::Claims>,
+    /// The HTTP client of every Cloudflare call of this term, built on first use: one
+    /// connection pool and TLS session cache, not one per reconcile (each cost ~10 KiB held and
+    /// a new connection to Cloudflare).
+    http: std::sync::OnceLock<Transport>,
     /// Reconciles talking to the API server at once (see [`API_SLOTS`]).
     pub api_slots: tokio::sync::Semaphore,
     /// Consecutive failures per object, for exponential backoff (no hot loop).
@@ -180,6 +184,7 @@ impl Context {
             dns_zones: Default::default(),
             dns_guard: Default::default(),
             claims: Default::default(),
+            http: std::sync::OnceLock::new(),
             api_slots: tokio::sync::Semaphore::new(API_SLOTS),
             failures: Mutex::new(Failures::default()),
             drift_due: Mutex::new(DriftSchedule::default()),
@@ -193,6 +198,7 @@ impl Context {
         credentials: Credentials,
     ) -> Result<CloudflareClient, CloudflareError> {
         let builder = CloudflareClient::builder(credentials)
+            .transport(self.http()?)
             .base_url(self.options.cloudflare_api_url.clone())
             .limiters(self.limiters.clone())
             .pace(Pace::within(self.options.cloudflare_budget))
@@ -202,6 +208,15 @@ impl Context {
             Some(attempts) => builder.max_attempts(attempts).build(),
             None => builder.build(),
         }
+    }
+
+    /// The term's HTTP client (a clone shares its pool).
+    fn http(&self) -> Result<Transport, CloudflareError> {
+        if let Some(transport) = self.http.get() {
+            return Ok(transport.clone());
+        }
+        let transport = Transport::http()?;
+        Ok(self.http.get_or_init(|| transport).clone())
     }
 
     /// [`Context::cloudflare`] whose calls queue at `priority`.

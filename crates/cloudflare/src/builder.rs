@@ -135,7 +135,7 @@ impl CloudflareClientBuilder {
         }
         let transport = match self.transport {
             Some(transport) => transport,
-            None => Transport::Http(default_http_client()?),
+            None => Transport::http()?,
         };
         let base_text = match (&self.base_url, &transport) {
             (Some(url), _) => url.as_str(),
@@ -167,15 +167,4 @@ impl CloudflareClientBuilder {
             observer: self.observer,
         })))
     }
-}
-
-fn default_http_client() -> Result<reqwest::Client, CloudflareError> {
-    // reqwest panics without a process-wide provider; installing ring again is a no-op.
-    crate::install_crypto_provider();
-    reqwest::Client::builder()
-        .user_agent(crate::USER_AGENT)
-        .tls_backend_preconfigured(super::tls::client_tls_config()?)
-        .connect_timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| CloudflareError::InvalidInput(format!("cannot build HTTP client: {e}")))
 }

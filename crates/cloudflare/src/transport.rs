@@ -1,11 +1,12 @@
 //! How requests reach Cloudflare: real HTTP, or straight into an in-process axum Router (tests).
 use std::fmt;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, StatusCode};
 use tower::ServiceExt;
 
-use super::error::TransportError;
+use super::error::{CloudflareError, TransportError};
 
 /// Largest response body read; Cloudflare pages are far smaller.
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -36,6 +37,22 @@ pub(crate) struct RawResponse {
 }
 
 impl Transport {
+    /// A new rustls HTTP client: the compiled-in roots, HTTP/2 or 1.1, a 10 s connect timeout.
+    /// It holds a connection pool and a TLS session cache, so share one per process (or per
+    /// runtime: its connections are tasks of the runtime that opened them) rather than building
+    /// one per [`crate::CloudflareClient`].
+    pub fn http() -> Result<Transport, CloudflareError> {
+        // reqwest panics without a process-wide provider; installing ring again is a no-op.
+        crate::install_crypto_provider();
+        reqwest::Client::builder()
+            .user_agent(crate::USER_AGENT)
+            .tls_backend_preconfigured(super::tls::client_tls_config()?)
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map(Transport::Http)
+            .map_err(|e| CloudflareError::InvalidInput(format!("cannot build HTTP client: {e}")))
+    }
+
     /// Sends one request and reads the whole answer (bounded by [`MAX_BODY_BYTES`]).
     pub(crate) async fn send(
         &self,
