@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use super::decode;
 use super::scope::config;
 use super::shared::Shared;
-use super::strip_managed_fields;
+use super::shared::keep;
 use crate::metrics::Metrics;
 use crate::scope::Scope;
 use cftunnel_types::gateway::{GRPCRoute, Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
@@ -276,7 +276,7 @@ impl Start<'_> {
             self.metrics,
             what,
             |store| decode::tolerant::<K>(self.client, namespace, config(""), store),
-            strip_managed_fields,
+            keep,
             self.generation.clone(),
         )
     }

@@ -26,7 +26,9 @@ mod shared;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, PodSpec, PodTemplateSpec, Secret, Service, ServiceSpec,
+};
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::core::PartialObjectMeta;
 use kube::{Api, Client};
@@ -130,7 +132,7 @@ impl ProcessCaches {
             metrics,
             "ingressclasses",
             |_| typed(Api::<IngressClass>::all(client.clone()), config("")),
-            strip_managed_fields,
+            keep,
             generation.clone(),
         );
         let gateway_api =
@@ -239,7 +241,7 @@ impl TermCaches {
                 metrics,
                 "deployments",
                 |_| typed(namespaced::<Deployment>(client, ns), config(&cloudflared)),
-                strip_managed_fields,
+                strip_deployment,
                 generation.clone(),
             ));
             // User-managed cloudflared DaemonSets are followed in the watched namespace only.
@@ -249,7 +251,7 @@ impl TermCaches {
                     metrics,
                     "daemonsets",
                     |_| typed(namespaced::<DaemonSet>(client, ns), config(&cloudflared)),
-                    strip_managed_fields,
+                    strip_daemon_set,
                     generation.clone(),
                 ));
             }
@@ -281,7 +283,6 @@ const ANNOTATION_PREFIX: &str = "cfargotunnel.com/";
 /// annotations, ports.
 pub(crate) fn strip_service(service: &mut Service) {
     let meta = &mut service.metadata;
-    meta.managed_fields = None;
     if let Some(annotations) = meta.annotations.as_mut() {
         annotations.retain(|k, _| k.starts_with(ANNOTATION_PREFIX));
     }
@@ -297,7 +298,6 @@ pub(crate) fn strip_service(service: &mut Service) {
 /// cftunnel's or the older class annotation. Its status stays: the status writer compares it.
 pub(crate) fn strip_ingress(ingress: &mut Ingress) {
     let meta = &mut ingress.metadata;
-    meta.managed_fields = None;
     if let Some(annotations) = meta.annotations.as_mut() {
         annotations.retain(|k, _| {
             k.starts_with(ANNOTATION_PREFIX) || k == ANNOTATION_LEGACY_INGRESS_CLASS
@@ -305,8 +305,28 @@ pub(crate) fn strip_ingress(ingress: &mut Ingress) {
     }
 }
 
-pub(super) fn strip_managed_fields<K: kube::Resource>(object: &mut K) {
-    object.meta_mut().managed_fields = None;
+/// Keeps what the readers of a cloudflared Deployment read: its metadata (owners trigger the
+/// tunnel controllers) and its pod template's metadata and volumes (the checksum watcher
+/// stamps the template from the ConfigMaps it mounts). Containers and status go: they are most
+/// of a Deployment, and whoever needs them reads the object from the API server.
+pub(crate) fn strip_deployment(deployment: &mut Deployment) {
+    strip_pod_template(&mut deployment.spec.template);
+    deployment.status = None;
+}
+
+/// [`strip_deployment`] for a DaemonSet.
+pub(crate) fn strip_daemon_set(daemon_set: &mut DaemonSet) {
+    strip_pod_template(&mut daemon_set.spec.template);
+    daemon_set.status = None;
+}
+
+fn strip_pod_template(template: &mut PodTemplateSpec) {
+    if let Some(pod) = template.spec.as_mut() {
+        *pod = PodSpec {
+            volumes: pod.volumes.take(),
+            ..PodSpec::default()
+        };
+    }
 }
 
 #[cfg(test)]
@@ -362,6 +382,41 @@ mod tests {
         let spec = stripped.spec.unwrap_or_default();
         assert_eq!(spec.ports.map(|p| p.len()), Some(1));
         assert!(spec.cluster_ip.is_none() && spec.selector.is_none());
+    }
+
+    #[test]
+    fn a_stored_deployment_keeps_its_owners_template_metadata_and_volumes() {
+        let deployment: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "cf", "namespace": "shop", "labels": {"app": "cloudflared"},
+                "ownerReferences": [{"apiVersion": "networking.cfargotunnel.com/v1alpha2",
+                    "kind": "Tunnel", "name": "edge", "uid": "u1", "controller": true}]},
+            "spec": {"selector": {"matchLabels": {"app": "cloudflared"}}, "template": {
+                "metadata": {"annotations": {"cfargotunnel.com/checksum": "abc"}},
+                "spec": {
+                    "containers": [{"name": "cloudflared", "image": "cloudflare/cloudflared",
+                        "args": ["tunnel", "run"], "env": [{"name": "A", "value": "b"}]}],
+                    "volumes": [{"name": "config", "configMap": {"name": "edge-config"}}]}}},
+            "status": {"availableReplicas": 1}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let pod_json = |d: &Deployment| {
+            serde_json::to_value(d)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .pointer("/spec/template/spec")
+                .cloned()
+                .unwrap_or_default()
+        };
+        let mut stripped = deployment.clone();
+        strip_deployment(&mut stripped);
+        assert_eq!(stripped.metadata, deployment.metadata);
+        let template = |d: &Deployment| d.spec.template.metadata.clone();
+        assert_eq!(template(&stripped), template(&deployment));
+        assert_eq!(
+            cftunnel_policy::hardening::mutate::mounted_config_maps(&pod_json(&stripped)),
+            vec!["edge-config"]
+        );
+        let pod = stripped.spec.template.spec.unwrap_or_default();
+        assert!(pod.containers.is_empty() && stripped.status.is_none());
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt, TryStreamExt};
 use kube::Resource;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::runtime::{WatchStreamExt, watcher::Event};
 use tokio::sync::{broadcast, watch};
@@ -57,8 +57,9 @@ where
     K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
 {
     /// Drives the watch `events(store)` (already decoded; given the store it feeds) on a task
-    /// of `scope`: every event passes through `modify`, is applied to the store, bumps
-    /// `generation` and is fanned out.
+    /// of `scope`: every event loses its object's `metadata.managedFields` (often the largest
+    /// part of a small object, and read by nothing that reads a cache) and passes through
+    /// `modify`, is applied to the store, bumps `generation` and is fanned out.
     pub fn start<S>(
         scope: &Scope,
         metrics: &Arc<Metrics>,
@@ -74,13 +75,25 @@ where
         let events = events(store.clone());
         let (changes, _) = broadcast::channel(FANOUT_BUFFER);
         let fanout = changes.clone();
+        let stored = store.clone();
         let (listed_tx, listed) = watch::channel(false);
         let stream = events
-            .modify(modify)
+            .modify(move |object| {
+                object.meta_mut().managed_fields = None;
+                modify(object);
+            })
             .reflect(writer)
             .inspect_ok(move |event| {
                 match event {
-                    Event::Apply(object) | Event::Delete(object) | Event::InitApply(object) => {
+                    // The store's own copy: the fan-out buffer holds no second one.
+                    Event::Apply(object) => {
+                        let shared = stored
+                            .get(&ObjectRef::from_obj(object))
+                            .unwrap_or_else(|| Arc::new(object.clone()));
+                        let _ = fanout.send(shared);
+                    }
+                    // Gone from the store, or (a list) not in it until `InitDone`.
+                    Event::Delete(object) | Event::InitApply(object) => {
                         let _ = fanout.send(Arc::new(object.clone()));
                     }
                     // After `reflect`: the listed objects are in the store by now.
@@ -176,7 +189,7 @@ where
     .flat_map(futures::stream::iter)
 }
 
-/// Keeps objects as they are.
+/// Keeps objects as they are (beyond the managed fields every store drops).
 pub fn keep<K>(_: &mut K) {}
 
 /// A typed watch stream with the default backoff (for built-in kinds, which the API server
