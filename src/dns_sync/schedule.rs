@@ -442,7 +442,7 @@ fn first_sight_due(
         let routed_before = records
             .iter()
             .find(|r| r.identity == t.identity)
-            .is_none_or(|r| r.deleting || r.status.routes.as_ref().is_some_and(|v| !v.is_empty()));
+            .is_none_or(|r| r.deleting || r.routed);
         !t.hostnames.is_empty()
             || routed_before
             || owners.get(&t.identity).map(String::as_str) != Some(zone_id)

@@ -26,6 +26,7 @@ fn record(name: &str, secret: &str, zone: Option<&str>, deleting: bool) -> Tunne
             zone_domain: zone.map(|_| "example.com".to_string()),
             ..TunnelStatus::default()
         },
+        routed: false,
         deleting,
     }
 }

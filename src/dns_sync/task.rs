@@ -23,6 +23,7 @@ pub(crate) const DNS_COALESCE: Duration = Duration::from_secs(10);
 
 /// What the DNS task syncs: a route table and the tunnels as they were when it was computed.
 pub(crate) struct DnsInput {
+    /// The DNS part of the table ([`RouteTable::dns_only`]).
     pub table: Arc<RouteTable>,
     pub records: Vec<TunnelRecord>,
     /// Hostnames that get no new record: protected, their Access application not there yet.

@@ -8,7 +8,40 @@ pub struct TunnelRecord {
     /// Namespace of the API Secret (the tunnel's own, or the cluster-resource namespace).
     pub secret_namespace: String,
     pub cloudflare: CloudflareDetails,
+    /// Its status without `routes` (see [`TunnelRecord::routed`]): a copy of every tunnel's
+    /// record is taken per route table, and `routes` is most of a status.
     pub status: TunnelStatus,
+    /// `status.routes` lists a route: the tunnel may have records to take away.
+    pub routed: bool,
     /// `deletionTimestamp` is set: its records are removed by its own deletion.
     pub deleting: bool,
+}
+
+impl TunnelRecord {
+    /// The record of a tunnel object whose status is `status`.
+    pub fn new(
+        identity: TunnelIdentity,
+        secret_namespace: String,
+        cloudflare: &CloudflareDetails,
+        status: Option<&TunnelStatus>,
+        deleting: bool,
+    ) -> TunnelRecord {
+        let routed = status
+            .and_then(|s| s.routes.as_ref())
+            .is_some_and(|routes| !routes.is_empty());
+        let status = status
+            .map(|s| TunnelStatus {
+                routes: None,
+                ..s.clone()
+            })
+            .unwrap_or_default();
+        TunnelRecord {
+            identity,
+            secret_namespace,
+            cloudflare: cloudflare.clone(),
+            status,
+            routed,
+            deleting,
+        }
+    }
 }

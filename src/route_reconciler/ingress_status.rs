@@ -226,6 +226,7 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{e}")),
             status: serde_json::from_value(json!({"tunnelId": id}))
                 .unwrap_or_else(|e| panic!("{e}")),
+            routed: false,
             deleting: false,
         }
     }

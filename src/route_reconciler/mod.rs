@@ -65,13 +65,14 @@ pub async fn run(
         for tunnel in changed_tunnels(previous.as_deref(), &table) {
             let _ = triggers.send(tunnel);
         }
+        drop(previous);
         for tunnel in protections_changed {
             let _ = triggers.send(tunnel);
         }
         let records = cache.tunnel_records();
         let bindings = cache.bindings();
         input_tx.send_replace(Some(Arc::new(DnsInput {
-            table: table.clone(),
+            table: Arc::new(table.dns_only()),
             records: records.clone(),
             held,
         })));

@@ -131,30 +131,30 @@ impl RouteCache {
         let mut out = Vec::new();
         for t in self.caches.tunnels.store().state() {
             let namespace = t.namespace().unwrap_or_default();
-            out.push(TunnelRecord {
-                identity: TunnelIdentity {
+            out.push(TunnelRecord::new(
+                TunnelIdentity {
                     kind: TunnelKind::Tunnel,
                     namespace: namespace.clone(),
                     name: t.name_any(),
                 },
-                secret_namespace: namespace,
-                cloudflare: t.spec.cloudflare.clone(),
-                status: t.status.clone().unwrap_or_default(),
-                deleting: is_deleting(&*t),
-            });
+                namespace,
+                &t.spec.cloudflare,
+                t.status.as_ref(),
+                is_deleting(&*t),
+            ));
         }
         for t in self.caches.cluster_tunnels.store().state() {
-            out.push(TunnelRecord {
-                identity: TunnelIdentity {
+            out.push(TunnelRecord::new(
+                TunnelIdentity {
                     kind: TunnelKind::ClusterTunnel,
                     namespace: String::new(),
                     name: t.name_any(),
                 },
-                secret_namespace: self.cluster_resource_namespace.clone(),
-                cloudflare: t.spec.cloudflare.clone(),
-                status: t.status.clone().unwrap_or_default(),
-                deleting: is_deleting(&*t),
-            });
+                self.cluster_resource_namespace.clone(),
+                &t.spec.cloudflare,
+                t.status.as_ref(),
+                is_deleting(&*t),
+            ));
         }
         out
     }

@@ -49,11 +49,16 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
     for tunnel in &world.tunnels {
         table.tunnels.entry(tunnel.identity.clone()).or_default();
     }
+    // The first of a repeated identity, as a walk of `world.tunnels` would find it.
+    let mut facts_of: BTreeMap<&TunnelIdentity, &TunnelFacts> = BTreeMap::new();
+    for tunnel in &world.tunnels {
+        facts_of.entry(&tunnel.identity).or_insert(tunnel);
+    }
     let mut authority = Authority::default();
     let mut dns: BTreeMap<TunnelIdentity, BTreeMap<String, bool>> = BTreeMap::new();
     let mut since: BTreeMap<TunnelIdentity, BTreeMap<String, Age>> = BTreeMap::new();
     for source in &sources {
-        let facts = source.tunnel.as_ref().and_then(|id| find(world, id));
+        let facts = source.tunnel.as_ref().and_then(|id| facts_of.get(id).copied());
         let routed = route_source(source, facts, world, &mut authority);
         if let (Some(id), Some(tunnel)) = (&source.tunnel, facts) {
             let routes = table.tunnels.entry(id.clone()).or_default();
@@ -117,10 +122,6 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
     #[cfg(test)]
     super::record::record_route_table(world, &table);
     table
-}
-
-fn find<'w>(world: &'w RouteWorld, id: &TunnelIdentity) -> Option<&'w TunnelFacts> {
-    world.tunnels.iter().find(|t| &t.identity == id)
 }
 
 /// A source's status plus, per entry, the index of the route that declared it.

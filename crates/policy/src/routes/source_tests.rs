@@ -453,3 +453,24 @@ fn a_default_hostname_under_a_domain_cloudflared_would_refuse_is_refused() {
     );
     assert!(table.tunnels[&edge_org()].routes.is_empty());
 }
+
+#[test]
+fn the_dns_part_of_a_table_keeps_every_tunnels_names_and_ages_and_nothing_else() {
+    let table = compute_routes(&world(
+        vec![
+            fqdn_binding("shop", "a", 1, to_edge(), "a.example.org"),
+            fqdn_binding("shop", "b", 2, to_edge(), "b.example.org"),
+        ],
+        Vec::new(),
+    ));
+    let dns = table.dns_only();
+    let edge = &table.tunnels[&edge_org()];
+    let slim = &dns.tunnels[&edge_org()];
+    assert_eq!(slim.dns, edge.dns);
+    assert_eq!(slim.dns_since, edge.dns_since);
+    assert_eq!(slim.dns.len(), 2);
+    assert_eq!(slim.dns_since.len(), 2);
+    assert!(slim.routes.is_empty() && slim.entries.is_empty());
+    assert!(dns.sources.is_empty() && !table.sources.is_empty());
+    assert_eq!(dns.tunnels.len(), table.tunnels.len());
+}

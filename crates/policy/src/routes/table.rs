@@ -159,6 +159,28 @@ pub struct RouteTable {
 }
 
 impl RouteTable {
+    /// The part DNS reads: each tunnel's `dns` and `dns_since`, without rules, entries or
+    /// sources (a fraction of the table). The DNS task holds its input for a whole paced sync,
+    /// minutes at the size of a first sync, while the route reconciler computes newer tables.
+    pub fn dns_only(&self) -> RouteTable {
+        let tunnels = self
+            .tunnels
+            .iter()
+            .map(|(id, routes)| {
+                let dns = TunnelRoutes {
+                    dns: routes.dns.clone(),
+                    dns_since: routes.dns_since.clone(),
+                    ..TunnelRoutes::default()
+                };
+                (id.clone(), dns)
+            })
+            .collect();
+        RouteTable {
+            tunnels,
+            sources: BTreeMap::new(),
+        }
+    }
+
     /// The ingress rules of `tunnel` (none when it has no routes or is unknown).
     pub fn routes_of(&self, tunnel: &TunnelIdentity) -> Vec<Route> {
         self.tunnels
