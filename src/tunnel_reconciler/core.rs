@@ -32,7 +32,7 @@ pub async fn reconcile<K: TunnelKindAdapter>(
     // Status written during the reconcile (drift) is carried here, so a failure report keeps it.
     let mut current = (*obj).clone();
     let outcome = if obj.meta().deletion_timestamp.is_some() {
-        delete(&*obj, &ctx).await
+        Box::pin(delete(&*obj, &ctx)).await
     } else {
         converge(&mut current, &ctx).await
     };
@@ -46,7 +46,7 @@ pub async fn reconcile<K: TunnelKindAdapter>(
         Err(error) => {
             tracing::warn!(object = %key, reason = error.metric_label(), %error, "tunnel not reconciled");
             let in_streak = ctx.in_failure_streak(&key);
-            status::report_failure(&current, &ctx, &error, in_streak).await?;
+            Box::pin(status::report_failure(&current, &ctx, &error, in_streak)).await?;
             let backoff = ctx.next_backoff(&key);
             Ok(Action::requeue(match error {
                 // Nothing tells cftunnel when Cloudflare takes the push again (a token given
@@ -134,19 +134,40 @@ async fn converge<K: TunnelKindAdapter>(
     let reading = ctx.api_slots.acquire().await.ok();
     // Both kinds hold the finalizer: a new tunnel is deleted on Cloudflare, and the DNS records
     // cftunnel wrote for an existing one are removed (the tunnel itself stays).
-    finalizer::add(obj, ctx).await?;
-    let api_secret =
-        credentials::read_api_secret(&ctx.client, &namespace, &spec.cloudflare).await?;
-    secret_guard::ensure(ctx, &namespace, &spec.cloudflare.secret, &api_secret).await?;
+    Box::pin(finalizer::add(obj, ctx)).await?;
+    let api_secret = Box::pin(credentials::read_api_secret(
+        &ctx.client,
+        &namespace,
+        &spec.cloudflare,
+    ))
+    .await?;
+    Box::pin(secret_guard::ensure(
+        ctx,
+        &namespace,
+        &spec.cloudflare.secret,
+        &api_secret,
+    ))
+    .await?;
     if spec_changed(obj) {
         // The spec may name another API Secret now: the old one's guard must not stay.
-        secret_guard::release_others(ctx, &namespace, &spec.cloudflare.secret).await?;
+        Box::pin(secret_guard::release_others(
+            ctx,
+            &namespace,
+            &spec.cloudflare.secret,
+        ))
+        .await?;
     }
     let identity = obj.identity(ctx);
     let names = render::ObjectNames::for_owner(&identity);
     let display = obj.display();
-    apply::ensure_controlled::<Secret>(ctx, &namespace, &names.workload, &identity.uid, &display)
-        .await?;
+    Box::pin(apply::ensure_controlled::<Secret>(
+        ctx,
+        &namespace,
+        &names.workload,
+        &identity.uid,
+        &display,
+    ))
+    .await?;
     let managed_secret = Api::<Secret>::namespaced(ctx.client.clone(), &namespace)
         .get_opt(&names.workload)
         .await
@@ -156,60 +177,95 @@ async fn converge<K: TunnelKindAdapter>(
         .map_err(|source| ReconcileError::cloudflare("building the Cloudflare client", source))?;
     drop(reading);
     // Drift checks queue behind every change of the credential (and spend at most half of it).
-    let drift_checked = drift::check(
+    let drift_checked = Box::pin(drift::check(
         current,
         ctx,
         &cf.with_priority(Priority::Background),
         &api_secret.credentials.fingerprint(),
         &spec,
-    )
+    ))
     .await?;
     let obj = &*current;
-    let resolved =
-        match setup::resolve(obj, ctx, &cf, &spec, &api_secret, managed_secret.as_ref()).await {
-            Ok(resolved) => resolved,
-            Err(error) if error.reason() == ReadyReason::TunnelIdConflict => {
-                // Another object runs this tunnel: no cloudflared of this one may serve it.
-                deletion::scale_to_zero(obj, ctx).await?;
-                return Err(error);
-            }
-            Err(error) => return Err(error),
-        };
+    let resolved = match Box::pin(setup::resolve(
+        obj,
+        ctx,
+        &cf,
+        &spec,
+        &api_secret,
+        managed_secret.as_ref(),
+    ))
+    .await
+    {
+        Ok(resolved) => resolved,
+        Err(error) if error.reason() == ReadyReason::TunnelIdConflict => {
+            // Another object runs this tunnel: no cloudflared of this one may serve it.
+            Box::pin(deletion::scale_to_zero(obj, ctx)).await?;
+            return Err(error);
+        }
+        Err(error) => return Err(error),
+    };
     // Cloudflare has answered: from here on the reconcile holds rendered objects and API
     // answers, a few at a time however many wait above.
     let _slot = ctx.api_slots.acquire().await.ok();
-    // An existing tunnel named again by a new object after its old object's deletion.
-    ctx.dns_guard
-        .readmit(&resolved.tunnel_id, &obj.uid().unwrap_or_default());
-    let origin_ca_pem = setup::origin_ca(ctx, &namespace, spec.origin_ca_pool.as_deref()).await?;
-    let facts = TunnelFacts {
-        tunnel_id: resolved.tunnel_id.clone(),
-        tunnel_name: resolved.tunnel_name.clone(),
-        credentials: resolved.credentials.clone(),
-        origin_ca_pem,
-    };
-    // Protected hostnames are closed or checked by cloudflared (docs/design.md §3.7).
-    let route_identity = obj.route_identity();
-    let protections = ctx.access.of_tunnel(&route_identity);
-    let served = render::protection::protect(&routes.routes, &protections);
-    let input = tunnel_input(identity, spec, facts, served);
-    let rendered = render::render_all(&input, &render_options(&ctx.options.cloudflared_image))?;
-    if let Some(config) = remote::config_to_push(current, &input, &rendered)? {
-        // Before anything is applied: a workload switched to the token starts only once
-        // Cloudflare holds its rules, and until then the one running keeps serving.
-        remote::ensure_pushed(current, ctx, &cf, &resolved, &config, drift_checked).await?;
-    }
-    apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
-    // Applied (and pushed): the Access reconciler may now make or delete applications.
-    ctx.access.applied(&route_identity, protections);
-    let obj = &*current;
-    status::ensure_labels(obj, ctx, &input).await?;
-    status::report_ready(obj, ctx, &resolved, &routes.entries).await?;
-    if let Some(wait) = go_cluster_workload::retire(obj, ctx, &input.identity).await? {
-        return Ok(wait);
-    }
-    Ok(match ctx.drift_requeue(&obj.uid().unwrap_or_default()) {
-        Some(wait) => Action::requeue(wait),
-        None => Action::await_change(),
+    // The rest is a future of its own: one parked at the pacer above does not carry the
+    // rendered objects' room (a first sync parks a reconcile per tunnel there).
+    Box::pin(async {
+        let obj = &*current;
+        // An existing tunnel named again by a new object after its old object's deletion.
+        ctx.dns_guard
+            .readmit(&resolved.tunnel_id, &obj.uid().unwrap_or_default());
+        let origin_ca_pem = Box::pin(setup::origin_ca(
+            ctx,
+            &namespace,
+            spec.origin_ca_pool.as_deref(),
+        ))
+        .await?;
+        let facts = TunnelFacts {
+            tunnel_id: resolved.tunnel_id.clone(),
+            tunnel_name: resolved.tunnel_name.clone(),
+            credentials: resolved.credentials.clone(),
+            origin_ca_pem,
+        };
+        // Protected hostnames are closed or checked by cloudflared (docs/design.md §3.7).
+        let route_identity = obj.route_identity();
+        let protections = ctx.access.of_tunnel(&route_identity);
+        let served = render::protection::protect(&routes.routes, &protections);
+        let input = tunnel_input(identity, spec, facts, served);
+        let rendered = render::render_all(&input, &render_options(&ctx.options.cloudflared_image))?;
+        if let Some(config) = remote::config_to_push(current, &input, &rendered)? {
+            // Before anything is applied: a workload switched to the token starts only once
+            // Cloudflare holds its rules, and until then the one running keeps serving.
+            Box::pin(remote::ensure_pushed(
+                current,
+                ctx,
+                &cf,
+                &resolved,
+                &config,
+                drift_checked,
+            ))
+            .await?;
+        }
+        Box::pin(apply::apply_all(
+            ctx,
+            &namespace,
+            &input.identity.uid,
+            &display,
+            &rendered,
+        ))
+        .await?;
+        // Applied (and pushed): the Access reconciler may now make or delete applications.
+        ctx.access.applied(&route_identity, protections);
+        let obj = &*current;
+        Box::pin(status::ensure_labels(obj, ctx, &input)).await?;
+        Box::pin(status::report_ready(obj, ctx, &resolved, &routes.entries)).await?;
+        if let Some(wait) = Box::pin(go_cluster_workload::retire(obj, ctx, &input.identity)).await?
+        {
+            return Ok(wait);
+        }
+        Ok::<_, ReconcileError>(match ctx.drift_requeue(&obj.uid().unwrap_or_default()) {
+            Some(wait) => Action::requeue(wait),
+            None => Action::await_change(),
+        })
     })
+    .await
 }
