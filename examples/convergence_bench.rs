@@ -107,6 +107,18 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args: Args = clap::Parser::parse();
+    // SIGINT or SIGTERM ends the run by dropping it: the control plane, the simulator and the
+    // operator stop with it. (Killed without this, the benchmark left its kube-apiserver, etcd
+    // and cftunnel running, and they slowed the next run.)
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        result = run(args) => result,
+        _ = tokio::signal::ctrl_c() => bail!("interrupted"),
+        _ = terminate.recv() => bail!("terminated"),
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
     let binary = match &args.cftunnel {
         Some(path) => path.clone(),
         None => default_binary()?,
