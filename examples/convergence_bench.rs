@@ -164,7 +164,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
         binary.display()
     );
 
-    let mut operator = Operator::start(&plane, &binary, &cloudflare.url, &args)?;
+    // The shipped admission webhooks and CRD conversion, served by the operator: what a user's
+    // cluster calls on every write (and without conversion the API server's watch cache of
+    // Tunnels fails on every object it would convert, relisting them all once a second).
+    let webhook = free_loopback_port()?;
+    let mut operator = Operator::start(&plane, &binary, &cloudflare.url, webhook, &args)?;
+    wait_listening(webhook).await?;
+    cftunnel_testenv::registration::register_webhook(&plane, webhook, None).await?;
     let started = Instant::now();
     let creating = {
         let (plan, client) = (plan.clone(), client.clone());
@@ -215,7 +221,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     operator.stop()?;
     sim.reset_counters();
-    let mut operator = Operator::start(&plane, &binary, &cloudflare.url, &args)?;
+    let mut operator = Operator::start(&plane, &binary, &cloudflare.url, webhook, &args)?;
     let settled = settle(&sim, &client, tunnels, &mut operator).await?;
     let mut restart = Phase::measure(&sim, &client, &mut operator).await?;
     restart.rollouts -= first.rollouts.min(restart.rollouts);
@@ -454,6 +460,24 @@ async fn create_object(
     Ok(())
 }
 
+/// A loopback port free now (the operator listens there, across its restart).
+fn free_loopback_port() -> anyhow::Result<std::net::SocketAddr> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?)
+}
+
+/// Waits until something accepts connections at `addr`.
+async fn wait_listening(addr: std::net::SocketAddr) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        if Instant::now() > deadline {
+            bail!("the operator's webhook never listened at {addr}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
 /// `cftunnel run` as a child process, its log in a file, killed when dropped.
 struct Operator {
     child: Option<Child>,
@@ -466,6 +490,7 @@ impl Operator {
         plane: &ControlPlane,
         binary: &PathBuf,
         cloudflare_url: &str,
+        webhook: std::net::SocketAddr,
         args: &Args,
     ) -> anyhow::Result<Operator> {
         let dir = plane.dir().join("bench-operator");
@@ -477,13 +502,8 @@ impl Operator {
         std::fs::write(dir.join("tls.key"), &cert.key_pem)?;
         let log = log_dir.join(format!("cftunnel-{}.log", unique()));
         let child = Command::new(binary)
-            .args([
-                "run",
-                "--webhook-listen",
-                "127.0.0.1:0",
-                "--health-listen",
-                "127.0.0.1:0",
-            ])
+            .args(["run", "--webhook-listen", &webhook.to_string()])
+            .args(["--health-listen", "127.0.0.1:0"])
             .arg("--tls-cert-file")
             .arg(dir.join("tls.crt"))
             .arg("--tls-key-file")
