@@ -58,7 +58,10 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
     let mut dns: BTreeMap<TunnelIdentity, BTreeMap<String, bool>> = BTreeMap::new();
     let mut since: BTreeMap<TunnelIdentity, BTreeMap<String, Age>> = BTreeMap::new();
     for source in &sources {
-        let facts = source.tunnel.as_ref().and_then(|id| facts_of.get(id).copied());
+        let facts = source
+            .tunnel
+            .as_ref()
+            .and_then(|id| facts_of.get(id).copied());
         let routed = route_source(source, facts, world, &mut authority);
         if let (Some(id), Some(tunnel)) = (&source.tunnel, facts) {
             let routes = table.tunnels.entry(id.clone()).or_default();
