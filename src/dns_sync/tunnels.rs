@@ -45,3 +45,54 @@ impl TunnelRecord {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cftunnel_types::{RouteStatus, TunnelKind};
+
+    #[test]
+    fn a_record_knows_the_tunnel_routed_without_carrying_its_routes() {
+        let identity = TunnelIdentity {
+            kind: TunnelKind::Tunnel,
+            namespace: "shop".into(),
+            name: "edge".into(),
+        };
+        let details: CloudflareDetails =
+            serde_json::from_value(serde_json::json!({"domain": "example.com", "secret": "cf"}))
+                .unwrap_or_else(|e| panic!("{e}"));
+        let routed = TunnelStatus {
+            tunnel_id: Some("id-1".into()),
+            routes: Some(vec![RouteStatus {
+                hostname: "a.example.com".into(),
+                ..RouteStatus::default()
+            }]),
+            ..TunnelStatus::default()
+        };
+        let record = TunnelRecord::new(
+            identity.clone(),
+            "shop".into(),
+            &details,
+            Some(&routed),
+            false,
+        );
+        assert!(record.routed);
+        assert_eq!(record.status.routes, None);
+        assert_eq!(record.status.tunnel_id.as_deref(), Some("id-1"));
+        let empty = TunnelStatus {
+            routes: Some(Vec::new()),
+            ..TunnelStatus::default()
+        };
+        assert!(
+            !TunnelRecord::new(
+                identity.clone(),
+                "shop".into(),
+                &details,
+                Some(&empty),
+                false
+            )
+            .routed
+        );
+        assert!(!TunnelRecord::new(identity, "shop".into(), &details, None, false).routed);
+    }
+}
