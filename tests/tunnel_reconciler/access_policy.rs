@@ -62,6 +62,11 @@ async fn config(h: &Harness) -> (String, Value) {
 /// The rule of `host` in config.yaml (`Null` when it has none).
 async fn rule(h: &Harness, host: &str) -> Value {
     let (_, config) = config(h).await;
+    rule_in(&config, host)
+}
+
+/// The ingress rule of `host` in a cloudflared configuration (`Null` when it has none).
+fn rule_in(config: &Value, host: &str) -> Value {
     config["ingress"]
         .as_array()
         .into_iter()
@@ -489,13 +494,7 @@ async fn a_remotely_managed_tunnel_gets_the_same_protection_in_its_pushed_config
             let config = crate::remote::sim_tunnel(h, &id)
                 .config
                 .unwrap_or(Value::Null);
-            config["ingress"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|r| r["hostname"] == host)
-                .cloned()
-                .unwrap_or(Value::Null)
+            rule_in(&config, host)
         }
     };
     let rule_of = pushed_rule("r.example.com");
