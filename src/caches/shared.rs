@@ -11,6 +11,7 @@
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::{Stream, StreamExt, TryStreamExt};
 use kube::Resource;
@@ -77,10 +78,25 @@ where
         let fanout = changes.clone();
         let stored = store.clone();
         let (listed_tx, listed) = watch::channel(false);
+        // Whether the event changed what the generation's readers read (set before the store
+        // takes the event, read after): a status write does not.
+        let relevant = Arc::new(AtomicBool::new(true));
+        let before = store.clone();
+        let seen = relevant.clone();
         let stream = events
             .modify(move |object| {
                 object.meta_mut().managed_fields = None;
                 modify(object);
+            })
+            .map_ok(move |event| {
+                let changed = match &event {
+                    Event::Apply(new) => before
+                        .get(&ObjectRef::from_obj(new))
+                        .is_none_or(|old| changes_more_than_status(old.meta(), new.meta())),
+                    _ => true,
+                };
+                seen.store(changed, Ordering::Relaxed);
+                event
             })
             .reflect(writer)
             .inspect_ok(move |event| {
@@ -102,7 +118,9 @@ where
                     }
                     Event::Init => {}
                 }
-                generation.send_modify(|n| *n = n.wrapping_add(1));
+                if relevant.load(Ordering::Relaxed) {
+                    generation.send_modify(|n| *n = n.wrapping_add(1));
+                }
             });
         let watching = scope.watch_guard();
         let metrics = metrics.clone();
@@ -187,6 +205,23 @@ where
         }
     })
     .flat_map(futures::stream::iter)
+}
+
+/// Does a new version of an object change more than its status, as far as metadata tells?
+/// Only for kinds whose `metadata.generation` the API server bumps on every change outside
+/// status and metadata (custom resources with a status subresource, Ingresses): the same uid,
+/// generation, labels, annotations and deletion mean only the status (or fields nobody reads
+/// from a cache, such as finalizers) changed. Kinds without a generation always change.
+fn changes_more_than_status(
+    old: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    new: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> bool {
+    old.generation.is_none()
+        || old.uid != new.uid
+        || old.generation != new.generation
+        || old.labels != new.labels
+        || old.annotations != new.annotations
+        || old.deletion_timestamp != new.deletion_timestamp
 }
 
 /// Keeps objects as they are (beyond the managed fields every store drops).

@@ -47,6 +47,9 @@ pub(crate) const REASON_DNS_ERROR: &str = "DNSError";
 /// retry loop (`dns_sync/quota.rs`).
 pub(crate) const REASON_QUOTA_EXCEEDED: &str = "QuotaExceeded";
 
+/// How long a drift sync is put off while changes of its credential wait at the pacer.
+const DRIFT_PUT_OFF: Duration = Duration::from_secs(15);
+
 struct GroupState {
     input: ZoneDns,
     clean: bool,
@@ -339,6 +342,14 @@ impl DnsSync {
                 Some(state) if state.clean && state.input == zone => Priority::Background,
                 _ => Priority::Normal,
             };
+            if due && priority == Priority::Background && self.changes_wait(ctx, &key) {
+                // A drift sync would hold the zone (and this task) behind every change waiting
+                // at the pacer: it is put off instead, and other groups' changes go on.
+                if let Some(state) = self.groups.get_mut(&key) {
+                    state.due = Some(now + DRIFT_PUT_OFF);
+                }
+                continue;
+            }
             if due {
                 self.sync_group(ctx, key, zone, &owners, priority).await;
                 publish.send_replace(Arc::new(self.view()));
@@ -458,6 +469,15 @@ fn own_zones(records: &[TunnelRecord]) -> BTreeMap<TunnelIdentity, String> {
 }
 
 impl DnsSync {
+    /// Do changes of the group's credential wait at its pacer now?
+    fn changes_wait(&self, ctx: &Context, key: &GroupKey) -> bool {
+        let Ok(credentials) = self.resolved.for_group(&key.credential) else {
+            return false;
+        };
+        ctx.cloudflare(credentials.clone())
+            .is_ok_and(|client| client.limiter().changes_waiting())
+    }
+
     async fn sync_group(
         &mut self,
         ctx: &Context,

@@ -34,6 +34,10 @@ pub trait TunnelKindAdapter:
     fn tunnel_spec(&self) -> TunnelSpec;
     /// `spec.cloudflare.secret`: the API Secret, in [`Self::managed_namespace`].
     fn api_secret_name(&self) -> &str;
+    /// Is `spec.newTunnel` set? (Without copying the spec, as [`Self::tunnel_spec`] does.)
+    fn is_new_tunnel(&self) -> bool;
+    /// `spec.existingTunnel.id`, when set.
+    fn existing_tunnel_id(&self) -> Option<&str>;
     fn tunnel_status(&self) -> Option<&TunnelStatus>;
     /// The status, writable: a reconcile carries its own writes forward.
     fn tunnel_status_mut(&mut self) -> &mut Option<TunnelStatus>;
@@ -92,6 +96,14 @@ macro_rules! same_field_accessors {
     () => {
         fn api_secret_name(&self) -> &str {
             &self.spec.cloudflare.secret
+        }
+
+        fn is_new_tunnel(&self) -> bool {
+            self.spec.new_tunnel.is_some()
+        }
+
+        fn existing_tunnel_id(&self) -> Option<&str> {
+            self.spec.existing_tunnel.as_ref()?.id.as_deref()
         }
 
         fn tunnel_status(&self) -> Option<&TunnelStatus> {

@@ -9,13 +9,14 @@
 //!
 //! An object claims the id in its `status.tunnelId` and the `spec.existingTunnel.id` it names.
 //! Objects being deleted claim nothing.
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::adapters::TunnelKindAdapter;
-use cftunnel_types::TunnelIdentity;
 use cftunnel_types::{ClusterTunnel, Tunnel};
+use cftunnel_types::{TunnelIdentity, TunnelKind};
 
 /// Where a claim ranks: lower runs the tunnel.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -30,7 +31,7 @@ pub struct Rank {
 impl Rank {
     pub fn of<K: TunnelKindAdapter>(obj: &K) -> Rank {
         Rank {
-            existing: obj.tunnel_spec().new_tunnel.is_none(),
+            existing: !obj.is_new_tunnel(),
             created: obj.meta().creation_timestamp.as_ref().map(|Time(t)| *t),
             kind: K::KIND.as_str(),
             namespace: obj.namespace().unwrap_or_default(),
@@ -50,8 +51,8 @@ pub(crate) fn claimed_ids<K: TunnelKindAdapter>(obj: &K) -> Vec<String> {
 /// The tunnel ids `obj` names in status and spec (lower-case).
 pub(crate) fn named_ids<K: TunnelKindAdapter>(obj: &K) -> Vec<String> {
     let status = obj.tunnel_status().and_then(|s| s.tunnel_id.clone());
-    let spec = obj.tunnel_spec().existing_tunnel.and_then(|e| e.id);
-    let mut ids: Vec<String> = [status, spec]
+    let spec = obj.existing_tunnel_id();
+    let mut ids: Vec<String> = [status.as_deref(), spec]
         .into_iter()
         .flatten()
         .map(|id| id.trim().to_ascii_lowercase())
@@ -85,9 +86,44 @@ fn claim<K: TunnelKindAdapter>(obj: &K) -> Claim {
 }
 
 impl Claims {
-    fn all(&self) -> Vec<Claim> {
-        let tunnels = self.tunnels.state().into_iter().map(|t| claim(&*t));
-        let clusters = self.cluster_tunnels.state().into_iter().map(|t| claim(&*t));
+    /// Has the deletion of `obj` begun (or is it gone, or replaced by a namesake) as the stores
+    /// see it now? A reconcile that started before the deletion asks this while it waits.
+    pub(crate) fn deletion_started<K: TunnelKindAdapter>(&self, obj: &K) -> bool {
+        let id = obj.route_identity();
+        let uid = obj.meta().uid.as_deref();
+        let deleting = |meta: Option<&ObjectMeta>| {
+            meta.is_none_or(|m| m.deletion_timestamp.is_some() || m.uid.as_deref() != uid)
+        };
+        match id.kind {
+            TunnelKind::ClusterTunnel => {
+                let found = self.cluster_tunnels.get(&ObjectRef::new(&id.name));
+                deleting(found.as_ref().map(|o| &o.metadata))
+            }
+            _ => {
+                let at = ObjectRef::new(&id.name).within(&id.namespace);
+                deleting(self.tunnels.get(&at).as_ref().map(|o| &o.metadata))
+            }
+        }
+    }
+
+    /// The claims of the objects claiming one of `ids` (lower-case). Asked on every reconcile,
+    /// so the other objects are passed over without building their claims.
+    fn of_ids(&self, ids: &[String]) -> Vec<Claim> {
+        fn names<K: TunnelKindAdapter>(obj: &K, ids: &[String]) -> bool {
+            let status = obj.tunnel_status().and_then(|s| s.tunnel_id.as_deref());
+            obj.meta().deletion_timestamp.is_none()
+                && [status, obj.existing_tunnel_id()]
+                    .into_iter()
+                    .flatten()
+                    .any(|id| {
+                        ids.iter()
+                            .any(|wanted| id.trim().eq_ignore_ascii_case(wanted))
+                    })
+        }
+        let tunnels = self.tunnels.state().into_iter();
+        let tunnels = tunnels.filter(|t| names(&**t, ids)).map(|t| claim(&*t));
+        let clusters = self.cluster_tunnels.state().into_iter();
+        let clusters = clusters.filter(|t| names(&**t, ids)).map(|t| claim(&*t));
         tunnels.chain(clusters).collect()
     }
 
@@ -100,7 +136,7 @@ impl Claims {
         let id = tunnel_id.trim().to_ascii_lowercase();
         let me = obj.route_identity();
         let rank = Rank::of(obj);
-        self.all()
+        self.of_ids(std::slice::from_ref(&id))
             .into_iter()
             .filter(|c| c.identity != me && c.ids.contains(&id) && c.rank < rank)
             .min_by(|a, b| a.rank.cmp(&b.rank))
@@ -109,7 +145,7 @@ impl Claims {
 
     /// The objects claiming one of `ids`, with their rank.
     pub(crate) fn claimants(&self, ids: &[String]) -> Vec<(TunnelIdentity, Rank)> {
-        self.all()
+        self.of_ids(ids)
             .into_iter()
             .filter(|c| c.ids.iter().any(|id| ids.contains(id)))
             .map(|c| (c.identity, c.rank))

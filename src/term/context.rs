@@ -287,6 +287,15 @@ impl Context {
         due.set(uid, next);
     }
 
+    /// Puts off a due drift check of `uid` that would have waited behind changes at the pacer:
+    /// it comes due again after a twentieth of the interval (1 to 30 s, jittered).
+    pub(crate) fn drift_put_off(&self, uid: &str) {
+        let delay = (self.jittered_drift_interval() / 20)
+            .clamp(Duration::from_secs(1), Duration::from_secs(30));
+        let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
+        due.set(uid, Instant::now() + delay);
+    }
+
     /// Time until the next drift check of `uid` (`None`: drift checks are off).
     pub(crate) fn drift_requeue(&self, uid: &str) -> Option<Duration> {
         if self.options.drift_interval.is_zero() {

@@ -1,5 +1,6 @@
 //! The generic reconcile core shared by Tunnels and ClusterTunnels (docs/design.md §3.1).
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::controller::Action;
@@ -12,15 +13,15 @@ use crate::term::adapters::TunnelKindAdapter;
 use crate::term::conditions::ReadyReason;
 use crate::term::context::Context;
 use crate::term::{credentials, events, finalizer};
-use cftunnel_cloudflare::Priority;
+use cftunnel_cloudflare::{Priority, Work};
 use cftunnel_policy::render;
 use cftunnel_types::names::{ANNOTATION_ABANDON_CLEANUP, FINALIZER};
 
 /// Longest wait before a refused configuration push is tried again.
-const PUSH_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(10);
+const PUSH_RETRY_MAX: Duration = Duration::from_secs(10);
 
 /// How long a reconcile waits for the first route table.
-const ROUTES_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+const ROUTES_WAIT: Duration = Duration::from_millis(500);
 
 /// Entry point of both controllers.
 pub async fn reconcile<K: TunnelKindAdapter>(
@@ -34,7 +35,16 @@ pub async fn reconcile<K: TunnelKindAdapter>(
     let outcome = if obj.meta().deletion_timestamp.is_some() {
         Box::pin(delete(&*obj, &ctx)).await
     } else {
-        converge(&mut current, &ctx).await
+        // A deletion that arrives while this reconcile waits (at the pacer, behind a backlog)
+        // is not held up by it: the reconcile gives way, as if cut short by a restart, and the
+        // deletion runs next. Every step it may stop after is one a restart may stop after too.
+        tokio::select! {
+            outcome = converge(&mut current, &ctx) => outcome,
+            () = deletion_seen(&*obj, &ctx) => {
+                tracing::debug!(object = %key, "deletion seen: the reconcile in progress gives way");
+                return Ok(Action::requeue(Duration::ZERO));
+            }
+        }
     };
     ctx.metrics
         .reconciled(K::KIND, outcome.is_ok(), started.elapsed());
@@ -55,6 +65,19 @@ pub async fn reconcile<K: TunnelKindAdapter>(
                 _ if error.is_transient() => backoff.min(ctx.options.transient_retry_max),
                 _ => backoff,
             }))
+        }
+    }
+}
+
+/// How often a reconcile in progress looks for its object's deletion.
+const DELETION_POLL: Duration = Duration::from_secs(1);
+
+/// Returns once the stores see `obj` being deleted (never while it is not).
+async fn deletion_seen<K: TunnelKindAdapter>(obj: &K, ctx: &Context) {
+    loop {
+        tokio::time::sleep(DELETION_POLL).await;
+        if ctx.claims.get().is_some_and(|c| c.deletion_started(obj)) {
+            return;
         }
     }
 }
@@ -118,6 +141,8 @@ async fn converge<K: TunnelKindAdapter>(
     current: &mut K,
     ctx: &Context,
 ) -> Result<Action, ReconcileError> {
+    // Every Cloudflare call of this reconcile waits as old as the reconcile (see `Work`).
+    let work = Work::starting();
     let obj = &*current;
     let Some(routes) = ctx.routes.tunnel(&obj.route_identity()) else {
         // The route caches are still listing: rendering now would drop every ingress rule.
@@ -178,7 +203,8 @@ async fn converge<K: TunnelKindAdapter>(
         .map_err(|source| ReconcileError::kube("reading the managed Secret", source))?;
     let cf = ctx
         .cloudflare(api_secret.credentials.clone())
-        .map_err(|source| ReconcileError::cloudflare("building the Cloudflare client", source))?;
+        .map_err(|source| ReconcileError::cloudflare("building the Cloudflare client", source))?
+        .for_work(work);
     drop(reading);
     // Drift checks queue behind every change of the credential (and spend at most half of it).
     let drift_checked = Box::pin(drift::check(
@@ -208,35 +234,51 @@ async fn converge<K: TunnelKindAdapter>(
         }
         Err(error) => return Err(error),
     };
+    // An existing tunnel named again by a new object after its old object's deletion.
+    ctx.dns_guard
+        .readmit(&resolved.tunnel_id, &current.uid().unwrap_or_default());
+    let origin_ca_pem = {
+        let _reading = ctx.api_slots.acquire().await.ok();
+        Box::pin(setup::origin_ca(
+            ctx,
+            &namespace,
+            spec.origin_ca_pool.as_deref(),
+        ))
+        .await?
+    };
+    let facts = TunnelFacts {
+        tunnel_id: resolved.tunnel_id.clone(),
+        tunnel_name: resolved.tunnel_name.clone(),
+        credentials: resolved.credentials.clone(),
+        origin_ca_pem,
+    };
+    // Protected hostnames are closed or checked by cloudflared (docs/design.md §3.7).
+    let route_identity = current.route_identity();
+    let protections = ctx.access.of_tunnel(&route_identity);
+    let served = render::protection::protect(&routes.routes, &protections);
+    let input = tunnel_input(identity, spec, facts, served);
+    if let Some(config) = remote::config_to_push(current, &input)? {
+        // Before anything is applied: a workload switched to the token starts only once
+        // Cloudflare holds its rules, and until then the one running keeps serving. The push
+        // waits at the pacer holding no API slot: a slot held there would keep every other
+        // reconcile (a new tunnel's among them) waiting for the pushes queued ahead of it.
+        Box::pin(remote::ensure_pushed(
+            current,
+            ctx,
+            &cf,
+            &resolved,
+            &config,
+            drift_checked,
+        ))
+        .await?;
+    }
     // Cloudflare has answered: from here on the reconcile holds rendered objects and API
     // answers, a few at a time however many wait above.
     let _slot = ctx.api_slots.acquire().await.ok();
     // The rest is a future of its own: one parked at the pacer above does not carry the
     // rendered objects' room (a first sync parks a reconcile per tunnel there).
     Box::pin(async {
-        let obj = &*current;
-        // An existing tunnel named again by a new object after its old object's deletion.
-        ctx.dns_guard
-            .readmit(&resolved.tunnel_id, &obj.uid().unwrap_or_default());
-        let origin_ca_pem =
-            setup::origin_ca(ctx, &namespace, spec.origin_ca_pool.as_deref()).await?;
-        let facts = TunnelFacts {
-            tunnel_id: resolved.tunnel_id.clone(),
-            tunnel_name: resolved.tunnel_name.clone(),
-            credentials: resolved.credentials.clone(),
-            origin_ca_pem,
-        };
-        // Protected hostnames are closed or checked by cloudflared (docs/design.md §3.7).
-        let route_identity = obj.route_identity();
-        let protections = ctx.access.of_tunnel(&route_identity);
-        let served = render::protection::protect(&routes.routes, &protections);
-        let input = tunnel_input(identity, spec, facts, served);
         let rendered = render::render_all(&input, &render_options(&ctx.options.cloudflared_image))?;
-        if let Some(config) = remote::config_to_push(current, &input, &rendered)? {
-            // Before anything is applied: a workload switched to the token starts only once
-            // Cloudflare holds its rules, and until then the one running keeps serving.
-            remote::ensure_pushed(current, ctx, &cf, &resolved, &config, drift_checked).await?;
-        }
         apply::apply_all(ctx, &namespace, &input.identity.uid, &display, &rendered).await?;
         // Applied (and pushed): the Access reconciler may now make or delete applications.
         ctx.access.applied(&route_identity, protections);

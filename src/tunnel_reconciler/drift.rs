@@ -18,6 +18,9 @@ use crate::term::events;
 use cftunnel_cloudflare::CloudflareClient;
 use cftunnel_types::{TunnelSpec, TunnelStatus};
 
+/// Longest a drift check waits for its reads (they yield to every change at the pacer).
+pub(crate) const DRIFT_READ_WAIT: Duration = Duration::from_secs(15);
+
 /// Most ids kept in `status.previousTunnelIds` (the CRD bounds the list to this).
 pub(crate) const MAX_PREVIOUS_TUNNEL_IDS: usize = 10;
 
@@ -79,26 +82,46 @@ pub async fn check<K: TunnelKindAdapter>(
     if !due {
         return Ok(false);
     }
-    // One walk of the account's tunnels answers "present" for every check of a quarter of the
-    // interval; a tunnel it does not list is looked up on its own (it may be newer than it).
-    let max_age = (ctx.options.drift_interval / 4).max(Duration::from_secs(1));
-    let listed = ctx
-        .tunnel_lists
-        .live(cf, credential, account_id, max_age)
-        .await
-        .is_ok_and(|live| live.contains(id));
-    if listed {
-        ctx.drift_checked(&uid);
-        return Ok(true);
+    // A check finds nothing most of the time, and its calls go only when no change waits: while
+    // changes of this credential wait at the pacer (a first sync) the check is put off rather
+    // than holding this reconcile, and a route change or deletion of this object behind it,
+    // until the backlog is gone. A tunnel reported deleted is looked at whatever waits.
+    let waits_for_changes = cf.limiter().changes_waiting();
+    if waits_for_changes && !reported_deleted {
+        ctx.drift_put_off(&uid);
+        return Ok(false);
     }
-    let gone = match cf.get_tunnel(account_id, id).await {
-        Ok(tunnel) => tunnel.is_deleted(),
-        Err(e) if e.is_not_found() => true,
-        Err(e) => {
-            return Err(ReconcileError::cloudflare(
+    let look_up = async {
+        // One walk of the account's tunnels answers "present" for every check of a quarter of
+        // the interval; a tunnel it does not list is looked up on its own (it may be newer).
+        let max_age = (ctx.options.drift_interval / 4).max(Duration::from_secs(1));
+        let listed = ctx
+            .tunnel_lists
+            .live(cf, credential, account_id, max_age)
+            .await
+            .is_ok_and(|live| live.contains(id));
+        if listed {
+            return Ok(false);
+        }
+        match cf.get_tunnel(account_id, id).await {
+            Ok(tunnel) => Ok(tunnel.is_deleted()),
+            Err(e) if e.is_not_found() => Ok(true),
+            Err(e) => Err(ReconcileError::cloudflare(
                 "checking the tunnel for drift",
                 e,
-            ));
+            )),
+        }
+    };
+    let gone = if reported_deleted {
+        look_up.await?
+    } else {
+        match tokio::time::timeout(DRIFT_READ_WAIT, look_up).await {
+            Ok(gone) => gone?,
+            // Changes came first after all (a backlog formed meanwhile): another time.
+            Err(_) => {
+                ctx.drift_put_off(&uid);
+                return Ok(false);
+            }
         }
     };
     ctx.drift_checked(&uid);

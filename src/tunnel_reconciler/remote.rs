@@ -17,35 +17,35 @@ use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
+use super::drift::DRIFT_READ_WAIT;
+use super::render_input::is_remote;
 use super::setup::Resolved;
 use crate::term::adapters::TunnelKindAdapter;
 use crate::term::context::Context;
 use crate::term::{ReconcileError, events};
-use cftunnel_cloudflare::CloudflareClient;
+use cftunnel_cloudflare::{CloudflareClient, Priority};
+use cftunnel_policy::render::TunnelInput;
 use cftunnel_policy::render::remote::remote_config;
 use cftunnel_policy::render::remote_merge::{
     merged_for_put, owned_view, pushed_digest, rule_hostnames, withdrawn,
 };
-use cftunnel_policy::render::{Rendered, TunnelInput};
 use cftunnel_types::TunnelStatus;
 
 /// The configuration Cloudflare must hold for this tunnel, if any: the rendered one in
 /// Cloudflare mode; in Local mode too once a configuration was pushed (`status.configVersion`).
 /// No call turns a remotely-managed tunnel back into a local one, and the edge hands cloudflared
 /// the pushed configuration, which overrides its config.yaml; so after a switch back to Local
-/// the pushed copy is kept equal to config.yaml.
+/// the pushed copy is kept equal to config.yaml. Built from the input alone (the same document
+/// `render_all` renders in Cloudflare mode), so a reconcile waiting to push holds no rendered
+/// objects.
 pub(crate) fn config_to_push<K: TunnelKindAdapter>(
     obj: &K,
     input: &TunnelInput,
-    rendered: &Rendered,
 ) -> Result<Option<Value>, ReconcileError> {
-    if let Some(config) = &rendered.remote_config {
-        return Ok(Some(config.clone()));
-    }
     let pushed_before = obj
         .tunnel_status()
         .is_some_and(|s| s.config_version.is_some());
-    match pushed_before {
+    match is_remote(&input.spec) || pushed_before {
         true => Ok(Some(remote_config(input)?)),
         false => Ok(None),
     }
@@ -80,10 +80,23 @@ pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
     let ours = rule_hostnames(config);
     let before: BTreeSet<String> = status.config_hostnames.iter().flatten().cloned().collect();
     let owned: BTreeSet<String> = ours.union(&before).cloned().collect();
-    let held = cf
-        .tunnel_configuration(account, tunnel)
-        .await
-        .map_err(ReconcileError::push)?;
+    let held = if pushed {
+        // Only a drift check reads back a configuration pushed already: a background call,
+        // put off when changes keep it waiting (see `drift::check`).
+        let reading = cf.with_priority(Priority::Background);
+        let read = reading.tunnel_configuration(account, tunnel);
+        match tokio::time::timeout(DRIFT_READ_WAIT, read).await {
+            Ok(held) => held.map_err(ReconcileError::push)?,
+            Err(_) => {
+                ctx.drift_put_off(&obj.uid().unwrap_or_default());
+                return Ok(());
+            }
+        }
+    } else {
+        cf.tunnel_configuration(account, tunnel)
+            .await
+            .map_err(ReconcileError::push)?
+    };
     let theirs = held.config.unwrap_or(Value::Null);
     let version = if owned_view(&theirs, &owned) == owned_view(config, &owned) {
         held.version

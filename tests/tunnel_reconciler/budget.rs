@@ -186,6 +186,49 @@ async fn control_paced_above_the_budget_the_same_work_is_refused() {
     assert!(answered_429(&h) > 0);
 }
 
+/// How many tunnels are Ready when `gone` is off Cloudflare and when `late` is Ready.
+async fn probe_times(h: &Harness, gone_id: &str) -> (usize, usize) {
+    let mut deleted_after = None;
+    let mut late_after = None;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while deleted_after.is_none() || late_after.is_none() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gone deleted after {deleted_after:?}, late Ready after {late_after:?}"
+        );
+        let done = ready_count(h).await;
+        if deleted_after.is_none() && !h.live_tunnels().iter().any(|t| t.id == gone_id) {
+            deleted_after = Some(done);
+        }
+        let late = h.tunnels().get("late").await.ok();
+        let late_ready = late.as_ref().is_some_and(is_ready);
+        if late_after.is_none() && late_ready {
+            late_after = Some(done);
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let times = (deleted_after.unwrap_or(0), late_after.unwrap_or(0));
+    eprintln!(
+        "Ready when gone was deleted: {}; when late was Ready: {}",
+        times.0, times.1
+    );
+    times
+}
+
+/// Creates `gone` (with a binding when `routed`) and waits until it is Ready; its tunnel id.
+async fn ready_gone(h: &Harness, routed: bool) -> String {
+    h.create_tunnel(
+        "gone",
+        h.spec("api", json!({"newTunnel": {"name": "gone"}})),
+    )
+    .await;
+    if routed {
+        create_binding_for(h, "gone").await;
+    }
+    let gone = h.wait_reason(&h.tunnels(), "gone", "Ready").await;
+    gone.status.and_then(|s| s.tunnel_id).expect("tunnel id")
+}
+
 #[tokio::test]
 async fn during_a_backlog_a_deletion_and_a_new_tunnel_go_first() {
     let h = Harness::start_with("tr-budget-first", |o| {
@@ -198,13 +241,7 @@ async fn during_a_backlog_a_deletion_and_a_new_tunnel_go_first() {
     .await;
     h.create_api_secret("api", &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
-    h.create_tunnel(
-        "gone",
-        h.spec("api", json!({"newTunnel": {"name": "gone"}})),
-    )
-    .await;
-    let gone = h.wait_reason(&h.tunnels(), "gone", "Ready").await;
-    let gone_id = gone.status.and_then(|s| s.tunnel_id).expect("tunnel id");
+    let gone_id = ready_gone(&h, false).await;
     const BACKLOG: usize = 40;
     for i in 0..BACKLOG {
         let name = format!("bulk{i}");
@@ -222,27 +259,7 @@ async fn during_a_backlog_a_deletion_and_a_new_tunnel_go_first() {
     .await;
     // How much of the backlog is done when each has happened: "gone" off Cloudflare, "late"
     // Ready. One queue in arrival order would have finished the backlog first.
-    let mut deleted_after = None;
-    let mut late_after = None;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while deleted_after.is_none() || late_after.is_none() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "gone deleted after {deleted_after:?}, late Ready after {late_after:?}"
-        );
-        let done = ready_count(&h).await;
-        if deleted_after.is_none() && !h.live_tunnels().iter().any(|t| t.id == gone_id) {
-            deleted_after = Some(done);
-        }
-        let late = h.tunnels().get("late").await.ok();
-        let late_ready = late.as_ref().is_some_and(is_ready);
-        if late_after.is_none() && late_ready {
-            late_after = Some(done);
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    let (deleted_after, late_after) = (deleted_after.unwrap_or(0), late_after.unwrap_or(0));
-    eprintln!("Ready when gone was deleted: {deleted_after}; when late was Ready: {late_after}");
+    let (deleted_after, late_after) = probe_times(&h, &gone_id).await;
     assert!(
         deleted_after < BACKLOG / 2,
         "the deletion waited for {deleted_after} of {BACKLOG} tunnels"
@@ -259,4 +276,79 @@ async fn during_a_backlog_a_deletion_and_a_new_tunnel_go_first() {
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Remotely-managed tunnels with routes: every tunnel's configuration is pushed (a read and a
+/// write at the pacer), and Ready tunnels come due for drift checks while the backlog lasts.
+/// Probed once a quarter of the backlog is Ready, as the benchmark probes its first sync: a
+/// push waiting at the pacer, or a drift check waiting behind every change, must hold up
+/// neither a new tunnel nor the deletion of a tunnel whose own reconcile is waiting.
+#[tokio::test]
+async fn during_a_remote_backlog_a_deletion_and_a_new_tunnel_go_first() {
+    let h = Harness::start_with("tr-budget-remote", |o| {
+        o.cloudflare_budget = cftunnel_cloudflare::Budget {
+            requests: 20,
+            window: Duration::from_secs(15),
+        };
+        o.default_config_source = cftunnel_types::ConfigSource::Cloudflare;
+        o.drift_interval = Duration::from_secs(20);
+    })
+    .await;
+    h.create_api_secret("api", &[("CLOUDFLARE_API_TOKEN", TOKEN)])
+        .await;
+    create_service(&h, "web", 80, json!({}), json!({})).await;
+    let gone_id = ready_gone(&h, true).await;
+    const BACKLOG: usize = 32;
+    for i in 0..BACKLOG {
+        let name = format!("bulk{i}");
+        h.create_tunnel(&name, h.spec("api", json!({"newTunnel": {"name": name}})))
+            .await;
+        create_binding_for(&h, &name).await;
+    }
+    let probed_at = match poll_until("a quarter of the backlog Ready", WAIT, POLL, || async {
+        let ready = ready_count(&h).await;
+        (ready > BACKLOG / 4).then_some(ready)
+    })
+    .await
+    {
+        Ok(ready) => ready,
+        Err(e) => panic!("{e}: {:#?}", readiness(&h).await),
+    };
+    eprintln!("probed with {probed_at} tunnels Ready");
+    h.tunnels()
+        .delete("gone", &DeleteParams::default())
+        .await
+        .expect("delete");
+    h.create_tunnel(
+        "late",
+        h.spec("api", json!({"newTunnel": {"name": "late"}})),
+    )
+    .await;
+    create_binding_for(&h, "late").await;
+    let (deleted_after, late_after) = probe_times(&h, &gone_id).await;
+    // Counted from the probe: how many more of the backlog were Ready first (gone counted
+    // Ready until its deletion began).
+    let (deleted_after, late_after) = (
+        deleted_after.saturating_sub(probed_at),
+        late_after.saturating_sub(probed_at),
+    );
+    let left = BACKLOG + 1 - probed_at;
+    assert!(
+        deleted_after < left / 3,
+        "the deletion waited for {deleted_after} of the {left} tunnels left"
+    );
+    assert!(
+        late_after < left / 3,
+        "the new tunnel waited for {late_after} of the {left} tunnels left"
+    );
+    let all_ready = poll_until(
+        "the backlog Ready",
+        Duration::from_secs(300),
+        POLL,
+        || async { (ready_count(&h).await == BACKLOG + 1).then_some(()) },
+    )
+    .await;
+    if let Err(e) = all_ready {
+        panic!("{e}: {:#?}", readiness(&h).await);
+    }
 }

@@ -17,7 +17,7 @@ use super::budget::{Budget, Pace};
 use super::error::{CloudflareError, describe_json_error};
 use super::models::{Envelope, FailureEnvelope, Page};
 use super::observer::{AttemptStatus, CallObserver, CallOutcome};
-use super::pacer::{Limiter, Priority};
+use super::pacer::{Limiter, Priority, Work};
 use super::ratelimit_headers;
 use super::retry::{self, RetryPolicy};
 use super::transport::{RawResponse, Transport};
@@ -31,6 +31,8 @@ pub struct CloudflareClient {
     inner: Arc<Inner>,
     /// Where this clone's calls queue at the credential's pacer.
     priority: Priority,
+    /// The work this clone's calls belong to: they wait as old as it is.
+    work: Option<Work>,
 }
 
 /// Shared state of all clones of one client.
@@ -71,6 +73,7 @@ impl CloudflareClient {
         Self {
             inner,
             priority: Priority::Normal,
+            work: None,
         }
     }
 
@@ -80,6 +83,17 @@ impl CloudflareClient {
         Self {
             inner: self.inner.clone(),
             priority,
+            work: self.work,
+        }
+    }
+
+    /// A clone whose calls belong to `work` (see [`Work`]): a reconcile's create, reads and
+    /// push queue as one piece of work at the pacer, dated when it started.
+    pub fn for_work(&self, work: Work) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            priority: self.priority,
+            work: Some(work),
         }
     }
 
@@ -238,7 +252,7 @@ impl CloudflareClient {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let waited = inner.limiter.acquire(self.priority).await;
+            let waited = inner.limiter.acquire_for(self.priority, self.work).await;
             inner.observer.rate_limit_waited(waited);
             // After the (possibly long) rate-limit wait: a term that ended meanwhile sends nothing.
             if call.method != Method::GET && !inner.gate.may_write() {

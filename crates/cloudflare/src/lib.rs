@@ -60,7 +60,7 @@ pub use models::{
     ZoneAccount, ZonePlan,
 };
 pub use observer::{AttemptStatus, CallObserver, CallOutcome, NoObserver};
-pub use pacer::{Limiter, Priority};
+pub use pacer::{Limiter, Priority, Work};
 pub use quota::{FREE_PLAN_RECORD_QUOTA, PAID_PLAN_RECORD_QUOTA, ZoneRecordQuota};
 pub use ratelimit::RateLimiters;
 pub use records::{

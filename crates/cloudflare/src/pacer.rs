@@ -2,6 +2,7 @@
 //! arrival order, with a shared 429 pause and what the server's `Ratelimit` header says is left.
 //! On tokio time, so tests run it under a paused clock.
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -13,9 +14,15 @@ use super::budget::Pace;
 /// How urgent a call is. Waiting calls are served by priority, so a deletion never queues
 /// behind a first sync, and drift checks never delay a change. Within a priority they go in
 /// arrival order, except [`Priority::Normal`], which alternates between the oldest and the
-/// newest waiting call: a backlog (the first sync of a thousand tunnels) drains in order at no
+/// newest waiting work: a backlog (the first sync of a thousand tunnels) drains in order at no
 /// less than half the pace, and work that arrives behind it (a user's new tunnel) waits for a
 /// token or two instead of the whole backlog.
+///
+/// A call's age is that of its [`Work`] when it has one (every call of a reconcile shares the
+/// reconcile's): a tunnel's create, token read, configuration read and push are one piece of
+/// work, so a new tunnel keeps the newest place through all of them. Ordered by call alone,
+/// each step of the backlog would arrive newer than the new tunnel's waiting call and take
+/// the newest turn from it, leaving it to wait until it became the oldest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum Priority {
     /// A user's removal: deletions and their clean-up.
@@ -29,6 +36,31 @@ pub enum Priority {
     /// changes.
     Background,
 }
+
+/// The age of a piece of work (a reconcile) whose calls queue as one: taken when the work
+/// starts, from the same process-wide sequence that dates calls without one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Work(u64);
+
+impl Work {
+    /// Work starting now: newer than every call and every work before it.
+    pub fn starting() -> Work {
+        Work(next_arrival())
+    }
+}
+
+/// Calls and pieces of work are dated on one scale.
+fn next_arrival() -> u64 {
+    static ARRIVALS: AtomicU64 = AtomicU64::new(1);
+    ARRIVALS.fetch_add(1, AtomicOrdering::Relaxed)
+}
+
+/// A waiting call: its priority, the age of its work (its own arrival when it has none), its
+/// own arrival.
+type Key = (Priority, u64, u64);
+
+/// The first key of the background calls: every key before it is a change.
+const BACKGROUND: Key = (Priority::Background, 0, 0);
 
 /// Bucket state; credit is counted in units where one token is worth `pace.window` in
 /// nanoseconds and each elapsed nanosecond adds `pace.tokens` units, so arithmetic is exact.
@@ -48,9 +80,8 @@ struct Bucket {
 struct State {
     pace: Pace,
     bucket: Bucket,
-    /// Waiting calls by (priority, arrival); only the [`State::head`] may take a token.
-    queue: BTreeMap<(Priority, u64), Arc<Notify>>,
-    arrivals: u64,
+    /// Waiting calls by [`Key`]; only the [`State::head`] may take a token.
+    queue: BTreeMap<Key, Arc<Notify>>,
     /// The next normal call served is the newest waiting one (else the oldest).
     newest_next: bool,
 }
@@ -74,7 +105,6 @@ impl Limiter {
                     background: pace.background_capacity(),
                 },
                 queue: BTreeMap::new(),
-                arrivals: 0,
                 newest_next: false,
             }),
         }
@@ -88,8 +118,13 @@ impl Limiter {
     /// credential is not paused and a token is available, then takes it. Returns how long it
     /// waited. A caller that gives up (its future dropped) leaves the queue.
     pub async fn acquire(&self, priority: Priority) -> Duration {
+        self.acquire_for(priority, None).await
+    }
+
+    /// Like [`Limiter::acquire`], for a call of `work`: it waits as old as the work is.
+    pub async fn acquire_for(&self, priority: Priority, work: Option<Work>) -> Duration {
         let started = Instant::now();
-        let ticket = Ticket::enqueue(self, priority);
+        let ticket = Ticket::enqueue(self, priority, work);
         loop {
             let wait = {
                 let mut state = self.lock();
@@ -174,6 +209,14 @@ impl Limiter {
         self.lock().queue.len()
     }
 
+    /// Are calls of a higher priority than [`Priority::Background`] waiting for a token? While
+    /// they are, a background call would wait for all of them: a check that can be put off
+    /// asks this first instead of parking its caller behind a backlog.
+    pub fn changes_waiting(&self) -> bool {
+        let state = self.lock();
+        state.queue.range(..BACKGROUND).next().is_some()
+    }
+
     /// Full, not paused and nobody waiting: dropping it loses nothing.
     pub(crate) fn is_idle(&self, now: Instant) -> bool {
         let mut state = self.lock();
@@ -235,22 +278,18 @@ impl State {
 
     /// The call that may take the next token: of the highest priority waiting, the oldest, or
     /// for normal calls every other time the newest.
-    fn head(&self) -> Option<(Priority, u64)> {
-        let (&(priority, oldest), _) = self.queue.iter().next()?;
-        if priority != Priority::Normal || !self.newest_next {
-            return Some((priority, oldest));
+    fn head(&self) -> Option<Key> {
+        let (&oldest, _) = self.queue.iter().next()?;
+        if oldest.0 != Priority::Normal || !self.newest_next {
+            return Some(oldest);
         }
-        let newest = self
-            .queue
-            .range(..(Priority::Background, 0))
-            .next_back()
-            .map_or(oldest, |(&(_, arrival), _)| arrival);
-        Some((priority, newest))
+        let newest = self.queue.range(..BACKGROUND).next_back();
+        Some(newest.map_or(oldest, |(&key, _)| key))
     }
 
     fn normal_waiting(&self) -> bool {
         self.queue
-            .range((Priority::Normal, 0)..(Priority::Background, 0))
+            .range((Priority::Normal, 0, 0)..BACKGROUND)
             .next()
             .is_some()
     }
@@ -265,16 +304,16 @@ impl State {
 /// A place in the queue; leaving it (served or given up) wakes the next call.
 struct Ticket<'l> {
     limiter: &'l Limiter,
-    key: (Priority, u64),
+    key: Key,
     notify: Arc<Notify>,
     served: bool,
 }
 
 impl<'l> Ticket<'l> {
-    fn enqueue(limiter: &'l Limiter, priority: Priority) -> Self {
+    fn enqueue(limiter: &'l Limiter, priority: Priority, work: Option<Work>) -> Self {
         let mut state = limiter.lock();
-        state.arrivals += 1;
-        let key = (priority, state.arrivals);
+        let arrival = next_arrival();
+        let key = (priority, work.map_or(arrival, |w| w.0), arrival);
         let notify = Arc::new(Notify::new());
         state.queue.insert(key, notify.clone());
         Ticket {

@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::budget::{Budget, Pace, RateLimit};
-use crate::pacer::{Limiter, Priority};
+use crate::pacer::{Limiter, Priority, Work};
 
 fn token(t: &str) -> Credentials {
     Credentials::ApiToken(t.into())
@@ -163,6 +163,81 @@ async fn background_calls_leave_the_reserve_for_the_calls_that_come_later() {
     assert_eq!(start.elapsed(), Duration::ZERO);
     limiter.acquire(Priority::Background).await;
     assert_eq!(start.elapsed(), Duration::from_secs(2));
+}
+
+/// Runs `steps` normal calls one after another (a reconcile's create, reads and push), as one
+/// piece of work when `as_work`; returns when its last call got its token.
+fn spawn_chain(
+    limiter: &Arc<Limiter>,
+    steps: usize,
+    as_work: bool,
+    start: Instant,
+) -> tokio::task::JoinHandle<Duration> {
+    let limiter = limiter.clone();
+    let work = as_work.then(Work::starting);
+    tokio::spawn(async move {
+        for _ in 0..steps {
+            limiter.acquire_for(Priority::Normal, work).await;
+        }
+        start.elapsed()
+    })
+}
+
+/// When the last call of a piece of work arriving behind a backlog of multi-step work is
+/// served, with its calls dated as work or one by one.
+async fn late_chain_done(as_work: bool) -> Duration {
+    const STEPS: usize = 4;
+    let limiter = Arc::new(Limiter::new(pace(1, 1)));
+    limiter.acquire(Priority::Normal).await;
+    let start = Instant::now();
+    let backlog: Vec<_> = (0..20)
+        .map(|_| spawn_chain(&limiter, STEPS, as_work, start))
+        .collect();
+    tokio::task::yield_now().await;
+    let late = spawn_chain(&limiter, STEPS, as_work, start)
+        .await
+        .expect("late");
+    for chain in backlog {
+        chain.await.expect("backlog");
+    }
+    late
+}
+
+#[tokio::test(start_paused = true)]
+async fn new_work_keeps_the_newest_turn_through_every_one_of_its_calls() {
+    // Every other token goes to the newest work: its four calls are done by the eighth.
+    let as_work = late_chain_done(true).await;
+    assert!(as_work <= Duration::from_secs(8), "{as_work:?}");
+    // Dated one by one, each backlog step that follows a served one is newer than the late
+    // chain's waiting call and takes the newest turn: it waits to be the oldest instead.
+    let by_call = late_chain_done(false).await;
+    assert!(by_call >= Duration::from_secs(30), "{by_call:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn changes_waiting_counts_every_call_above_the_background_ones() {
+    let limiter = Arc::new(Limiter::new(pace(1, 1)));
+    limiter.acquire(Priority::Normal).await;
+    assert!(!limiter.changes_waiting());
+    let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let start = Instant::now();
+    let drift = spawn_calls(&limiter, "drift", Priority::Background, 1, &served, start);
+    tokio::task::yield_now().await;
+    assert_eq!(limiter.waiting(), 1);
+    assert!(!limiter.changes_waiting(), "only a background call waits");
+    for (label, priority) in [("sync", Priority::Normal), ("delete", Priority::Urgent)] {
+        let call = spawn_calls(&limiter, label, priority, 1, &served, start);
+        tokio::task::yield_now().await;
+        assert!(limiter.changes_waiting(), "a {label} call waits");
+        for call in call {
+            call.await.expect("call");
+        }
+    }
+    assert!(!limiter.changes_waiting());
+    for call in drift {
+        call.await.expect("call");
+    }
+    assert_eq!(served_order(&served), ["sync", "delete", "drift"]);
 }
 
 #[tokio::test(start_paused = true)]
