@@ -23,7 +23,7 @@ pub(crate) struct CachedPolicy {
 
 impl Policy for CachedPolicy {
     fn validate(&self, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
-        review::validate(request, &self.cache.snapshot())
+        review::validate_with(request, || self.cache.snapshot())
     }
 
     fn mutate(&self, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {

@@ -78,17 +78,28 @@ pub(super) async fn sync_once(
     };
     // Tunnels being deleted are left out once their deletion has the zone (see `DnsGuard`).
     let _zone_lock = ctx.dns_guard.lock(&key.zone_id).await;
-    let zone = &ZoneDns {
-        zone_name: zone.zone_name.clone(),
-        tunnels: zone
-            .tunnels
-            .iter()
-            .filter(|t| !ctx.dns_guard.is_retired(&t.tunnel_id))
-            .cloned()
-            .collect(),
-        routed_elsewhere: zone.routed_elsewhere.clone(),
-        since: zone.since.clone(),
-        held: zone.held.clone(),
+    // A copy only when a tunnel must be left out (the input is the whole zone's).
+    let retiring = zone
+        .tunnels
+        .iter()
+        .any(|t| ctx.dns_guard.is_retired(&t.tunnel_id));
+    let without_retired;
+    let zone = if retiring {
+        without_retired = ZoneDns {
+            zone_name: zone.zone_name.clone(),
+            tunnels: zone
+                .tunnels
+                .iter()
+                .filter(|t| !ctx.dns_guard.is_retired(&t.tunnel_id))
+                .cloned()
+                .collect(),
+            routed_elsewhere: zone.routed_elsewhere.clone(),
+            since: zone.since.clone(),
+            held: zone.held.clone(),
+        };
+        &without_retired
+    } else {
+        zone
     };
     match sync_zone(&client, &key.zone_id, zone, options).await {
         Ok(report) => {

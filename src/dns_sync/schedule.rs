@@ -51,7 +51,8 @@ pub(crate) const REASON_QUOTA_EXCEEDED: &str = "QuotaExceeded";
 const DRIFT_PUT_OFF: Duration = Duration::from_secs(15);
 
 struct GroupState {
-    input: ZoneDns,
+    /// Shared with the views published since (each holds every group's input).
+    input: Arc<ZoneDns>,
     clean: bool,
     /// Problems of its last sync, per tunnel.
     problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
@@ -71,7 +72,7 @@ pub struct DnsView {
     elsewhere: Arc<Elsewhere>,
     resolved: Arc<Resolved>,
     held: Arc<BTreeSet<String>>,
-    groups: HashMap<GroupKey, (ZoneDns, bool)>,
+    groups: HashMap<GroupKey, (Arc<ZoneDns>, bool)>,
     /// Every group's problems and the unplaced hostnames, per tunnel.
     problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
     /// Hostnames other clusters route through each tunnel that this cluster does not.
@@ -106,7 +107,7 @@ impl DnsView {
             .all(|(key, zone)| {
                 self.groups
                     .get(key)
-                    .is_some_and(|(input, clean)| *clean && input == zone)
+                    .is_some_and(|(input, clean)| *clean && **input == *zone)
             })
     }
 
@@ -145,7 +146,11 @@ impl DnsView {
         let synced = self
             .groups_of(tunnel, table, records)
             .iter()
-            .all(|(key, zone)| self.groups.get(key).is_some_and(|(input, _)| input == zone));
+            .all(|(key, zone)| {
+                self.groups
+                    .get(key)
+                    .is_some_and(|(input, _)| **input == *zone)
+            });
         let blocked = self.problems(tunnel).iter().any(|p| {
             p.hostname
                 .as_deref()
@@ -334,12 +339,12 @@ impl DnsSync {
                         // that must fail.
                         self.options.quota_memory.forget(&key.zone_id);
                     }
-                    state.input != zone || timed
+                    *state.input != zone || timed
                 }
             };
             // A clean group whose input did not change is synced for drift: behind every change.
             let priority = match self.groups.get(&key) {
-                Some(state) if state.clean && state.input == zone => Priority::Background,
+                Some(state) if state.clean && *state.input == zone => Priority::Background,
                 _ => Priority::Normal,
             };
             if due && priority == Priority::Background && self.changes_wait(ctx, &key) {
@@ -414,7 +419,7 @@ impl DnsSync {
                             && self
                                 .groups
                                 .get(key)
-                                .is_some_and(|g| g.clean && g.input == *zone)
+                                .is_some_and(|g| g.clean && *g.input == *zone)
                     })
                 })
                 .map(|z| z.zone_id.as_str())
@@ -558,7 +563,7 @@ impl DnsSync {
         self.groups.insert(
             key,
             GroupState {
-                input: zone,
+                input: Arc::new(zone),
                 clean,
                 problems: outcome,
                 shared,

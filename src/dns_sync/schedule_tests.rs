@@ -44,10 +44,10 @@ fn table(entries: &[(&str, &[(&str, bool)])]) -> RouteTable {
             .collect();
         table.tunnels.insert(
             id,
-            TunnelRoutes {
+            std::sync::Arc::new(TunnelRoutes {
                 dns,
                 ..TunnelRoutes::default()
-            },
+            }),
         );
     }
     table
@@ -222,7 +222,7 @@ fn a_deleting_source_is_released_by_its_own_hostnames_only() {
         .into_iter()
         .next()
         .unwrap_or_else(|| panic!("no group"));
-    view.groups.insert(key, (zone, false));
+    view.groups.insert(key, (zone.into(), false));
     let problem = |host: Option<&str>| DnsProblem {
         hostname: host.map(str::to_string),
         reason: REASON_DNS_CONFLICT,
@@ -262,9 +262,10 @@ fn a_tunnel_is_settled_only_after_a_clean_sync_of_its_current_input() {
         .into_iter()
         .next()
         .unwrap_or_else(|| panic!("no group"));
-    view.groups.insert(key.clone(), (zone.clone(), false));
+    view.groups
+        .insert(key.clone(), (zone.clone().into(), false));
     assert!(!view.settled(&id, &table, &records), "a sync with problems");
-    view.groups.insert(key, (zone, true));
+    view.groups.insert(key, (zone.into(), true));
     assert!(view.settled(&id, &table, &records));
     let moved = self::table(&[("a", &[("a2.example.com", false)])]);
     assert!(
@@ -462,7 +463,7 @@ fn a_tunnel_whose_domain_changed_is_in_its_old_zone_with_nothing_wanted_until_re
         groups: groups
             .clone()
             .into_iter()
-            .map(|(k, z)| (k, (z, true)))
+            .map(|(k, z)| (k, (z.into(), true)))
             .collect(),
         ..DnsView::default()
     };
@@ -569,7 +570,9 @@ fn a_group_knows_how_old_each_of_its_hostnames_route_is() {
     ] {
         let id = record(tunnel, "s", None, false).identity;
         if let Some(routes) = table.tunnels.get_mut(&id) {
-            routes.dns_since.insert(host.into(), age(tunnel, at));
+            std::sync::Arc::make_mut(routes)
+                .dns_since
+                .insert(host.into(), age(tunnel, at));
         }
     }
     let groups = wanted_plain(&table, &records).groups;

@@ -240,14 +240,14 @@ mod tests {
         };
         SourceStatus {
             tunnel: Some(record(None).identity),
-            routes: vec![RouteEntry {
+            routes: vec![std::sync::Arc::new(RouteEntry {
                 hostname: "app.example.com".into(),
                 path: None,
                 service: "http://web.shop.svc:80".into(),
                 source,
                 reason,
                 message: String::new(),
-            }],
+            })],
             reason,
             message: String::new(),
         }

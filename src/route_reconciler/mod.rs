@@ -55,7 +55,11 @@ pub async fn run(
         cache.mark_seen();
         view_rx.borrow_and_update();
         let world = cache.world();
-        let table = Arc::new(compute_routes(&world));
+        let mut table = compute_routes(&world);
+        if let Some(published) = ctx.routes.current() {
+            table.share_unchanged(&published);
+        }
+        let table = Arc::new(table);
         route_gauge.set(routes_by_reason(&table));
         // The guard goes first: a tunnel that finds its routes finds their protections too.
         let guard = cftunnel_policy::access::guard(&caches.access_policies.all(), &table);

@@ -345,14 +345,14 @@ mod tests {
         };
         SourceStatus {
             tunnel: binding_tunnel(&binding()),
-            routes: vec![RouteEntry {
+            routes: vec![std::sync::Arc::new(RouteEntry {
                 hostname: host.into(),
                 path: None,
                 service: "http://web.shop.svc:80".into(),
                 source,
                 reason: RouteReason::Routed,
                 message: String::new(),
-            }],
+            })],
             reason: RouteReason::Routed,
             message: String::new(),
         }

@@ -1,6 +1,7 @@
 //! Status through the status subresource (merge patch of the whole computed status, skipped when
 //! nothing changed) and the §1.5 labels on the object.
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
@@ -180,7 +181,7 @@ pub(crate) async fn report_ready<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
     resolved: &Resolved,
-    routes: &[RouteEntry],
+    routes: &[Arc<RouteEntry>],
 ) -> Result<(), ReconcileError> {
     let mut next = obj.tunnel_status().cloned().unwrap_or_default();
     next.routes = Some(route_statuses(routes));
@@ -239,7 +240,7 @@ fn shared_condition(status: Option<&TunnelStatus>) -> Option<&Condition> {
 }
 
 /// `status.routes[]`: every route declared against the tunnel and what became of it.
-pub(crate) fn route_statuses(entries: &[RouteEntry]) -> Vec<RouteStatus> {
+pub(crate) fn route_statuses(entries: &[Arc<RouteEntry>]) -> Vec<RouteStatus> {
     entries
         .iter()
         .map(|e| RouteStatus {

@@ -41,7 +41,7 @@ fn table(routes: &[(&str, &str, RouteReason)]) -> RouteTable {
             reason: RouteReason::Routed,
             message: String::new(),
         });
-        status.routes.push(entry);
+        status.routes.push(entry.into());
     }
     table
 }

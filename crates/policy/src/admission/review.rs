@@ -53,6 +53,15 @@ fn subject(req: &AdmissionRequest<DynamicObject>) -> Option<Subject> {
 /// The validating webhook's answer. Objects are read where they lie in the request (typed
 /// parts deserialized by reference): this is the hot path of every apply.
 pub fn validate(req: &AdmissionRequest<DynamicObject>, view: &AdmissionView) -> AdmissionResponse {
+    validate_with(req, || view)
+}
+
+/// [`validate`] with the view built only for a request that is judged: a kind cftunnel does
+/// not judge, a deletion or an update of metadata or status alone never needs one.
+pub fn validate_with<'v, V: std::ops::Deref<Target = AdmissionView> + 'v>(
+    req: &AdmissionRequest<DynamicObject>,
+    view: impl FnOnce() -> V,
+) -> AdmissionResponse {
     let response = AdmissionResponse::from(req);
     let Some(subject) = subject(req) else {
         return response; // kinds cftunnel does not judge
@@ -67,8 +76,8 @@ pub fn validate(req: &AdmissionRequest<DynamicObject>, view: &AdmissionView) -> 
         .filter(|_| matches!(req.operation, Operation::Update));
     let verdict = match old {
         Some(old) if !needs_judging(new, old) => return response,
-        Some(old) => judge_update(subject, new, old, namespace, view),
-        None => judge(subject, new, namespace, view),
+        Some(old) => judge_update(subject, new, old, namespace, &view()),
+        None => judge(subject, new, namespace, &view()),
     };
     answer(response, verdict)
 }

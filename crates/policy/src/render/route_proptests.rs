@@ -236,7 +236,7 @@ proptest! {
         let table = compute_routes(&world);
         let ages = ages(&world);
         let entries: Vec<(&TunnelIdentity, &RouteEntry)> =
-            table.tunnels.iter().flat_map(|(id, t)| t.entries.iter().map(move |e| (id, e))).collect();
+            table.tunnels.iter().flat_map(|(id, t)| t.entries.iter().map(move |e| (id, &**e))).collect();
         let mut owners: BTreeMap<(&str, Option<&str>), &RouteEntry> = BTreeMap::new();
         let mut tunnel_of: BTreeMap<&str, &TunnelIdentity> = BTreeMap::new();
         for (id, entry) in &entries {

@@ -22,7 +22,7 @@ impl RouteIndex {
     /// this tunnel exists. The tunnel reconciler waits for it: rendering before the routes are
     /// known would drop every ingress rule and roll every cloudflared at start-up, and a tunnel
     /// created together with its bindings would roll out twice (first without its routes).
-    pub fn tunnel(&self, identity: &TunnelIdentity) -> Option<TunnelRoutes> {
+    pub fn tunnel(&self, identity: &TunnelIdentity) -> Option<Arc<TunnelRoutes>> {
         let slot = self.table.read().unwrap_or_else(|p| p.into_inner());
         slot.as_ref()?.tunnels.get(identity).cloned()
     }
@@ -45,7 +45,10 @@ pub fn changed_tunnels(old: Option<&RouteTable>, new: &RouteTable) -> Vec<Tunnel
         .iter()
         .filter(|(id, routes)| match old.tunnels.get(*id) {
             None => true,
-            Some(before) => before.routes != routes.routes || before.entries != routes.entries,
+            Some(before) => {
+                !Arc::ptr_eq(before, routes)
+                    && (before.routes != routes.routes || before.entries != routes.entries)
+            }
         })
         .map(|(id, _)| id.clone())
         .collect();
@@ -86,15 +89,45 @@ mod tests {
     }
 
     #[test]
+    fn a_new_table_shares_the_routes_of_unchanged_tunnels_with_the_one_before() {
+        let mut old = RouteTable::default();
+        old.tunnels
+            .insert(id("a"), Arc::new(with_route("a.example.com")));
+        old.tunnels
+            .insert(id("b"), Arc::new(with_route("b.example.com")));
+        let mut new = RouteTable::default();
+        new.tunnels
+            .insert(id("a"), Arc::new(with_route("a.example.com")));
+        new.tunnels
+            .insert(id("b"), Arc::new(with_route("b2.example.com")));
+        new.tunnels
+            .insert(id("c"), Arc::new(TunnelRoutes::default()));
+        new.share_unchanged(&old);
+        assert!(Arc::ptr_eq(&new.tunnels[&id("a")], &old.tunnels[&id("a")]));
+        assert!(!Arc::ptr_eq(&new.tunnels[&id("b")], &old.tunnels[&id("b")]));
+        assert_eq!(new.tunnels[&id("b")].routes[0].hostname, "b2.example.com");
+        // The shared copy is the same value: nothing is reported changed for it.
+        let mut changed = changed_tunnels(Some(&old), &new);
+        changed.sort();
+        assert_eq!(changed, vec![id("b"), id("c")]);
+    }
+
+    #[test]
     fn tunnels_new_in_the_table_and_those_whose_routes_moved_are_reported() {
         let mut old = RouteTable::default();
-        old.tunnels.insert(id("a"), with_route("a.example.com"));
-        old.tunnels.insert(id("b"), with_route("b.example.com"));
-        old.tunnels.insert(id("gone"), with_route("g.example.com"));
+        old.tunnels
+            .insert(id("a"), Arc::new(with_route("a.example.com")));
+        old.tunnels
+            .insert(id("b"), Arc::new(with_route("b.example.com")));
+        old.tunnels
+            .insert(id("gone"), Arc::new(with_route("g.example.com")));
         let mut new = RouteTable::default();
-        new.tunnels.insert(id("a"), with_route("a.example.com"));
-        new.tunnels.insert(id("b"), with_route("b2.example.com"));
-        new.tunnels.insert(id("c"), TunnelRoutes::default());
+        new.tunnels
+            .insert(id("a"), Arc::new(with_route("a.example.com")));
+        new.tunnels
+            .insert(id("b"), Arc::new(with_route("b2.example.com")));
+        new.tunnels
+            .insert(id("c"), Arc::new(TunnelRoutes::default()));
         let mut changed = changed_tunnels(Some(&old), &new);
         changed.sort();
         assert_eq!(changed, vec![id("b"), id("c"), id("gone")]);
@@ -106,13 +139,20 @@ mod tests {
         let index = RouteIndex::default();
         assert!(index.tunnel(&id("a")).is_none());
         let mut table = RouteTable::default();
-        table.tunnels.insert(id("a"), with_route("a.example.com"));
+        table
+            .tunnels
+            .insert(id("a"), Arc::new(with_route("a.example.com")));
         assert!(index.publish(Arc::new(table)).is_none());
         assert_eq!(index.tunnel(&id("a")).map(|t| t.routes.len()), Some(1));
         assert_eq!(index.tunnel(&id("z")), None);
         let mut table = RouteTable::default();
-        table.tunnels.insert(id("z"), TunnelRoutes::default());
+        table
+            .tunnels
+            .insert(id("z"), Arc::new(TunnelRoutes::default()));
         index.publish(Arc::new(table));
-        assert_eq!(index.tunnel(&id("z")), Some(TunnelRoutes::default()));
+        assert_eq!(
+            index.tunnel(&id("z")),
+            Some(Arc::new(TunnelRoutes::default()))
+        );
     }
 }

@@ -1,11 +1,12 @@
 //! The computation: sources in age order, each route checked, claimed and resolved.
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use super::backend::{BackendFields, backend};
 use super::gateway::gateway_sources;
 use super::ingress::from_ingress;
 use super::source::{Declared, ServiceIndex, Source, from_binding, from_service};
-use super::table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus};
+use super::table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus, TunnelRoutes};
 use super::world::{Age, RouteWorld, SourceRef};
 use crate::routes::{ANY_HOST, OriginRequest, Route};
 use crate::rules::route::{Field, RouteInput, check_fields, check_fqdn, deny_not_admitted};
@@ -46,8 +47,9 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
     sources.sort_by(|a, b| a.age.cmp(&b.age));
 
     let mut table = RouteTable::default();
+    let mut tunnels: BTreeMap<TunnelIdentity, TunnelRoutes> = BTreeMap::new();
     for tunnel in &world.tunnels {
-        table.tunnels.entry(tunnel.identity.clone()).or_default();
+        tunnels.entry(tunnel.identity.clone()).or_default();
     }
     // The first of a repeated identity, as a walk of `world.tunnels` would find it.
     let mut facts_of: BTreeMap<&TunnelIdentity, &TunnelFacts> = BTreeMap::new();
@@ -64,7 +66,7 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
             .and_then(|id| facts_of.get(id).copied());
         let routed = route_source(source, facts, world, &mut authority);
         if let (Some(id), Some(tunnel)) = (&source.tunnel, facts) {
-            let routes = table.tunnels.entry(id.clone()).or_default();
+            let routes = tunnels.entry(id.clone()).or_default();
             let names = dns.entry(id.clone()).or_default();
             for (declared, entry) in routed.declared_entries(source) {
                 if entry.reason.is_served() {
@@ -104,7 +106,7 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
             }
         }
     }
-    for (id, routes) in &mut table.tunnels {
+    for (id, routes) in &mut tunnels {
         routes
             .routes
             .sort_by(|a, b| (&a.hostname, &a.path).cmp(&(&b.hostname, &b.path)));
@@ -122,6 +124,10 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
             .collect();
         routes.dns_since = since.remove(id).unwrap_or_default();
     }
+    table.tunnels = tunnels
+        .into_iter()
+        .map(|(id, routes)| (id, Arc::new(routes)))
+        .collect();
     #[cfg(test)]
     super::record::record_route_table(world, &table);
     table
@@ -137,7 +143,7 @@ impl Routed {
     fn declared_entries<'s, 'w>(
         &'s self,
         source: &'s Source<'w>,
-    ) -> impl Iterator<Item = (&'s Declared<'w>, &'s RouteEntry)> + 's {
+    ) -> impl Iterator<Item = (&'s Declared<'w>, &'s Arc<RouteEntry>)> + 's {
         self.declared_of
             .iter()
             .zip(&self.status.routes)
@@ -266,14 +272,14 @@ fn route_source(
             };
             report.add(reason, reported);
             declared_of.push(index);
-            routes.push(RouteEntry {
+            routes.push(Arc::new(RouteEntry {
                 hostname: fqdn,
                 path: path.clone(),
                 service: target.service.clone(),
                 source: source.reference.clone(),
                 reason,
                 message,
-            });
+            }));
         }
     }
     let status = finish(report, source, routes);
@@ -283,7 +289,7 @@ fn route_source(
     }
 }
 
-fn finish(report: Report, source: &Source<'_>, routes: Vec<RouteEntry>) -> SourceStatus {
+fn finish(report: Report, source: &Source<'_>, routes: Vec<Arc<RouteEntry>>) -> SourceStatus {
     let reason = report.reason.unwrap_or(RouteReason::Routed);
     let mut parts = report.messages;
     // Every route served as declared, or the Go operator's way: say where they go first.

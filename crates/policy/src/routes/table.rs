@@ -1,6 +1,7 @@
 //! What the route model computes: per tunnel, its ingress routes and DNS names; per source
 //! object, what became of each route it declares and its `Ready` condition.
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::world::{Age, SourceRef};
 use crate::routes::{ANY_HOST, Route};
@@ -99,8 +100,8 @@ pub struct TunnelRoutes {
     /// gives its room to the oldest routes first.
     pub dns_since: BTreeMap<String, Age>,
     /// Every route declared against this tunnel, served or refused, sorted by hostname, path
-    /// and source: the tunnel's `status.routes[]`.
-    pub entries: Vec<RouteEntry>,
+    /// and source: the tunnel's `status.routes[]`. Each is the one its source's status holds.
+    pub entries: Vec<Arc<RouteEntry>>,
 }
 
 /// What one TunnelBinding or labelled Service gets.
@@ -108,8 +109,9 @@ pub struct TunnelRoutes {
 pub struct SourceStatus {
     /// The tunnel it refers to, existing or not; `None` when the reference itself is invalid.
     pub tunnel: Option<TunnelIdentity>,
-    /// Its routes in declaration order (subjects, then hostnames of each).
-    pub routes: Vec<RouteEntry>,
+    /// Its routes in declaration order (subjects, then hostnames of each), shared with its
+    /// tunnel's [`TunnelRoutes::entries`].
+    pub routes: Vec<Arc<RouteEntry>>,
     /// Reason of the `Ready` condition: the most severe of its routes and of the source itself.
     pub reason: RouteReason,
     /// Message of the `Ready` condition: every problem and warning, joined by `; `.
@@ -154,7 +156,10 @@ impl SourceStatus {
 /// The whole result: every known tunnel (with or without routes) and every source.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RouteTable {
-    pub tunnels: BTreeMap<TunnelIdentity, TunnelRoutes>,
+    /// Shared, so a reconcile holds its tunnel's routes without a copy, and a table shares
+    /// the routes of every tunnel that did not change with the one before it
+    /// ([`RouteTable::share_unchanged`]).
+    pub tunnels: BTreeMap<TunnelIdentity, Arc<TunnelRoutes>>,
     pub sources: BTreeMap<SourceRef, SourceStatus>,
 }
 
@@ -172,12 +177,26 @@ impl RouteTable {
                     dns_since: routes.dns_since.clone(),
                     ..TunnelRoutes::default()
                 };
-                (id.clone(), dns)
+                (id.clone(), Arc::new(dns))
             })
             .collect();
         RouteTable {
             tunnels,
             sources: BTreeMap::new(),
+        }
+    }
+
+    /// Takes `previous`'s copy of every tunnel whose routes are the same in both: between two
+    /// computations only the tunnels that changed are held twice, and a reconcile holding an
+    /// older table's routes of an unchanged tunnel holds the current ones.
+    pub fn share_unchanged(&mut self, previous: &RouteTable) {
+        for (id, routes) in &mut self.tunnels {
+            if let Some(before) = previous.tunnels.get(id)
+                && !Arc::ptr_eq(before, routes)
+                && before == routes
+            {
+                *routes = before.clone();
+            }
         }
     }
 

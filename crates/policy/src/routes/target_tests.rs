@@ -49,7 +49,7 @@ fn a_binding_routes_its_service_on_the_default_hostname_and_first_port() {
     assert_eq!(status.tunnel, Some(shop_edge()));
     // The ClusterTunnel of the same name is known, and routes nothing.
     assert_eq!(
-        table.tunnels[&identity(TunnelKind::ClusterTunnel, "", "edge")],
+        *table.tunnels[&identity(TunnelKind::ClusterTunnel, "", "edge")],
         TunnelRoutes::default()
     );
 }

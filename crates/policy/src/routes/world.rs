@@ -95,9 +95,13 @@ impl fmt::Display for SourceRef {
 
 /// Who owns a contested hostname: the oldest claim, as Gateway API decides (docs/design.md §3.2).
 /// Field order is the comparison order; a missing timestamp sorts first. DNS gives a full
-/// zone's room in the same order (`dns::quota`).
+/// zone's room in the same order (`dns::quota`). Shared: a table keeps one per hostname
+/// (`TunnelRoutes::dns_since`), a clone of its source's.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Age {
+pub struct Age(Arc<AgeParts>);
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct AgeParts {
     created: Option<Time>,
     namespace: String,
     name: String,
@@ -112,12 +116,12 @@ impl Age {
 
     /// The age of `source`, created at `created`.
     pub fn new(created: Option<Time>, source: &SourceRef) -> Age {
-        Age {
+        Age(Arc::new(AgeParts {
             created,
             namespace: source.namespace.clone(),
             name: source.name.clone(),
             uid: source.uid.clone(),
             kind: source.kind,
-        }
+        }))
     }
 }

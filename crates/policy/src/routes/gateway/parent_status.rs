@@ -56,6 +56,7 @@ pub(super) fn served_entries<'a>(
                 .iter()
                 .any(|(_, h)| h.eq_ignore_ascii_case(&e.hostname))
         })
+        .map(|e| &**e)
         .collect()
 }
 
