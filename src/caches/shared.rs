@@ -265,6 +265,30 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_status_write_changes_nothing_the_generation_readers_read() {
+        let meta = |generation: Option<i64>, label: &str| ObjectMeta {
+            uid: Some("u".into()),
+            generation,
+            labels: Some([("l".to_string(), label.to_string())].into()),
+            ..ObjectMeta::default()
+        };
+        let stored = meta(Some(2), "a");
+        // Same generation, labels and annotations: only the status (or a finalizer) moved.
+        assert!(!changes_more_than_status(&stored, &meta(Some(2), "a")));
+        assert!(changes_more_than_status(&stored, &meta(Some(3), "a")));
+        assert!(changes_more_than_status(&stored, &meta(Some(2), "b")));
+        let deleting = ObjectMeta {
+            deletion_timestamp: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                jiff::Timestamp::UNIX_EPOCH,
+            )),
+            ..meta(Some(2), "a")
+        };
+        assert!(changes_more_than_status(&stored, &deleting));
+        // Kinds without a generation (Services, Namespaces) always count.
+        assert!(changes_more_than_status(&meta(None, "a"), &meta(None, "a")));
+    }
+
     /// Three readers on three tasks, all waiting before the list arrives, as the webhook's
     /// readiness, the route reconciler and a controller do: each one is woken.
     #[tokio::test]
