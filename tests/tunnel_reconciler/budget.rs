@@ -215,6 +215,22 @@ async fn probe_times(h: &Harness, gone_id: &str) -> (usize, usize) {
     times
 }
 
+/// The probes: `gone` deleted, `late` created (with a binding when `routed`).
+async fn probe(h: &Harness, routed: bool) {
+    h.tunnels()
+        .delete("gone", &DeleteParams::default())
+        .await
+        .expect("delete");
+    h.create_tunnel(
+        "late",
+        h.spec("api", json!({"newTunnel": {"name": "late"}})),
+    )
+    .await;
+    if routed {
+        create_binding_for(h, "late").await;
+    }
+}
+
 /// Creates `gone` (with a binding when `routed`) and waits until it is Ready; its tunnel id.
 async fn ready_gone(h: &Harness, routed: bool) -> String {
     h.create_tunnel(
@@ -248,15 +264,7 @@ async fn during_a_backlog_a_deletion_and_a_new_tunnel_go_first() {
         h.create_tunnel(&name, h.spec("api", json!({"newTunnel": {"name": name}})))
             .await;
     }
-    h.tunnels()
-        .delete("gone", &DeleteParams::default())
-        .await
-        .expect("delete");
-    h.create_tunnel(
-        "late",
-        h.spec("api", json!({"newTunnel": {"name": "late"}})),
-    )
-    .await;
+    probe(&h, false).await;
     // How much of the backlog is done when each has happened: "gone" off Cloudflare, "late"
     // Ready. One queue in arrival order would have finished the backlog first.
     let (deleted_after, late_after) = probe_times(&h, &gone_id).await;
@@ -315,16 +323,7 @@ async fn during_a_remote_backlog_a_deletion_and_a_new_tunnel_go_first() {
         Err(e) => panic!("{e}: {:#?}", readiness(&h).await),
     };
     eprintln!("probed with {probed_at} tunnels Ready");
-    h.tunnels()
-        .delete("gone", &DeleteParams::default())
-        .await
-        .expect("delete");
-    h.create_tunnel(
-        "late",
-        h.spec("api", json!({"newTunnel": {"name": "late"}})),
-    )
-    .await;
-    create_binding_for(&h, "late").await;
+    probe(&h, true).await;
     let (deleted_after, late_after) = probe_times(&h, &gone_id).await;
     // Counted from the probe: how many more of the backlog were Ready first (gone counted
     // Ready until its deletion began).

@@ -88,13 +88,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_new_table_shares_the_routes_of_unchanged_tunnels_with_the_one_before() {
+    /// Two tables: `a` the same in both, `b` moved, `c` new, `gone` (when asked) only before.
+    fn old_and_new(with_gone: bool) -> (RouteTable, RouteTable) {
         let mut old = RouteTable::default();
         old.tunnels
             .insert(id("a"), Arc::new(with_route("a.example.com")));
         old.tunnels
             .insert(id("b"), Arc::new(with_route("b.example.com")));
+        if with_gone {
+            old.tunnels
+                .insert(id("gone"), Arc::new(with_route("g.example.com")));
+        }
         let mut new = RouteTable::default();
         new.tunnels
             .insert(id("a"), Arc::new(with_route("a.example.com")));
@@ -102,6 +106,12 @@ mod tests {
             .insert(id("b"), Arc::new(with_route("b2.example.com")));
         new.tunnels
             .insert(id("c"), Arc::new(TunnelRoutes::default()));
+        (old, new)
+    }
+
+    #[test]
+    fn a_new_table_shares_the_routes_of_unchanged_tunnels_with_the_one_before() {
+        let (old, mut new) = old_and_new(false);
         new.share_unchanged(&old);
         assert!(Arc::ptr_eq(&new.tunnels[&id("a")], &old.tunnels[&id("a")]));
         assert!(!Arc::ptr_eq(&new.tunnels[&id("b")], &old.tunnels[&id("b")]));
@@ -114,20 +124,7 @@ mod tests {
 
     #[test]
     fn tunnels_new_in_the_table_and_those_whose_routes_moved_are_reported() {
-        let mut old = RouteTable::default();
-        old.tunnels
-            .insert(id("a"), Arc::new(with_route("a.example.com")));
-        old.tunnels
-            .insert(id("b"), Arc::new(with_route("b.example.com")));
-        old.tunnels
-            .insert(id("gone"), Arc::new(with_route("g.example.com")));
-        let mut new = RouteTable::default();
-        new.tunnels
-            .insert(id("a"), Arc::new(with_route("a.example.com")));
-        new.tunnels
-            .insert(id("b"), Arc::new(with_route("b2.example.com")));
-        new.tunnels
-            .insert(id("c"), Arc::new(TunnelRoutes::default()));
+        let (old, new) = old_and_new(true);
         let mut changed = changed_tunnels(Some(&old), &new);
         changed.sort();
         assert_eq!(changed, vec![id("b"), id("c"), id("gone")]);
