@@ -60,9 +60,8 @@ impl ViewCache {
             .built
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let first = built.generation == u64::MAX;
         let now = Instant::now();
-        if built.generation != generation && (first || now >= built.next) {
+        if built.generation != generation && now >= built.next {
             let view = Arc::new(self.build());
             let took = now.elapsed();
             *built = Built {

@@ -110,15 +110,7 @@ impl Claims {
     /// so the other objects are passed over without building their claims.
     fn of_ids(&self, ids: &[String]) -> Vec<Claim> {
         fn names<K: TunnelKindAdapter>(obj: &K, ids: &[String]) -> bool {
-            let status = obj.tunnel_status().and_then(|s| s.tunnel_id.as_deref());
-            obj.meta().deletion_timestamp.is_none()
-                && [status, obj.existing_tunnel_id()]
-                    .into_iter()
-                    .flatten()
-                    .any(|id| {
-                        ids.iter()
-                            .any(|wanted| id.trim().eq_ignore_ascii_case(wanted))
-                    })
+            claimed_ids(obj).iter().any(|id| ids.contains(id))
         }
         let tunnels = self.tunnels.state().into_iter();
         let tunnels = tunnels.filter(|t| names(&**t, ids)).map(|t| claim(&*t));
