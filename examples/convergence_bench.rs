@@ -13,7 +13,7 @@
 //!
 //! Run: `scripts/bench-convergence.sh [--namespaces 10] [--tunnels-per-namespace 10]
 //! [--routes-per-tunnel 10] [--routes-as bindings|httproute] [--budget default|N/SECONDS]
-//! [--cloudflare-budget 900/5m] [--probes] [--out-dir DIR]`
+//! [--cloudflare-budget 900/5m] [--probes] [--steady 720] [--out-dir DIR]`
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -44,6 +44,8 @@ mod first_sync;
 mod report;
 #[path = "convergence_bench/samples.rs"]
 mod samples;
+#[path = "convergence_bench/steady.rs"]
+mod steady;
 #[path = "convergence_bench/svg.rs"]
 mod svg;
 
@@ -92,10 +94,21 @@ struct Args {
     /// one (`gone`); report how long until `late` is Ready and `gone` deleted at Cloudflare.
     #[arg(long)]
     probes: bool,
+    /// After the restart, leave the operator untouched this many seconds and count its calls
+    /// (drift checks only, none a write): 720 sees every tunnel's first check after the
+    /// restart at the default drift interval of 600 s.
+    #[arg(long)]
+    steady: Option<u64>,
     /// Write the results (`results.md`), the samples (`samples.csv`) and the chart
     /// (`convergence.svg`) here.
     #[arg(long)]
     out_dir: Option<PathBuf>,
+    /// Start the restarted operator with this command (split at spaces) instead of the
+    /// binary, its arguments appended: e.g. `heaptrack -o /tmp/restart PATH`, PATH the
+    /// `cftunnel_sysalloc` example (the system allocator), to see what memory after a restart holds. Its
+    /// peak RSS is then the wrapper's.
+    #[arg(long)]
+    restart_under: Option<String>,
     /// Keep the operator's logs (one file per start) in this directory.
     #[arg(long)]
     log_dir: Option<PathBuf>,
@@ -168,7 +181,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // cluster calls on every write (and without conversion the API server's watch cache of
     // Tunnels fails on every object it would convert, relisting them all once a second).
     let webhook = free_loopback_port()?;
-    let mut operator = Operator::start(&plane, &binary, &cloudflare.url, webhook, &args)?;
+    let mut operator = Operator::start(&plane, &binary, &cloudflare.url, webhook, &args, None)?;
     wait_listening(webhook).await?;
     cftunnel_testenv::registration::register_webhook(&plane, webhook, None).await?;
     let started = Instant::now();
@@ -221,7 +234,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     operator.stop()?;
     sim.reset_counters();
-    let mut operator = Operator::start(&plane, &binary, &cloudflare.url, webhook, &args)?;
+    let under = args.restart_under.as_deref();
+    let mut operator = Operator::start(&plane, &binary, &cloudflare.url, webhook, &args, under)?;
     let settled = settle(&sim, &client, tunnels, &mut operator).await?;
     let mut restart = Phase::measure(&sim, &client, &mut operator).await?;
     restart.rollouts -= first.rollouts.min(restart.rollouts);
@@ -230,13 +244,30 @@ async fn run(args: Args) -> anyhow::Result<()> {
         settled.saturating_sub(QUIET).as_secs_f64(),
         QUIET.as_secs()
     );
+    let steady = match args.steady {
+        Some(seconds) => {
+            let window = Duration::from_secs(seconds);
+            println!("  steady state: {seconds}s untouched");
+            let mut steady =
+                steady::observe(&sim, &client, &mut operator, window, pace_budget).await?;
+            steady.phase.rollouts -= first.rollouts.min(steady.phase.rollouts);
+            steady.phase.rollouts -= restart.rollouts.min(steady.phase.rollouts);
+            Some(steady)
+        }
+        None => None,
+    };
     operator.stop()?;
 
     let budgets = Budgets {
         sim: sim_budget,
         pace: pace_budget,
     };
-    let results = report(&args, tunnels, routes, &sync, &first, &restart, &budgets);
+    let phases = report::Phases {
+        first: &first,
+        restart: &restart,
+        steady: steady.as_ref(),
+    };
+    let results = report(&args, tunnels, routes, &sync, &phases, &budgets);
     print!("{results}");
     if let Some(dir) = &args.out_dir {
         write_outputs(dir, &args, &plan, &sync, &budgets, &results)?;
@@ -492,6 +523,7 @@ impl Operator {
         cloudflare_url: &str,
         webhook: std::net::SocketAddr,
         args: &Args,
+        under: Option<&str>,
     ) -> anyhow::Result<Operator> {
         let dir = plane.dir().join("bench-operator");
         std::fs::create_dir_all(&dir)?;
@@ -501,7 +533,16 @@ impl Operator {
         std::fs::write(dir.join("tls.crt"), &cert.cert_pem)?;
         std::fs::write(dir.join("tls.key"), &cert.key_pem)?;
         let log = log_dir.join(format!("cftunnel-{}.log", unique()));
-        let child = Command::new(binary)
+        let mut command = match under.map(str::split_whitespace) {
+            Some(mut words) => {
+                let program = words.next().context("--restart-under is empty")?;
+                let mut command = Command::new(program);
+                command.args(words);
+                command
+            }
+            None => Command::new(binary),
+        };
+        let child = command
             .args(["run", "--webhook-listen", &webhook.to_string()])
             .args(["--health-listen", "127.0.0.1:0"])
             .arg("--tls-cert-file")

@@ -5,7 +5,8 @@
 # benchmark, e.g. `--namespaces 2 --tunnels-per-namespace 5 --routes-per-tunnel 4`, or inside
 # Cloudflare's budget with probes, a CSV and a chart:
 #   scripts/bench-convergence.sh --budget default --probes --out-dir docs/bench/100x10
-# (`--routes-as httproute` for Gateway API routes, `--cloudflare-budget 900/5m` for cftunnel's pace).
+# (`--routes-as httproute` for Gateway API routes, `--cloudflare-budget 900/5m` for cftunnel's pace,
+# `--steady 720` to count the drift checks of twelve untouched minutes after the restart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin_dir=$(scripts/build-control-plane.sh | tail -n 1)

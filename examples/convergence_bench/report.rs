@@ -7,8 +7,16 @@ use cftunnel_cloudflare::{Budget, Pace};
 use cftunnel_sim::RequestBudget;
 
 use super::first_sync::FirstSync;
+use super::steady::Steady;
 use super::svg::{Chart, render};
 use super::{Args, Phase, Plan, budget, samples};
+
+/// The measured phases after the first sync.
+pub struct Phases<'a> {
+    pub first: &'a Phase,
+    pub restart: &'a Phase,
+    pub steady: Option<&'a Steady>,
+}
 
 pub struct Budgets {
     /// What the simulator enforced, if anything.
@@ -49,10 +57,10 @@ pub fn report(
     tunnels: usize,
     routes: usize,
     sync: &FirstSync,
-    first: &Phase,
-    restart: &Phase,
+    phases: &Phases,
     budgets: &Budgets,
 ) -> String {
+    let (first, restart) = (phases.first, phases.restart);
     let mut out = String::new();
     let w = &mut out;
     let _ = writeln!(
@@ -82,6 +90,20 @@ pub fn report(
         restart.cpu_seconds,
         mib(restart.peak_rss_kib)
     );
+    if let Some(steady) = phases.steady {
+        let p = &steady.phase;
+        let _ = writeln!(
+            w,
+            "| steady, {:.0} s after the restart | {tunnels} | {routes} | – | – | {} ({}) | {} | {} | {:.1} s | {} MiB |",
+            secs(steady.window),
+            p.total(),
+            p.writes(),
+            p.refusals,
+            p.rollouts,
+            p.cpu_seconds,
+            mib(p.peak_rss_kib)
+        );
+    }
 
     let pace = Pace::within(budgets.pace);
     let floors = Floors::new(sync, budgets.pace);
@@ -175,6 +197,18 @@ pub fn report(
     );
     let _ = writeln!(w, "first convergence calls: {}", first.breakdown());
     let _ = writeln!(w, "restart calls: {}", restart.breakdown());
+    if let Some(steady) = phases.steady {
+        let _ = writeln!(
+            w,
+            "steady state ({:.0} s, drift checks only): calls {}; {:.1} % of the pace over the window, {:.1} % in its busiest {} s ({} calls)",
+            secs(steady.window),
+            steady.phase.breakdown(),
+            100.0 * steady.share(budgets.pace),
+            100.0 * steady.busiest_share(budgets.pace),
+            budgets.pace.window.as_secs(),
+            steady.busiest
+        );
+    }
     let _ = writeln!(
         w,
         "({} namespaces × {} tunnels × {} routes, configSource {}, routes as {}{})",
