@@ -105,8 +105,8 @@ struct Args {
     out_dir: Option<PathBuf>,
     /// Start the restarted operator with this command (split at spaces) instead of the
     /// binary, its arguments appended: e.g. `heaptrack -o /tmp/restart PATH`, PATH the
-    /// `cftunnel_sysalloc` example (the system allocator), to see what memory after a restart holds. Its
-    /// peak RSS is then the wrapper's.
+    /// `cftunnel_sysalloc` example (the system allocator), to see what memory after a restart
+    /// holds. Its peak RSS is then the wrapper's.
     #[arg(long)]
     restart_under: Option<String>,
     /// Keep the operator's logs (one file per start) in this directory.

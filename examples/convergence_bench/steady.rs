@@ -1,6 +1,6 @@
 //! The steady state after the restart (`--steady SECONDS`): nothing changes, so every call the
-//! operator makes is a drift check. Counts them by operation, checks there is no write, and
-//! gives their share of cftunnel's pace, over the whole window and over its busiest budget
+//! operator makes should be a drift check. Counts them by operation and writes (the report
+//! shows any write), and gives their share of cftunnel's pace, over the whole window and over its busiest budget
 //! window (sliding, one sample a second).
 //!
 //! After a restart every tunnel's first drift check is scheduled one jittered interval (±10 %)
