@@ -1,7 +1,7 @@
 //! The steady state after the restart (`--steady SECONDS`): nothing changes, so every call the
 //! operator makes should be a drift check. Counts them by operation and writes (the report
-//! shows any write), and gives their share of cftunnel's pace, over the whole window and over its busiest budget
-//! window (sliding, one sample a second).
+//! shows any write), and gives their share of cftunnel's pace, over the whole window and over
+//! its busiest budget window (sliding, one sample a second).
 //!
 //! After a restart every tunnel's first drift check is scheduled one jittered interval (±10 %)
 //! from the moment it is first seen, so a window of 1.1 × `--drift-interval` plus a minute
