@@ -258,8 +258,21 @@ pub(super) fn wanted(
 /// Tells each group which hostnames this cluster routes through the same zone's other groups
 /// (other credentials), so a hostname moving between them is taken over, never deleted first.
 fn hand_over_between_credentials(groups: &mut BTreeMap<GroupKey, ZoneDns>) {
+    // Most zones are written with one credential: their hostnames are not copied at all.
+    let mut credentials_of: BTreeMap<&str, usize> = BTreeMap::new();
+    for key in groups.keys() {
+        *credentials_of.entry(key.zone_id.as_str()).or_default() += 1;
+    }
+    let shared: BTreeSet<String> = credentials_of
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(zone, _)| zone.to_string())
+        .collect();
+    if shared.is_empty() {
+        return;
+    }
     let mut by_zone: BTreeMap<String, Vec<(GroupKey, BTreeSet<String>)>> = BTreeMap::new();
-    for (key, zone) in groups.iter() {
+    for (key, zone) in groups.iter().filter(|(k, _)| shared.contains(&k.zone_id)) {
         let hostnames = zone
             .tunnels
             .iter()

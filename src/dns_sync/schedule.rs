@@ -323,8 +323,13 @@ impl DnsSync {
                 }
             }
         }
+        // Each group's input is shared from here on: with the state it syncs into and the
+        // views published since (a copy per sync was the largest allocation of a round).
+        let groups: BTreeMap<GroupKey, Arc<ZoneDns>> =
+            groups.into_iter().map(|(k, z)| (k, Arc::new(z))).collect();
         let now = Instant::now();
-        for (key, zone) in groups.clone() {
+        for (key, zone) in &groups {
+            let (key, zone) = (key.clone(), zone.clone());
             if unrecorded.contains(&key) {
                 continue;
             }
@@ -339,12 +344,12 @@ impl DnsSync {
                         // that must fail.
                         self.options.quota_memory.forget(&key.zone_id);
                     }
-                    *state.input != zone || timed
+                    state.input != zone || timed
                 }
             };
             // A clean group whose input did not change is synced for drift: behind every change.
             let priority = match self.groups.get(&key) {
-                Some(state) if state.clean && *state.input == zone => Priority::Background,
+                Some(state) if state.clean && state.input == zone => Priority::Background,
                 _ => Priority::Normal,
             };
             if due && priority == Priority::Background && self.changes_wait(ctx, &key) {
@@ -403,7 +408,7 @@ impl DnsSync {
     async fn release_previous_zones(
         &self,
         ctx: &Context,
-        groups: &BTreeMap<GroupKey, ZoneDns>,
+        groups: &BTreeMap<GroupKey, Arc<ZoneDns>>,
         records: &[TunnelRecord],
     ) {
         for record in records.iter().filter(|r| !r.deleting) {
@@ -419,7 +424,7 @@ impl DnsSync {
                             && self
                                 .groups
                                 .get(key)
-                                .is_some_and(|g| g.clean && *g.input == *zone)
+                                .is_some_and(|g| g.clean && g.input == *zone)
                     })
                 })
                 .map(|z| z.zone_id.as_str())
@@ -487,7 +492,7 @@ impl DnsSync {
         &mut self,
         ctx: &Context,
         key: GroupKey,
-        zone: ZoneDns,
+        zone: Arc<ZoneDns>,
         owners: &BTreeMap<TunnelIdentity, String>,
         priority: Priority,
     ) {
@@ -563,7 +568,7 @@ impl DnsSync {
         self.groups.insert(
             key,
             GroupState {
-                input: Arc::new(zone),
+                input: zone,
                 clean,
                 problems: outcome,
                 shared,

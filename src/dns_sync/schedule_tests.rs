@@ -122,6 +122,36 @@ fn groups_are_per_zone_and_credential_and_skip_what_cannot_have_dns() {
 }
 
 #[test]
+fn groups_of_one_zone_know_the_hostnames_of_its_other_credentials_and_a_lone_one_none() {
+    let table = table(&[
+        ("a", &[("a.example.com", false)]),
+        ("b", &[("B.example.com", false)]),
+    ]);
+    let records = vec![
+        record("a", "s1", Some("z1"), false),
+        record("b", "s2", Some("z1"), false),
+    ];
+    let two = tokens(&[(&records[0], "one"), (&records[1], "two")]);
+    let groups = wanted_with(&table, &records, &two).groups;
+    let elsewhere: BTreeMap<&str, Vec<&str>> = groups
+        .values()
+        .map(|z| {
+            let first = z.tunnels[0].identity.name.as_str();
+            (
+                first,
+                z.routed_elsewhere.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    let expected = BTreeMap::from([("a", vec!["b.example.com"]), ("b", vec!["a.example.com"])]);
+    assert_eq!(elsewhere, expected);
+    let one = tokens(&[(&records[0], "one"), (&records[1], "one")]);
+    let groups = wanted_with(&table, &records, &one).groups;
+    assert_eq!(groups.len(), 1);
+    assert!(groups.values().all(|z| z.routed_elsewhere.is_empty()));
+}
+
+#[test]
 fn tunnels_are_grouped_by_the_credential_their_secrets_hold_and_written_with_it() {
     let table = table(&[
         ("a", &[("a.example.com", false)]),
