@@ -258,41 +258,36 @@ pub(super) fn wanted(
 /// Tells each group which hostnames this cluster routes through the same zone's other groups
 /// (other credentials), so a hostname moving between them is taken over, never deleted first.
 fn hand_over_between_credentials(groups: &mut BTreeMap<GroupKey, ZoneDns>) {
-    // Most zones are written with one credential: their hostnames are not copied at all.
-    let mut credentials_of: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut by_zone: BTreeMap<&str, Vec<&GroupKey>> = BTreeMap::new();
     for key in groups.keys() {
-        *credentials_of.entry(key.zone_id.as_str()).or_default() += 1;
+        by_zone.entry(key.zone_id.as_str()).or_default().push(key);
     }
-    let shared: BTreeSet<String> = credentials_of
-        .into_iter()
-        .filter(|(_, n)| *n > 1)
-        .map(|(zone, _)| zone.to_string())
-        .collect();
-    if shared.is_empty() {
-        return;
-    }
-    let mut by_zone: BTreeMap<String, Vec<(GroupKey, BTreeSet<String>)>> = BTreeMap::new();
-    for (key, zone) in groups.iter().filter(|(k, _)| shared.contains(&k.zone_id)) {
-        let hostnames = zone
-            .tunnels
-            .iter()
-            .flat_map(|t| t.hostnames.iter().map(|h| normalize_name(h)))
-            .collect();
-        by_zone
-            .entry(key.zone_id.clone())
-            .or_default()
-            .push((key.clone(), hostnames));
-    }
+    // Most zones are written with one credential: their hostnames are not gathered at all.
+    let mut handed: Vec<(GroupKey, BTreeSet<String>)> = Vec::new();
     for siblings in by_zone.values().filter(|s| s.len() > 1) {
-        for (key, _) in siblings {
-            let elsewhere: BTreeSet<String> = siblings
+        let hostnames: Vec<BTreeSet<String>> = siblings
+            .iter()
+            .map(|key| {
+                groups[*key]
+                    .tunnels
+                    .iter()
+                    .flat_map(|t| t.hostnames.iter().map(|h| normalize_name(h)))
+                    .collect()
+            })
+            .collect();
+        for (i, key) in siblings.iter().enumerate() {
+            let elsewhere = hostnames
                 .iter()
-                .filter(|(other, _)| other != key)
-                .flat_map(|(_, hostnames)| hostnames.iter().cloned())
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .flat_map(|(_, set)| set.iter().cloned())
                 .collect();
-            if let Some(zone) = groups.get_mut(key) {
-                zone.routed_elsewhere = elsewhere;
-            }
+            handed.push(((*key).clone(), elsewhere));
+        }
+    }
+    for (key, elsewhere) in handed {
+        if let Some(zone) = groups.get_mut(&key) {
+            zone.routed_elsewhere = elsewhere;
         }
     }
 }
