@@ -485,10 +485,24 @@ async fn create_object(
         Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
         None => Api::all_with(client.clone(), &resource),
     };
-    api.create(&PostParams::default(), &object)
-        .await
-        .with_context(|| format!("creating {} {:?}", resource.kind, object.metadata.name))?;
-    Ok(())
+    // A webhook still listing its caches refuses with "not ready": an operator slowed by a
+    // profiler takes longer to sync than to listen.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        match api.create(&PostParams::default(), &object).await {
+            Err(kube::Error::Api(e))
+                if e.message.contains("webhook is not ready") && Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            result => {
+                result.with_context(|| {
+                    format!("creating {} {:?}", resource.kind, object.metadata.name)
+                })?;
+                return Ok(());
+            }
+        }
+    }
 }
 
 /// A loopback port free now (the operator listens there, across its restart).

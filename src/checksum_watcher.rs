@@ -15,14 +15,14 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::caches::{Shared, TermCaches};
+use crate::caches::{Shared, TermCaches, kept_by_cftunnel};
 use crate::metrics::Metrics;
 use cftunnel_policy::hardening::mutate::{
     ConfigMapContent, config_checksum, mounted_config_maps, restamp,
@@ -94,6 +94,7 @@ async fn watch<K>(
                     .state()
                     .into_iter()
                     .filter(|w| w.namespace().as_deref() == Some(namespace.as_str()))
+                    .filter(|w| !kept_by_cftunnel(w.meta()))
                     .filter(|w| {
                         pod_spec(w.as_ref())
                             .is_some_and(|pod| mounted_config_maps(&pod).contains(&name))
@@ -102,6 +103,7 @@ async fn watch<K>(
                     .collect::<Vec<_>>()
             },
         )
+        .with_config(Config::default().concurrency(CONCURRENCY))
         .run(
             reconcile::<K>,
             error_policy::<K>,
@@ -115,6 +117,11 @@ async fn watch<K>(
         })
         .await;
 }
+
+/// Stamps running at once. The watcher only reads ConfigMaps and patches one annotation: a
+/// few at a time keep up with any edit rate, and a new leader facing thousands of user-managed
+/// workloads does not open a connection per workload.
+const CONCURRENCY: u16 = 4;
 
 fn pod_spec<K: Serialize>(workload: &K) -> Option<Value> {
     serde_json::to_value(workload)
@@ -131,15 +138,7 @@ where
         + Serialize
         + DeserializeOwned,
 {
-    // An AccessTunnel's Deployment carries the label too (it shares the term's watch); its
-    // checksum is the service token's, kept by the AccessTunnel reconciler.
-    let access_owned = workload
-        .meta()
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.controller == Some(true) && o.kind == "AccessTunnel");
-    if access_owned {
+    if kept_by_cftunnel(workload.meta()) {
         return Ok(Action::await_change());
     }
     let namespace = workload.namespace().unwrap_or_default();

@@ -30,6 +30,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, PodSpec, PodTemplateSpec, Secret, Service, ServiceSpec,
 };
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::PartialObjectMeta;
 use kube::{Api, Client};
 use tokio::sync::watch;
@@ -40,7 +41,7 @@ pub use shared::{Shared, keep, typed};
 
 use crate::metrics::Metrics;
 use crate::scope::Scope;
-use cftunnel_types::names::{ANNOTATION_LEGACY_INGRESS_CLASS, APP_CLOUDFLARED, LABEL_APP};
+use cftunnel_types::names::{ANNOTATION_LEGACY_INGRESS_CLASS, APP_CLOUDFLARED, GROUP, LABEL_APP};
 use cftunnel_types::{ClusterTunnel, Tunnel, TunnelBinding};
 
 /// The watches every replica runs (the webhook needs them), shared with the leader's term.
@@ -276,6 +277,18 @@ pub fn child_namespaces(
     }
 }
 
+/// A workload whose checksum a reconciler of cftunnel's keeps: a Tunnel's or ClusterTunnel's
+/// (the tunnel reconciler renders its config and checksum together) or an AccessTunnel's (the
+/// service token's). They carry the label too, since they share the term's watch; the watcher
+/// neither reads their ConfigMaps nor serializes them when a ConfigMap changes.
+pub(crate) fn kept_by_cftunnel(meta: &ObjectMeta) -> bool {
+    meta.owner_references.iter().flatten().any(|o| {
+        o.controller == Some(true)
+            && o.api_version.split('/').next() == Some(GROUP)
+            && matches!(o.kind.as_str(), "Tunnel" | "ClusterTunnel" | "AccessTunnel")
+    })
+}
+
 /// Annotations of this prefix are cftunnel's; others are never read.
 const ANNOTATION_PREFIX: &str = "cfargotunnel.com/";
 
@@ -309,19 +322,26 @@ pub(crate) fn strip_ingress(ingress: &mut Ingress) {
 /// tunnel controllers) and its pod template's metadata and volumes (the checksum watcher
 /// stamps the template from the ConfigMaps it mounts). Containers and status go: they are most
 /// of a Deployment, and whoever needs them reads the object from the API server.
+///
+/// A workload of cftunnel's own kinds ([`kept_by_cftunnel`]) keeps no pod spec at all: only its
+/// metadata is read, and a pod spec's volumes are kilobytes each, for every tunnel.
 pub(crate) fn strip_deployment(deployment: &mut Deployment) {
-    strip_pod_template(&mut deployment.spec.template);
+    let ours = kept_by_cftunnel(&deployment.metadata);
+    strip_pod_template(&mut deployment.spec.template, ours);
     deployment.status = None;
 }
 
 /// [`strip_deployment`] for a DaemonSet.
 pub(crate) fn strip_daemon_set(daemon_set: &mut DaemonSet) {
-    strip_pod_template(&mut daemon_set.spec.template);
+    let ours = kept_by_cftunnel(&daemon_set.metadata);
+    strip_pod_template(&mut daemon_set.spec.template, ours);
     daemon_set.status = None;
 }
 
-fn strip_pod_template(template: &mut PodTemplateSpec) {
-    if let Some(pod) = template.spec.as_mut() {
+fn strip_pod_template(template: &mut PodTemplateSpec, ours: bool) {
+    if ours {
+        template.spec = None;
+    } else if let Some(pod) = template.spec.as_mut() {
         *pod = PodSpec {
             volumes: pod.volumes.take(),
             ..PodSpec::default()
@@ -333,7 +353,7 @@ fn strip_pod_template(template: &mut PodTemplateSpec) {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ServicePort;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
     use kube::ResourceExt;
     use std::collections::BTreeMap;
 
@@ -385,11 +405,10 @@ mod tests {
     }
 
     #[test]
-    fn a_stored_deployment_keeps_its_owners_template_metadata_and_volumes() {
+    fn a_stored_user_managed_deployment_keeps_its_metadata_template_metadata_and_volumes() {
         let deployment: Deployment = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "cf", "namespace": "shop", "labels": {"app": "cloudflared"},
-                "ownerReferences": [{"apiVersion": "networking.cfargotunnel.com/v1alpha2",
-                    "kind": "Tunnel", "name": "edge", "uid": "u1", "controller": true}]},
+                "annotations": {"meta.helm.sh/release-name": "cf"}},
             "spec": {"selector": {"matchLabels": {"app": "cloudflared"}}, "template": {
                 "metadata": {"annotations": {"cfargotunnel.com/checksum": "abc"}},
                 "spec": {
@@ -420,6 +439,36 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_deployment_of_a_tunnel_keeps_its_metadata_and_no_pod_spec() {
+        let mut deployment = Deployment {
+            metadata: owned_by("networking.cfargotunnel.com/v1alpha2", "Tunnel", true),
+            ..Deployment::default()
+        };
+        deployment.spec.template.metadata = Some(ObjectMeta {
+            annotations: Some(BTreeMap::from([(
+                "cfargotunnel.com/checksum".to_string(),
+                "abc".to_string(),
+            )])),
+            ..ObjectMeta::default()
+        });
+        deployment.spec.template.spec = Some(PodSpec {
+            volumes: Some(vec![k8s_openapi::api::core::v1::Volume {
+                name: "config".into(),
+                ..Default::default()
+            }]),
+            ..PodSpec::default()
+        });
+        let mut stripped = deployment.clone();
+        strip_deployment(&mut stripped);
+        assert_eq!(stripped.metadata, deployment.metadata);
+        assert_eq!(
+            stripped.spec.template.metadata,
+            deployment.spec.template.metadata
+        );
+        assert!(stripped.spec.template.spec.is_none());
+    }
+
+    #[test]
     fn managed_objects_are_watched_once_per_namespace() {
         let all = WatchScope::default();
         assert_eq!(child_namespaces(&all, "cftunnel-tunnels"), vec![None]);
@@ -432,5 +481,35 @@ mod tests {
             child_namespaces(&same, "c"),
             vec![Some("t".to_string()), Some("c".to_string())]
         );
+    }
+
+    fn owned_by(api_version: &str, kind: &str, controller: bool) -> ObjectMeta {
+        ObjectMeta {
+            owner_references: Some(vec![OwnerReference {
+                api_version: api_version.into(),
+                kind: kind.into(),
+                name: "edge".into(),
+                uid: "u1".into(),
+                controller: Some(controller),
+                ..OwnerReference::default()
+            }]),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn workloads_of_cftunnels_kinds_are_left_to_their_reconcilers_and_the_rest_are_stamped() {
+        let ours = "networking.cfargotunnel.com/v1alpha2";
+        for kind in ["Tunnel", "ClusterTunnel", "AccessTunnel"] {
+            assert!(kept_by_cftunnel(&owned_by(ours, kind, true)), "{kind}");
+        }
+        assert!(!kept_by_cftunnel(&ObjectMeta::default()));
+        assert!(!kept_by_cftunnel(&owned_by(ours, "Tunnel", false)));
+        assert!(!kept_by_cftunnel(&owned_by(
+            "example.com/v1",
+            "Tunnel",
+            true
+        )));
+        assert!(!kept_by_cftunnel(&owned_by("apps/v1", "ReplicaSet", true)));
     }
 }

@@ -113,6 +113,10 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
         routes.entries.sort_by(|a, b| {
             (&a.hostname, &a.path, &a.source).cmp(&(&b.hostname, &b.path, &b.source))
         });
+        // Grown one push at a time, then held for as long as this table is: up to half of a
+        // Vec would be spare room (a `Route` is hundreds of bytes), for every tunnel.
+        routes.routes.shrink_to_fit();
+        routes.entries.shrink_to_fit();
         routes.dns = dns
             .remove(id)
             .unwrap_or_default()
