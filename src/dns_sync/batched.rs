@@ -17,11 +17,11 @@
 //!   (older API, or a token that may not use it). In `auto` mode the sync falls back to
 //!   single-record writes, remembers that for the zone and logs it once; in `always` mode that
 //!   is an error like any other.
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use cftunnel_cloudflare::{
-    BatchDelete, BatchUpdate, CloudflareError, DnsBatch, DnsBatchResult, FREE_PLAN_BATCH_LIMIT,
-    ZonePlanLimit,
+    BatchDelete, BatchUpdate, CloudflareError, DnsBatch, DnsBatchResult, DnsRecord,
+    FREE_PLAN_BATCH_LIMIT, ZonePlanLimit,
 };
 
 use crate::dns_sync::zone::{Run, record_name};
@@ -220,8 +220,14 @@ impl Run<'_> {
         }
     }
 
-    /// Takes a batch's answer into the mirror and the reports.
+    /// Takes a batch's answer into the mirror and the reports. The mirror is updated once per
+    /// batch, not once per record: a first sync writes thousands of records into a zone whose
+    /// mirror holds thousands, and a scan of the mirror per record made that quadratic.
     fn absorb(&mut self, groups: &[Vec<DnsChange>], slots: &[Vec<Slot>], result: &DnsBatchResult) {
+        // Ids the batch deleted or answered, and the answers in order (the last answer of an id
+        // stands, as a record at a time would leave it).
+        let mut gone: HashSet<&str> = HashSet::new();
+        let mut answers: Vec<&DnsRecord> = Vec::new();
         for (group, slots) in groups.iter().zip(slots) {
             for (change, slot) in group.iter().zip(slots) {
                 let answered = match *slot {
@@ -233,11 +239,13 @@ impl Run<'_> {
                 match (&change.action, answered) {
                     (DnsAction::Delete { current, .. }, _) => {
                         let id = current.id.as_deref().unwrap_or_default();
-                        self.mirror.retain(|r| r.id != id);
+                        gone.insert(id);
+                        answers.retain(|r| r.id != id);
                     }
                     (_, Some(record)) => {
-                        self.mirror.retain(|r| r.id != record.id);
-                        self.mirror.push(record.clone());
+                        gone.insert(&record.id);
+                        answers.retain(|r| r.id != record.id);
+                        answers.push(record);
                     }
                     (_, None) => {}
                 }
@@ -250,6 +258,10 @@ impl Run<'_> {
                 }
             }
         }
+        if !gone.is_empty() {
+            self.mirror.retain(|r| !gone.contains(r.id.as_str()));
+        }
+        self.mirror.extend(answers.into_iter().cloned());
     }
 }
 

@@ -75,7 +75,8 @@ impl AdmissionView {
             let entry = self
                 .claims
                 .entry(claim.fqdn.to_ascii_lowercase())
-                .or_default();
+                // Nearly every hostname has one claim: a first push would make room for four.
+                .or_insert_with(|| Vec::with_capacity(1));
             if !entry.contains(&claim) {
                 entry.push(claim);
             }
