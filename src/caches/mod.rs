@@ -334,19 +334,20 @@ pub(crate) fn strip_ingress(ingress: &mut Ingress) {
 /// A workload of cftunnel's own kinds ([`kept_by_cftunnel`]) keeps no pod spec at all: only its
 /// metadata is read, and a pod spec's volumes are kilobytes each, for every tunnel.
 pub(crate) fn strip_deployment(deployment: &mut Deployment) {
-    strip_pod_template(&deployment.metadata, &mut deployment.spec.template);
+    let ours = kept_by_cftunnel(&deployment.metadata);
+    strip_pod_template(&mut deployment.spec.template, ours);
     deployment.status = None;
 }
 
 /// [`strip_deployment`] for a DaemonSet.
 pub(crate) fn strip_daemon_set(daemon_set: &mut DaemonSet) {
-    strip_pod_template(&daemon_set.metadata, &mut daemon_set.spec.template);
+    let ours = kept_by_cftunnel(&daemon_set.metadata);
+    strip_pod_template(&mut daemon_set.spec.template, ours);
     daemon_set.status = None;
 }
 
-/// The template of the workload `workload` describes, stripped as [`strip_deployment`] says.
-fn strip_pod_template(workload: &ObjectMeta, template: &mut PodTemplateSpec) {
-    if kept_by_cftunnel(workload) {
+fn strip_pod_template(template: &mut PodTemplateSpec, ours: bool) {
+    if ours {
         template.spec = None;
     } else if let Some(pod) = template.spec.as_mut() {
         *pod = PodSpec {
