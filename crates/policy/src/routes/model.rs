@@ -3,16 +3,20 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::backend::{BackendFields, backend};
-use super::gateway::gateway_sources;
+use super::gateway::{read_grpc, read_http, sources_of_read};
 use super::ingress::from_ingress;
 use super::source::{Declared, ServiceIndex, Source, from_binding, from_service};
 use super::table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus, TunnelRoutes};
-use super::world::{Age, RouteWorld, SourceRef};
+use super::world::{Age, AgeKey, RouteWorld, SourceKind};
 use crate::routes::{ANY_HOST, OriginRequest, Route};
 use crate::rules::route::{Field, RouteInput, check_fields, check_fqdn, deny_not_admitted};
+use crate::rules::service::exposure;
 use crate::rules::view::admits_namespace;
 use crate::rules::{TunnelFacts, Verdict};
-use cftunnel_types::TunnelIdentity;
+use cftunnel_types::gateway::{GRPCRoute, HTTPRoute};
+use cftunnel_types::{TunnelBinding, TunnelIdentity};
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::Ingress;
 
 /// cloudflared's own default `proxyAddress`: not worth a per-rule override.
 const DEFAULT_PROXY_ADDRESS: &str = "127.0.0.1";
@@ -31,20 +35,30 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
             ))
         })
         .collect();
-    let mut sources: Vec<Source<'_>> = world
+    // Objects oldest first; each one's sources are read when its turn comes and dropped after
+    // it: the routes a source declares are several times what the table keeps of them.
+    let mut pending: Vec<(AgeKey<'_>, Pending<'_>)> = world
         .bindings
         .iter()
-        .map(|b| from_binding(b, &services))
-        .chain(world.services.iter().filter_map(|s| from_service(s)))
+        .map(|b| Pending::Binding(b))
         .chain(
             world
-                .ingresses
+                .services
                 .iter()
-                .filter_map(|i| from_ingress(i, &world.ingress_classes, &services)),
+                .filter(|s| {
+                    s.metadata
+                        .labels
+                        .as_ref()
+                        .is_some_and(|l| exposure(l).is_some())
+                })
+                .map(|s| Pending::Service(s)),
         )
-        .chain(gateway_sources(world, &services))
+        .chain(world.ingresses.iter().map(|i| Pending::Ingress(i)))
+        .chain(world.http_routes.iter().map(|r| Pending::Http(r)))
+        .chain(world.grpc_routes.iter().map(|r| Pending::Grpc(r)))
+        .map(|object| (object.age_key(), object))
         .collect();
-    sources.sort_by(|a, b| a.age.cmp(&b.age));
+    pending.sort_by(|a, b| a.0.cmp(&b.0));
 
     let mut table = RouteTable::default();
     let mut tunnels: BTreeMap<TunnelIdentity, TunnelRoutes> = BTreeMap::new();
@@ -59,16 +73,25 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
     let mut authority = Authority::default();
     let mut dns: BTreeMap<TunnelIdentity, BTreeMap<String, bool>> = BTreeMap::new();
     let mut since: BTreeMap<TunnelIdentity, BTreeMap<String, Age>> = BTreeMap::new();
-    for source in &sources {
+    for (object, source) in pending
+        .iter()
+        .enumerate()
+        .flat_map(|(object, (_, pending))| {
+            pending
+                .sources(world, &services)
+                .into_iter()
+                .map(move |source| (object, source))
+        })
+    {
         let facts = source
             .tunnel
             .as_ref()
             .and_then(|id| facts_of.get(id).copied());
-        let routed = route_source(source, facts, world, &mut authority);
+        let routed = route_source(&source, facts, world, &mut authority, object);
         if let (Some(id), Some(tunnel)) = (&source.tunnel, facts) {
             let routes = tunnels.entry(id.clone()).or_default();
             let names = dns.entry(id.clone()).or_default();
-            for (declared, entry) in routed.declared_entries(source) {
+            for (declared, entry) in routed.declared_entries(&source) {
                 if entry.reason.is_served() {
                     routes.routes.push(Route {
                         hostname: entry.hostname.clone(),
@@ -178,11 +201,14 @@ impl Report {
     }
 }
 
-fn route_source<'s>(
-    source: &'s Source<'_>,
-    facts: Option<&TunnelFacts>,
+/// `object`: which object of the computation `source` is (an HTTPRoute on two tunnels is two
+/// sources of one object).
+fn route_source<'w>(
+    source: &Source<'_>,
+    facts: Option<&'w TunnelFacts>,
     world: &RouteWorld,
-    authority: &mut Authority<'s>,
+    authority: &mut Authority<'w>,
+    object: usize,
 ) -> Routed {
     let mut report = Report::default();
     report.add_violations(&source.problems);
@@ -244,15 +270,16 @@ fn route_source<'s>(
         );
         let path = declared.path.clone();
         for (fqdn, field) in fqdns {
-            let (reason, message) = match (&gate, &invalid, source.tunnel.as_ref()) {
+            // Without a gate the tunnel exists: `facts` is the one `source.tunnel` names.
+            let (reason, message) = match (&gate, &invalid, facts) {
                 (Some((reason, message)), _, _) => (*reason, message.clone()),
                 (None, Some(message), _) => (RouteReason::InvalidRoute, message.clone()),
                 (None, None, Some(tunnel)) => {
                     let claim = Claim {
                         fqdn: &fqdn,
                         path: path.as_deref(),
-                        tunnel,
-                        source: &source.reference,
+                        tunnel: &tunnel.identity,
+                        object,
                         owner: &declared.owner,
                     };
                     match authority.claim(&claim, &field) {
@@ -396,27 +423,28 @@ fn origin_request(route: &RouteInput<'_>, tunnel: &TunnelFacts) -> OriginRequest
     }
 }
 
-/// One hostname (+path) claim, in age order; what names the claimant is borrowed from its
-/// source (`'s`), which outlives the computation's [`Authority`].
-struct Claim<'a, 's> {
+/// One hostname (+path) claim, in age order. `object` numbers the claimant's object (two
+/// claims of one object are one owner's); its tunnel is the world's.
+struct Claim<'a, 'w> {
     fqdn: &'a str,
     path: Option<&'a str>,
-    tunnel: &'s TunnelIdentity,
-    source: &'s SourceRef,
-    owner: &'s str,
+    tunnel: &'w TunnelIdentity,
+    object: usize,
+    owner: &'a str,
 }
 
 /// Hostname ownership: one tunnel per fqdn, one owner per fqdn+path; the first claim (the
-/// oldest source) wins. It holds a key per hostname and borrows the rest from the sources: at
-/// ten thousand routes, copies of each claim's tunnel, source and owner were megabytes.
+/// oldest source) wins. It holds a key per hostname, the tunnel borrowed from the world and
+/// the owner's name shared between its two maps; sources are read one at a time and do not
+/// outlive their claims.
 #[derive(Default)]
-struct Authority<'s> {
-    tunnel_of: HashMap<String, (&'s TunnelIdentity, &'s str)>,
-    owner_of: HashMap<(String, Option<String>), (&'s SourceRef, &'s str)>,
+struct Authority<'w> {
+    tunnel_of: HashMap<String, (&'w TunnelIdentity, Arc<str>)>,
+    owner_of: HashMap<(String, Option<String>), (usize, Arc<str>)>,
 }
 
-impl<'s> Authority<'s> {
-    fn claim(&mut self, claim: &Claim<'_, 's>, field: &str) -> Result<(), String> {
+impl<'w> Authority<'w> {
+    fn claim(&mut self, claim: &Claim<'_, 'w>, field: &str) -> Result<(), String> {
         let fqdn = claim.fqdn;
         // Every host of one tunnel is that tunnel's own business: no DNS name, no other tunnel.
         let key_host = if fqdn == ANY_HOST {
@@ -424,6 +452,7 @@ impl<'s> Authority<'s> {
         } else {
             fqdn.to_string()
         };
+        let mut owner: Option<Arc<str>> = None;
         match self.tunnel_of.get(fqdn).filter(|_| fqdn != ANY_HOST) {
             Some((tunnel, owner)) if *tunnel != claim.tunnel => {
                 return Err(format!(
@@ -433,13 +462,14 @@ impl<'s> Authority<'s> {
             Some(_) => {}
             None if fqdn == ANY_HOST => {}
             None => {
+                let name = owner.get_or_insert_with(|| Arc::from(claim.owner)).clone();
                 self.tunnel_of
-                    .insert(fqdn.to_string(), (claim.tunnel, claim.owner));
+                    .insert(fqdn.to_string(), (claim.tunnel, name));
             }
         }
         let key = (key_host, claim.path.map(str::to_string));
         match self.owner_of.get(&key) {
-            Some((source, _)) if *source == claim.source => Err(format!(
+            Some((object, _)) if *object == claim.object => Err(format!(
                 "{field}: {fqdn} (path {:?}) is listed twice in this binding; keep one subject per hostname and path",
                 claim.path.unwrap_or("")
             )),
@@ -453,9 +483,45 @@ impl<'s> Authority<'s> {
                 ))
             }
             None => {
-                self.owner_of.insert(key, (claim.source, claim.owner));
+                let name = owner.unwrap_or_else(|| Arc::from(claim.owner));
+                self.owner_of.insert(key, (claim.object, name));
                 Ok(())
             }
+        }
+    }
+}
+
+/// An object that may declare routes, before they are read.
+enum Pending<'w> {
+    Binding(&'w TunnelBinding),
+    /// A Service with an expose label.
+    Service(&'w Service),
+    Ingress(&'w Ingress),
+    Http(&'w HTTPRoute),
+    Grpc(&'w GRPCRoute),
+}
+
+impl<'w> Pending<'w> {
+    fn age_key(&self) -> AgeKey<'w> {
+        match *self {
+            Pending::Binding(b) => AgeKey::of(SourceKind::TunnelBinding, &b.metadata),
+            Pending::Service(s) => AgeKey::of(SourceKind::Service, &s.metadata),
+            Pending::Ingress(i) => AgeKey::of(SourceKind::Ingress, &i.metadata),
+            Pending::Http(r) => AgeKey::of(SourceKind::HTTPRoute, &r.metadata),
+            Pending::Grpc(r) => AgeKey::of(SourceKind::GRPCRoute, &r.metadata),
+        }
+    }
+
+    /// Its sources: none for an Ingress of another class or a route on no tunnel of ours.
+    fn sources(&self, world: &'w RouteWorld, services: &ServiceIndex<'w>) -> Vec<Source<'w>> {
+        match *self {
+            Pending::Binding(b) => vec![from_binding(b, services)],
+            Pending::Service(s) => from_service(s).into_iter().collect(),
+            Pending::Ingress(i) => from_ingress(i, &world.ingress_classes, services)
+                .into_iter()
+                .collect(),
+            Pending::Http(r) => sources_of_read(&read_http(world, services, r)),
+            Pending::Grpc(r) => sources_of_read(&read_grpc(world, services, r)),
         }
     }
 }

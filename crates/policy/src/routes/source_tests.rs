@@ -1,6 +1,7 @@
 //! The route model for labelled Services, origin settings, DNS, and sources a tunnel does not
 //! take; exact outcomes.
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::json;
 
@@ -473,4 +474,50 @@ fn the_dns_part_of_a_table_keeps_every_tunnels_names_and_ages_and_nothing_else()
     assert!(slim.routes.is_empty() && slim.entries.is_empty());
     assert!(dns.sources.is_empty() && !table.sources.is_empty());
     assert_eq!(dns.tunnels.len(), table.tunnels.len());
+}
+
+#[test]
+fn a_recomputed_table_shares_unchanged_tunnels_and_their_entries_with_the_sources() {
+    let labelled = |name: &str, created: i64, tunnel: &str| {
+        service(
+            "blog",
+            name,
+            created,
+            json!({"cfargotunnel.com/expose-cluster-tunnel": tunnel}),
+            json!({"cfargotunnel.com/hostname": format!("{name}.example.org")}),
+            json!([{"name": "http", "port": 80}]),
+        )
+    };
+    let mut before = world(vec![], vec![labelled("web", 1, "edge")]);
+    before
+        .tunnels
+        .push(tunnel(TunnelKind::ClusterTunnel, "", "core", "example.org"));
+    let previous = compute_routes(&before);
+    let mut after = before.clone();
+    after.services.push(labelled("api", 2, "core"));
+    let mut table = compute_routes(&after);
+    table.share_unchanged(&previous);
+
+    let core = identity(TunnelKind::ClusterTunnel, "", "core");
+    assert!(Arc::ptr_eq(
+        &table.tunnels[&edge_org()],
+        &previous.tunnels[&edge_org()]
+    ));
+    assert!(!Arc::ptr_eq(
+        &table.tunnels[&core],
+        &previous.tunnels[&core]
+    ));
+    // The unchanged source's entry is the one its (shared) tunnel holds, not a copy.
+    let web = status(&table, SourceKind::Service, "web");
+    assert!(Arc::ptr_eq(
+        &web.routes[0],
+        &previous.tunnels[&edge_org()].entries[0]
+    ));
+    // The changed tunnel's source keeps the entry of the new table's own tunnel routes.
+    let api = status(&table, SourceKind::Service, "api");
+    assert!(Arc::ptr_eq(
+        &api.routes[0],
+        &table.tunnels[&core].entries[0]
+    ));
+    assert_eq!(table, compute_routes(&after));
 }

@@ -1,6 +1,6 @@
 //! What the route model computes: per tunnel, its ingress routes and DNS names; per source
 //! object, what became of each route it declares and its `Ready` condition.
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::world::{Age, SourceRef};
@@ -186,16 +186,30 @@ impl RouteTable {
         }
     }
 
-    /// Takes `previous`'s copy of every tunnel whose routes are the same in both: between two
-    /// computations only the tunnels that changed are held twice, and a reconcile holding an
-    /// older table's routes of an unchanged tunnel holds the current ones.
+    /// Takes `previous`'s copy of every tunnel whose routes are the same in both, and the
+    /// sources' entries with it: between two computations only the tunnels that changed are
+    /// held twice, and a reconcile holding an older table's routes of an unchanged tunnel holds
+    /// the current ones.
     pub fn share_unchanged(&mut self, previous: &RouteTable) {
+        // This table's entries of the tunnels taken over, by address, and `previous`'s equal
+        // ones (a tunnel's entries are its sources' entries, in the same order in both).
+        let mut taken: HashMap<*const RouteEntry, Arc<RouteEntry>> = HashMap::new();
         for (id, routes) in &mut self.tunnels {
             if let Some(before) = previous.tunnels.get(id)
                 && !Arc::ptr_eq(before, routes)
                 && before == routes
             {
+                for (now, then) in routes.entries.iter().zip(&before.entries) {
+                    taken.insert(Arc::as_ptr(now), then.clone());
+                }
                 *routes = before.clone();
+            }
+        }
+        for status in self.sources.values_mut() {
+            for entry in &mut status.routes {
+                if let Some(then) = taken.get(&Arc::as_ptr(entry)) {
+                    *entry = then.clone();
+                }
             }
         }
     }

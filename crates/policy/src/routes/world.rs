@@ -100,13 +100,62 @@ impl fmt::Display for SourceRef {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Age(Arc<AgeParts>);
 
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, PartialEq, Eq)]
 struct AgeParts {
     created: Option<Time>,
     namespace: String,
     name: String,
     uid: String,
     kind: SourceKind,
+}
+
+impl AgeParts {
+    fn key(&self) -> AgeKey<'_> {
+        AgeKey {
+            created: self.created.as_ref(),
+            namespace: &self.namespace,
+            name: &self.name,
+            uid: &self.uid,
+            kind: self.kind,
+        }
+    }
+}
+
+impl Ord for AgeParts {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl PartialOrd for AgeParts {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// An [`Age`] borrowed from an object's metadata, ordered as ages are (an `Age` compares by
+/// this key): the model orders objects by it before it reads any of their routes.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct AgeKey<'a> {
+    created: Option<&'a Time>,
+    namespace: &'a str,
+    name: &'a str,
+    uid: &'a str,
+    kind: SourceKind,
+}
+
+impl<'a> AgeKey<'a> {
+    /// The key of the object `metadata` describes, a source of `kind`: the one
+    /// [`Age::of`] gives its source.
+    pub(super) fn of(kind: SourceKind, metadata: &'a ObjectMeta) -> AgeKey<'a> {
+        AgeKey {
+            created: metadata.creation_timestamp.as_ref(),
+            namespace: metadata.namespace.as_deref().unwrap_or_default(),
+            name: metadata.name.as_deref().unwrap_or_default(),
+            uid: metadata.uid.as_deref().unwrap_or_default(),
+            kind,
+        }
+    }
 }
 
 impl Age {

@@ -45,7 +45,7 @@ use crate::rules::Verdict;
 use crate::rules::route::{Field, PortRef, RouteInput};
 use attach::ParentOutcome;
 use cftunnel_types::TunnelIdentity;
-use cftunnel_types::gateway::{RouteParentStatus, RouteStatus};
+use cftunnel_types::gateway::{GRPCRoute, HTTPRoute, RouteParentStatus, RouteStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rules::{RouteAnalysis, Target};
 
@@ -65,54 +65,70 @@ pub(crate) fn read_routes<'w>(
     world: &'w RouteWorld,
     services: &ServiceIndex<'w>,
 ) -> Vec<RouteRead<'w>> {
-    let previous =
-        |status: Option<&'w RouteStatus>| status.map(|s| s.parents.as_slice()).unwrap_or_default();
-    let mut out = Vec::new();
-    for route in &world.http_routes {
-        let namespace = route.metadata.namespace.as_deref().unwrap_or("");
-        out.push(RouteRead {
-            kind: SourceKind::HTTPRoute,
-            metadata: &route.metadata,
-            parents: attach::parents(
-                world,
-                "HTTPRoute",
-                namespace,
-                &route.spec.parent_refs,
-                &route.spec.hostnames,
-            ),
-            analysis: rules::analyze_http(world, services, route),
-            previous: previous(route.status.as_ref()),
-        });
-    }
-    for route in &world.grpc_routes {
-        let namespace = route.metadata.namespace.as_deref().unwrap_or("");
-        out.push(RouteRead {
-            kind: SourceKind::GRPCRoute,
-            metadata: &route.metadata,
-            parents: attach::parents(
-                world,
-                "GRPCRoute",
-                namespace,
-                &route.spec.parent_refs,
-                &route.spec.hostnames,
-            ),
-            analysis: rules::analyze_grpc(world, services, route),
-            previous: previous(route.status.as_ref()),
-        });
-    }
-    out
+    let http = world
+        .http_routes
+        .iter()
+        .map(|r| read_http(world, services, r));
+    let grpc = world
+        .grpc_routes
+        .iter()
+        .map(|r| read_grpc(world, services, r));
+    http.chain(grpc).collect()
 }
 
-/// The sources of every HTTPRoute and GRPCRoute of `world`: one per route and tunnel its
-/// accepted parents run on.
-pub(super) fn gateway_sources<'w>(
+fn previous(status: Option<&RouteStatus>) -> &[RouteParentStatus] {
+    status.map(|s| s.parents.as_slice()).unwrap_or_default()
+}
+
+/// One HTTPRoute, read.
+pub(super) fn read_http<'w>(
     world: &'w RouteWorld,
     services: &ServiceIndex<'w>,
-) -> Vec<Source<'w>> {
-    read_routes(world, services)
-        .iter()
-        .flat_map(|r| sources_of(r.kind, r.metadata, &r.parents, &r.analysis))
-        .collect()
+    route: &'w HTTPRoute,
+) -> RouteRead<'w> {
+    let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+    RouteRead {
+        kind: SourceKind::HTTPRoute,
+        metadata: &route.metadata,
+        parents: attach::parents(
+            world,
+            "HTTPRoute",
+            namespace,
+            &route.spec.parent_refs,
+            &route.spec.hostnames,
+        ),
+        analysis: rules::analyze_http(world, services, route),
+        previous: previous(route.status.as_ref()),
+    }
+}
+
+/// One GRPCRoute, read.
+pub(super) fn read_grpc<'w>(
+    world: &'w RouteWorld,
+    services: &ServiceIndex<'w>,
+    route: &'w GRPCRoute,
+) -> RouteRead<'w> {
+    let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+    RouteRead {
+        kind: SourceKind::GRPCRoute,
+        metadata: &route.metadata,
+        parents: attach::parents(
+            world,
+            "GRPCRoute",
+            namespace,
+            &route.spec.parent_refs,
+            &route.spec.hostnames,
+        ),
+        analysis: rules::analyze_grpc(world, services, route),
+        previous: previous(route.status.as_ref()),
+    }
+}
+
+/// The sources of one HTTPRoute or GRPCRoute: one per tunnel its accepted parents run on.
+/// They borrow the world, not `read`: the model reads a route, takes its sources and drops
+/// the reading.
+pub(super) fn sources_of_read<'w>(read: &RouteRead<'w>) -> Vec<Source<'w>> {
+    sources_of(read.kind, read.metadata, &read.parents, &read.analysis)
 }
 
 /// Hostnames with the field each came from.
