@@ -252,6 +252,13 @@ async fn converge<K: TunnelKindAdapter>(
         credentials: resolved.credentials.clone(),
         origin_ca_pem,
     };
+    // A tunnel whose rules are not pushed takes its slot before it copies its routes into the
+    // render input: a first sync parks a reconcile per tunnel at the slots, and each would hold
+    // its copy there.
+    let early_slot = match remote::pushes(&*current, &spec) {
+        false => ctx.api_slots.acquire().await.ok(),
+        true => None,
+    };
     // Protected hostnames are closed or checked by cloudflared (docs/design.md §3.7).
     let route_identity = current.route_identity();
     let protections = ctx.access.of_tunnel(&route_identity);
@@ -274,7 +281,10 @@ async fn converge<K: TunnelKindAdapter>(
     }
     // Cloudflare has answered: from here on the reconcile holds rendered objects and API
     // answers, a few at a time however many wait above.
-    let _slot = ctx.api_slots.acquire().await.ok();
+    let _slot = match early_slot {
+        Some(slot) => Some(slot),
+        None => ctx.api_slots.acquire().await.ok(),
+    };
     // The rest is a future of its own: one parked at the pacer above does not carry the
     // rendered objects' room (a first sync parks a reconcile per tunnel there).
     Box::pin(async {

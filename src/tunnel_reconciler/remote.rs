@@ -29,6 +29,7 @@ use cftunnel_policy::render::remote::remote_config;
 use cftunnel_policy::render::remote_merge::{
     merged_for_put, owned_view, pushed_digest, rule_hostnames, withdrawn,
 };
+use cftunnel_types::TunnelSpec;
 use cftunnel_types::TunnelStatus;
 
 /// The configuration Cloudflare must hold for this tunnel, if any: the rendered one in
@@ -42,13 +43,18 @@ pub(crate) fn config_to_push<K: TunnelKindAdapter>(
     obj: &K,
     input: &TunnelInput,
 ) -> Result<Option<Value>, ReconcileError> {
-    let pushed_before = obj
-        .tunnel_status()
-        .is_some_and(|s| s.config_version.is_some());
-    match is_remote(&input.spec) || pushed_before {
+    match pushes(obj, &input.spec) {
         true => Ok(Some(remote_config(input)?)),
         false => Ok(None),
     }
+}
+
+/// Are `obj`'s rules pushed to Cloudflare: a remotely-managed tunnel, or one that was.
+pub(crate) fn pushes<K: TunnelKindAdapter>(obj: &K, spec: &TunnelSpec) -> bool {
+    let pushed_before = obj
+        .tunnel_status()
+        .is_some_and(|s| s.config_version.is_some());
+    is_remote(spec) || pushed_before
 }
 
 /// Pushes `config` unless Cloudflare holds it already: as far as `status.configHash` tells
