@@ -1,7 +1,6 @@
 //! DNS record models: what Cloudflare returns, and the request body the client always sends.
 use std::fmt;
 
-use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use super::error::CloudflareError;
@@ -73,7 +72,10 @@ impl fmt::Display for DnsRecordType {
     }
 }
 
-/// A DNS record as Cloudflare returns it. `record_type` stays a string so unknown types parse.
+/// A DNS record as Cloudflare returns it, the fields cftunnel reads: a DNS sync holds the
+/// zone's every record for its whole run (20,000 at ten thousand hostnames), so the rest of
+/// the answer (`zone_id`, `zone_name`, `tags`, `proxiable`, timestamps, `meta`, `settings`)
+/// is not kept. `record_type` stays a string so unknown types parse.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct DnsRecord {
     pub id: String,
@@ -87,19 +89,7 @@ pub struct DnsRecord {
     #[serde(default)]
     pub proxied: Option<bool>,
     #[serde(default)]
-    pub proxiable: Option<bool>,
-    #[serde(default)]
     pub comment: Option<String>,
-    #[serde(default)]
-    pub tags: Option<Vec<String>>,
-    #[serde(default)]
-    pub created_on: Option<Timestamp>,
-    #[serde(default)]
-    pub modified_on: Option<Timestamp>,
-    #[serde(default)]
-    pub zone_id: Option<String>,
-    #[serde(default)]
-    pub zone_name: Option<String>,
 }
 
 impl DnsRecord {

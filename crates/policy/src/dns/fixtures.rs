@@ -52,13 +52,7 @@ pub(super) fn record(
         content: content.into(),
         ttl: Some(1),
         proxied: Some(record_type == "CNAME"),
-        proxiable: None,
         comment: comment.map(str::to_string),
-        tags: None,
-        created_on: None,
-        modified_on: None,
-        zone_id: None,
-        zone_name: None,
     }
 }
 
