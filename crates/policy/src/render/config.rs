@@ -4,7 +4,7 @@ use serde::Serialize;
 use super::RenderError;
 use super::ingress::ordered_routes;
 use super::input::TunnelInput;
-use crate::routes::OriginRequest;
+use crate::routes::{OriginRequest, OriginSettings};
 use crate::rules::service_url::service_problem;
 
 pub(crate) const CONFIG_KEY: &str = "config.yaml";
@@ -73,11 +73,11 @@ pub(crate) fn ingress_rules(
         .origin_ca_pool
         .as_deref()
         .is_some_and(|s| !s.is_empty());
-    let top = OriginRequest {
+    let top = OriginRequest::from(OriginSettings {
         no_tls_verify: spec.no_tls_verify.then_some(true),
         ca_pool: has_ca_pool.then(|| ca_path(ORIGIN_CA_KEY)),
-        ..OriginRequest::default()
-    };
+        ..OriginSettings::default()
+    });
     let mut ingress = Vec::with_capacity(input.routes.len() + 1);
     let mut ordered = ordered_routes(&input.routes)?;
     // A route for every host and path is the catch-all itself (cloudflared takes such a rule

@@ -68,7 +68,9 @@ mod target_tests;
 pub use claims::model_claims;
 pub use index::{RouteIndex, changed_tunnels};
 pub use model::compute_routes;
-pub use route::{ANY_HOST, AccessCheck, OriginRequest, PathKind, Precedence, Route};
+pub use route::{
+    ANY_HOST, AccessCheck, OriginRequest, OriginSettings, PathKind, Precedence, Route,
+};
 pub use serve::{Serving, serving_route, serving_route_for_url};
 pub use table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus, TunnelRoutes};
 pub use world::{Age, RouteWorld, SourceKind, SourceRef};

@@ -8,7 +8,7 @@ use super::ingress::from_ingress;
 use super::source::{Declared, ServiceIndex, Source, from_binding, from_service};
 use super::table::{DnsName, RouteEntry, RouteReason, RouteTable, SourceStatus, TunnelRoutes};
 use super::world::{Age, AgeKey, RouteWorld, SourceKind};
-use crate::routes::{ANY_HOST, OriginRequest, Route};
+use crate::routes::{ANY_HOST, OriginRequest, OriginSettings, Route};
 use crate::rules::route::{Field, RouteInput, check_fields, check_fqdn, deny_not_admitted};
 use crate::rules::service::exposure;
 use crate::rules::view::admits_namespace;
@@ -403,7 +403,7 @@ fn origin_request(route: &RouteInput<'_>, tunnel: &TunnelFacts) -> OriginRequest
             .find(|(field, _)| matches!(field, Field::Subject(_, n) if *n == name))
             .map(|(_, d)| d.to_string())
     };
-    OriginRequest {
+    OriginSettings {
         no_tls_verify: route.no_tls_verify.then_some(true),
         ca_pool: text(route.ca_pool).filter(|_| tunnel.has_origin_ca_pool),
         http2_origin: route.http2_origin.then_some(true),
@@ -421,6 +421,7 @@ fn origin_request(route: &RouteInput<'_>, tunnel: &TunnelFacts) -> OriginRequest
         // Set by Access protection at render time (`render::protection`), never by a route.
         access: None,
     }
+    .into()
 }
 
 /// One hostname (+path) claim, in age order. `object` numbers the claimant's object (two

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::fixtures::{binding, identity, service, tunnel};
 use super::*;
-use crate::routes::OriginRequest;
+use crate::routes::{OriginRequest, OriginSettings};
 use crate::rules::RouteNamespacePolicy;
 use cftunnel_types::TunnelKind;
 
@@ -71,11 +71,11 @@ fn a_labelled_service_routes_through_its_annotations() {
     );
     let table = compute_routes(&world(Vec::new(), vec![svc]));
     let edge = &table.tunnels[&edge_org()];
-    let expected_origin = OriginRequest {
+    let expected_origin = OriginRequest::from(OriginSettings {
         no_tls_verify: Some(true),
         http_host_header: Some("api.internal".into()),
-        ..OriginRequest::default()
-    };
+        ..OriginSettings::default()
+    });
     let got: Vec<(&str, Option<&str>, &str, &OriginRequest)> = edge
         .routes
         .iter()
@@ -208,7 +208,7 @@ fn route_origin_settings_carry_only_what_the_source_turned_on() {
             .map(|r| r.origin_request.clone())
             .collect()
     };
-    let mut tuned = OriginRequest {
+    let mut tuned = OriginRequest::from(OriginSettings {
         no_tls_verify: Some(true),
         ca_pool: Some("ca.crt".into()),
         http2_origin: Some(true),
@@ -219,8 +219,8 @@ fn route_origin_settings_carry_only_what_the_source_turned_on() {
         proxy_address: Some("0.0.0.0".into()),
         proxy_port: Some(1080),
         proxy_type: Some("socks".into()),
-        ..OriginRequest::default()
-    };
+        ..OriginSettings::default()
+    });
     let mut with_pool = world(vec![b.clone()], Vec::new());
     with_pool.tunnels[0].has_origin_ca_pool = true;
     assert_eq!(
