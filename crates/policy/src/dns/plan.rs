@@ -26,12 +26,19 @@ use super::txt::{TXT_PREFIX, managed_txt_name};
 ///   the wildcard then goes without TXT (its CNAME alone proves ownership anyway).
 pub fn plan_zone(zone: &ZoneDns, actual: &[DnsRecord], options: &DnsOptions) -> DnsPlan {
     let mut records: Vec<&DnsRecord> = actual.iter().collect();
-    records.sort_by_key(|r| {
-        (
-            normalize_name(&r.name),
-            r.record_type.to_ascii_uppercase(),
-            r.id.as_str(),
-        )
+    // By normalized name, type and id, compared in place: a key per comparison was two
+    // strings each, hundreds of thousands of them for a zone of twenty thousand records.
+    records.sort_by(|a, b| {
+        normalized_bytes(&a.name)
+            .cmp(normalized_bytes(&b.name))
+            .then_with(|| {
+                let upper = |r: &DnsRecord| r.record_type.to_ascii_uppercase();
+                match a.record_type.eq_ignore_ascii_case(&b.record_type) {
+                    true => std::cmp::Ordering::Equal,
+                    false => upper(a).cmp(&upper(b)),
+                }
+            })
+            .then_with(|| a.id.cmp(&b.id))
     });
     records.dedup_by(|a, b| a.id == b.id);
     let mut by_name: BTreeMap<String, Vec<&DnsRecord>> = BTreeMap::new();
@@ -69,6 +76,14 @@ pub fn plan_zone(zone: &ZoneDns, actual: &[DnsRecord], options: &DnsOptions) -> 
     }
     plan.changes = groups.into_values().flatten().collect();
     plan
+}
+
+/// The bytes of [`normalize_name`]`(name)`, without making the string.
+pub(super) fn normalized_bytes(name: &str) -> impl Iterator<Item = u8> + '_ {
+    name.trim()
+        .trim_end_matches('.')
+        .bytes()
+        .map(|c| c.to_ascii_lowercase())
 }
 
 /// `_managed` name → the routed hostname it belongs to (the exact one on a wildcard collision).

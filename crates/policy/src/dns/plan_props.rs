@@ -184,3 +184,18 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The planner sorts names by comparing them in place; that order is the one of the
+    /// normalized strings.
+    #[test]
+    fn names_compare_in_place_as_their_normalized_strings(
+        a in "[ aAbZ.*-]{0,6}",
+        b in "[ aAbZ.*-]{0,6}",
+    ) {
+        prop_assert_eq!(
+            super::plan::normalized_bytes(&a).cmp(super::plan::normalized_bytes(&b)),
+            normalize_name(&a).cmp(&normalize_name(&b))
+        );
+    }
+}
