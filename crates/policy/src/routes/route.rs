@@ -234,8 +234,10 @@ mod tests {
             Some(serde_json::json!({}))
         );
 
+        // A write through `DerefMut`, as the renderer's protection makes one.
         let mut set = OriginRequest::default();
-        set.http2_origin = Some(true);
+        let settings: &mut OriginSettings = &mut set;
+        settings.http2_origin = Some(true);
         assert!(set.0.is_some() && !set.is_empty());
         let settings = OriginSettings {
             http2_origin: Some(true),
