@@ -31,13 +31,7 @@ pub fn plan_zone(zone: &ZoneDns, actual: &[DnsRecord], options: &DnsOptions) -> 
     records.sort_by(|a, b| {
         normalized_bytes(&a.name)
             .cmp(normalized_bytes(&b.name))
-            .then_with(|| {
-                let upper = |r: &DnsRecord| r.record_type.to_ascii_uppercase();
-                match a.record_type.eq_ignore_ascii_case(&b.record_type) {
-                    true => std::cmp::Ordering::Equal,
-                    false => upper(a).cmp(&upper(b)),
-                }
-            })
+            .then_with(|| uppercase_bytes(&a.record_type).cmp(uppercase_bytes(&b.record_type)))
             .then_with(|| a.id.cmp(&b.id))
     });
     records.dedup_by(|a, b| a.id == b.id);
@@ -84,6 +78,11 @@ pub(super) fn normalized_bytes(name: &str) -> impl Iterator<Item = u8> + '_ {
         .trim_end_matches('.')
         .bytes()
         .map(|c| c.to_ascii_lowercase())
+}
+
+/// The bytes of `text.to_ascii_uppercase()`, without making the string.
+fn uppercase_bytes(text: &str) -> impl Iterator<Item = u8> + '_ {
+    text.bytes().map(|c| c.to_ascii_uppercase())
 }
 
 /// `_managed` name → the routed hostname it belongs to (the exact one on a wildcard collision).

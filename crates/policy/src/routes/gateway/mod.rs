@@ -45,7 +45,9 @@ use crate::rules::Verdict;
 use crate::rules::route::{Field, PortRef, RouteInput};
 use attach::ParentOutcome;
 use cftunnel_types::TunnelIdentity;
-use cftunnel_types::gateway::{GRPCRoute, HTTPRoute, RouteParentStatus, RouteStatus};
+use cftunnel_types::gateway::{
+    GRPCRoute, HTTPRoute, ParentReference, RouteParentStatus, RouteStatus,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rules::{RouteAnalysis, Target};
 
@@ -76,30 +78,25 @@ pub(crate) fn read_routes<'w>(
     http.chain(grpc).collect()
 }
 
-fn previous(status: Option<&RouteStatus>) -> &[RouteParentStatus] {
-    status.map(|s| s.parents.as_slice()).unwrap_or_default()
-}
-
 /// One HTTPRoute, read.
 pub(super) fn read_http<'w>(
     world: &'w RouteWorld,
     services: &ServiceIndex<'w>,
     route: &'w HTTPRoute,
 ) -> RouteRead<'w> {
-    let namespace = route.metadata.namespace.as_deref().unwrap_or("");
-    RouteRead {
-        kind: SourceKind::HTTPRoute,
-        metadata: &route.metadata,
-        parents: attach::parents(
-            world,
-            "HTTPRoute",
-            namespace,
-            &route.spec.parent_refs,
-            &route.spec.hostnames,
-        ),
-        analysis: rules::analyze_http(world, services, route),
-        previous: previous(route.status.as_ref()),
-    }
+    let spec = (
+        route.spec.parent_refs.as_slice(),
+        route.spec.hostnames.as_slice(),
+    );
+    let analysis = rules::analyze_http(world, services, route);
+    reading(
+        world,
+        SourceKind::HTTPRoute,
+        &route.metadata,
+        spec,
+        analysis,
+        route.status.as_ref(),
+    )
 }
 
 /// One GRPCRoute, read.
@@ -108,19 +105,38 @@ pub(super) fn read_grpc<'w>(
     services: &ServiceIndex<'w>,
     route: &'w GRPCRoute,
 ) -> RouteRead<'w> {
-    let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+    let spec = (
+        route.spec.parent_refs.as_slice(),
+        route.spec.hostnames.as_slice(),
+    );
+    let analysis = rules::analyze_grpc(world, services, route);
+    reading(
+        world,
+        SourceKind::GRPCRoute,
+        &route.metadata,
+        spec,
+        analysis,
+        route.status.as_ref(),
+    )
+}
+
+/// A route of either kind, read: its parents (`spec`: its parent references and hostnames)
+/// and its rules' `analysis`.
+fn reading<'w>(
+    world: &'w RouteWorld,
+    kind: SourceKind,
+    metadata: &'w ObjectMeta,
+    (parent_refs, hostnames): (&'w [ParentReference], &'w [String]),
+    analysis: RouteAnalysis<'w>,
+    status: Option<&'w RouteStatus>,
+) -> RouteRead<'w> {
+    let namespace = metadata.namespace.as_deref().unwrap_or("");
     RouteRead {
-        kind: SourceKind::GRPCRoute,
-        metadata: &route.metadata,
-        parents: attach::parents(
-            world,
-            "GRPCRoute",
-            namespace,
-            &route.spec.parent_refs,
-            &route.spec.hostnames,
-        ),
-        analysis: rules::analyze_grpc(world, services, route),
-        previous: previous(route.status.as_ref()),
+        kind,
+        metadata,
+        parents: attach::parents(world, kind.as_str(), namespace, parent_refs, hostnames),
+        analysis,
+        previous: status.map(|s| s.parents.as_slice()).unwrap_or_default(),
     }
 }
 
