@@ -26,6 +26,24 @@ use crate::scope::Scope;
 /// Changes a subscriber may fall behind by before it is handed the whole store again.
 const FANOUT_BUFFER: usize = 1024;
 
+/// What the fan-out carries. An applied object is named, not held: the ring of the last
+/// [`FANOUT_BUFFER`] changes would otherwise keep every version it saw alive after the store
+/// replaced it (a first sync writes each Tunnel's status several times, and every version of a
+/// kilobyte or more stayed until a thousand later changes pushed it out).
+#[derive(Clone)]
+pub(crate) enum Change<K>
+where
+    K: Resource,
+    K::DynamicType: Clone,
+{
+    /// Read from the store when received (its latest version; none once deleted since).
+    Stored(ObjectRef<K>),
+    /// Gone from the store: the last version seen.
+    Deleted(Arc<K>),
+    /// A list replaced the store: every object, as after falling behind.
+    Relisted,
+}
+
 /// A store of one kind, kept by one watch running in a [`Scope`], and its change fan-out.
 pub struct Shared<K>
 where
@@ -33,7 +51,7 @@ where
     K::DynamicType: Eq + Hash + Clone,
 {
     store: Store<K>,
-    changes: broadcast::Sender<Arc<K>>,
+    changes: broadcast::Sender<Change<K>>,
     /// Becomes `true` once the first list is in the store; any number of waiters.
     listed: watch::Receiver<bool>,
 }
@@ -76,7 +94,6 @@ where
         let events = events(store.clone());
         let (changes, _) = broadcast::channel(FANOUT_BUFFER);
         let fanout = changes.clone();
-        let stored = store.clone();
         let (listed_tx, listed) = watch::channel(false);
         // Whether the event changed what the generation's readers read (set before the store
         // takes the event, read after): a status write does not.
@@ -101,22 +118,19 @@ where
             .reflect(writer)
             .inspect_ok(move |event| {
                 match event {
-                    // The store's own copy: the fan-out buffer holds no second one.
+                    // In the store by now (after `reflect`).
                     Event::Apply(object) => {
-                        let shared = stored
-                            .get(&ObjectRef::from_obj(object))
-                            .unwrap_or_else(|| Arc::new(object.clone()));
-                        let _ = fanout.send(shared);
+                        let _ = fanout.send(Change::Stored(key_of(object)));
                     }
-                    // Gone from the store, or (a list) not in it until `InitDone`.
-                    Event::Delete(object) | Event::InitApply(object) => {
-                        let _ = fanout.send(Arc::new(object.clone()));
+                    Event::Delete(object) => {
+                        let _ = fanout.send(Change::Deleted(Arc::new(object.clone())));
                     }
-                    // After `reflect`: the listed objects are in the store by now.
+                    // Listed objects reach the store at `InitDone`, all at once.
+                    Event::InitApply(_) | Event::Init => {}
                     Event::InitDone => {
+                        let _ = fanout.send(Change::Relisted);
                         listed_tx.send_replace(true);
                     }
-                    Event::Init => {}
                 }
                 if relevant.load(Ordering::Relaxed) {
                     generation.send_modify(|n| *n = n.wrapping_add(1));
@@ -186,8 +200,22 @@ async fn wait_listed(mut listed: watch::Receiver<bool>) -> bool {
     listed.wait_for(|listed| *listed).await.is_ok()
 }
 
+/// The name of `object` in its store, without the version and uid an [`ObjectRef::from_obj`]
+/// would copy (the store compares names only).
+fn key_of<K>(object: &K) -> ObjectRef<K>
+where
+    K: Resource,
+    K::DynamicType: Default,
+{
+    let key = ObjectRef::new(object.meta().name.as_deref().unwrap_or_default());
+    match object.meta().namespace.as_deref() {
+        Some(namespace) => key.within(namespace),
+        None => key,
+    }
+}
+
 fn follow<K>(
-    receiver: broadcast::Receiver<Arc<K>>,
+    receiver: broadcast::Receiver<Change<K>>,
     store: Store<K>,
 ) -> impl Stream<Item = Arc<K>> + Send + 'static
 where
@@ -198,8 +226,11 @@ where
         let store = store.clone();
         async move {
             match receiver.recv().await {
-                Ok(object) => Some((vec![object], receiver)),
-                Err(broadcast::error::RecvError::Lagged(_)) => Some((store.state(), receiver)),
+                Ok(Change::Stored(key)) => Some((store.get(&key).into_iter().collect(), receiver)),
+                Ok(Change::Deleted(object)) => Some((vec![object], receiver)),
+                Ok(Change::Relisted) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                    Some((store.state(), receiver))
+                }
                 Err(broadcast::error::RecvError::Closed) => None,
             }
         }
@@ -287,6 +318,69 @@ mod tests {
         assert!(changes_more_than_status(&stored, &deleting));
         // Kinds without a generation (Services, Namespaces) always count.
         assert!(changes_more_than_status(&meta(None, "a"), &meta(None, "a")));
+    }
+
+    /// A version the store replaced is freed even while a subscriber has not read its change
+    /// yet; the subscriber reads the latest version, and a deleted object as it was last seen.
+    #[tokio::test]
+    async fn the_fan_out_holds_no_version_the_store_replaced() {
+        let scope = Scope::root("test");
+        let (events_tx, events_rx) = mpsc::unbounded_channel::<watcher::Result<Event<ConfigMap>>>();
+        let events = futures::stream::unfold(events_rx, |mut rx| async move {
+            rx.recv().await.map(|event| (event, rx))
+        });
+        let generation = Arc::new(watch::channel(0u64).0);
+        let shared = Shared::start(
+            &scope,
+            &Metrics::process(),
+            "configmaps",
+            |_| events,
+            keep,
+            generation,
+        );
+        let changes = shared.changes();
+        let version = |v: &str| {
+            let mut object = config_map("a");
+            object.metadata.resource_version = Some(v.into());
+            object
+        };
+        let send = |event| events_tx.send(Ok(event)).expect("watch task alive");
+        send(Event::Init);
+        send(Event::InitDone);
+        assert!(shared.listed().await);
+        send(Event::Apply(version("1")));
+        let stored = |v: &str| {
+            let store = shared.store();
+            let v = v.to_string();
+            let key = ObjectRef::new("a").within("ns");
+            async move {
+                for _ in 0..1000 {
+                    if let Some(o) = store.get(&key)
+                        && o.metadata.resource_version.as_deref() == Some(v.as_str())
+                    {
+                        return o;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                panic!("version {v} never stored");
+            }
+        };
+        let first = Arc::downgrade(&stored("1").await);
+        send(Event::Apply(version("2")));
+        let _ = stored("2").await;
+        assert!(
+            first.upgrade().is_none(),
+            "version 1 is still held after the store replaced it"
+        );
+        send(Event::Delete(version("2")));
+        let versions = |o: Arc<ConfigMap>| o.metadata.resource_version.clone();
+        let mut changes = std::pin::pin!(changes.map(versions));
+        let wait = Duration::from_secs(10);
+        // The relist replays the (then empty) store; both applies are read after the
+        // deletion, when the store no longer has the object; the deletion carries it.
+        let next = tokio::time::timeout(wait, changes.next()).await;
+        assert_eq!(next.expect("a change"), Some(Some("2".to_string())));
+        assert!(scope.shutdown(Duration::from_secs(5)).await);
     }
 
     /// Three readers on three tasks, all waiting before the list arrives, as the webhook's
