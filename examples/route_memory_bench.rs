@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use cftunnel_policy::routes::{RouteWorld, compute_routes};
 use cftunnel_policy::rules::facts::{link_account_zones, tunnel_facts};
+use cftunnel_types::ServicePorts;
 use cftunnel_types::names::{LABEL_EXPOSE_TUNNEL, service_annotations};
 use cftunnel_types::{Tunnel, TunnelBinding, TunnelKind};
-use k8s_openapi::api::core::v1::Service;
 use peak_alloc::PeakAlloc;
 use serde_json::json;
 
@@ -67,7 +67,7 @@ fn world(namespaces: usize, tunnels: usize, routes: usize) -> anyhow::Result<Rou
                     metadata["labels"] = json!({LABEL_EXPOSE_TUNNEL: name});
                     metadata["annotations"] = json!({service_annotations::HOSTNAME: hostname});
                 }
-                let svc: Service = serde_json::from_value(json!({
+                let svc: ServicePorts = serde_json::from_value(json!({
                     "metadata": metadata,
                     "spec": {"ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}
                 }))?;

@@ -104,7 +104,7 @@ impl ViewCache {
         }
         for svc in s.services.store().state() {
             claims.extend(service_claims(
-                &svc,
+                &svc.metadata,
                 svc.meta().namespace.as_deref().unwrap_or(""),
                 &tunnels,
             ));

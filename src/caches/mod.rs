@@ -26,9 +26,7 @@ mod shared;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, PodSpec, PodTemplateSpec, Secret, Service, ServiceSpec,
-};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PodSpec, PodTemplateSpec, Secret};
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::PartialObjectMeta;
@@ -42,7 +40,7 @@ pub use shared::{Shared, keep, typed};
 use crate::metrics::Metrics;
 use crate::scope::Scope;
 use cftunnel_types::names::{ANNOTATION_LEGACY_INGRESS_CLASS, APP_CLOUDFLARED, GROUP, LABEL_APP};
-use cftunnel_types::{ClusterTunnel, Tunnel, TunnelBinding};
+use cftunnel_types::{ClusterTunnel, ServicePorts, Tunnel, TunnelBinding};
 
 /// The watches every replica runs (the webhook needs them), shared with the leader's term.
 #[derive(Clone)]
@@ -50,8 +48,9 @@ pub struct ProcessCaches {
     pub tunnels: Shared<Tunnel>,
     pub cluster_tunnels: Shared<ClusterTunnel>,
     pub bindings: Shared<TunnelBinding>,
-    /// Services of the watched namespaces, stripped by [`strip_service`].
-    pub services: Shared<Service>,
+    /// Services of the watched namespaces: metadata and ports ([`ServicePorts`]), stripped by
+    /// [`strip_service`].
+    pub services: Shared<ServicePorts>,
     pub namespaces: Shared<PartialObjectMeta<Namespace>>,
     /// Ingresses of the watched namespaces, stripped by [`strip_ingress`].
     pub ingresses: Shared<Ingress>,
@@ -103,7 +102,7 @@ impl ProcessCaches {
             scope,
             metrics,
             "services",
-            |_| typed(namespaced::<Service>(client, ns), config("")),
+            |_| typed(namespaced::<ServicePorts>(client, ns), config("")),
             strip_service,
             generation.clone(),
         );
@@ -292,11 +291,12 @@ pub(crate) fn kept_by_cftunnel(meta: &ObjectMeta) -> bool {
 /// Labels and annotations of this prefix are cftunnel's; others are never read.
 const ANNOTATION_PREFIX: &str = "cfargotunnel.com/";
 
-/// Keeps what routes and admission read of a Service: identity, cftunnel's labels and
-/// annotations (the expose labels, the route annotations), ports. A map left empty goes: an
-/// empty `BTreeMap` costs nothing, but one entry allocates a node for eleven, about half a
-/// kilobyte per Service, and a cluster's Services carry labels cftunnel never reads.
-pub(crate) fn strip_service(service: &mut Service) {
+/// Keeps what routes and admission read of a Service's metadata: identity, cftunnel's labels
+/// and annotations (the expose labels, the route annotations); its ports are all the watch
+/// decodes of the rest. A map left empty goes: an empty `BTreeMap` costs nothing, but one entry
+/// allocates a node for eleven, about half a kilobyte per Service, and a cluster's Services
+/// carry labels cftunnel never reads.
+pub(crate) fn strip_service(service: &mut ServicePorts) {
     let meta = &mut service.metadata;
     for map in [&mut meta.labels, &mut meta.annotations] {
         if let Some(entries) = map.as_mut() {
@@ -307,12 +307,6 @@ pub(crate) fn strip_service(service: &mut Service) {
         }
     }
     meta.owner_references = None;
-    let ports = service.spec.take().and_then(|s| s.ports);
-    service.spec = Some(ServiceSpec {
-        ports,
-        ..ServiceSpec::default()
-    });
-    service.status = None;
 }
 
 /// Keeps what routes read of an Ingress: all but managed fields and annotations that are not
@@ -360,48 +354,22 @@ fn strip_pod_template(template: &mut PodTemplateSpec, ours: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::ServicePort;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
     use kube::ResourceExt;
     use std::collections::BTreeMap;
 
     #[test]
     fn a_stored_service_keeps_only_what_routes_read() {
-        let service = Service {
-            metadata: ObjectMeta {
-                name: Some("web".into()),
-                namespace: Some("shop".into()),
-                annotations: Some(BTreeMap::from([
-                    (
-                        "cfargotunnel.com/fqdn".to_string(),
-                        "a.example.com".to_string(),
-                    ),
-                    (
-                        "kubectl.kubernetes.io/last-applied-configuration".to_string(),
-                        "{…}".to_string(),
-                    ),
-                ])),
-                labels: Some(BTreeMap::from([
-                    (
-                        "cfargotunnel.com/expose-tunnel".to_string(),
-                        "edge".to_string(),
-                    ),
-                    ("app".to_string(), "web".to_string()),
-                ])),
-                ..ObjectMeta::default()
-            },
-            spec: Some(ServiceSpec {
-                ports: Some(vec![ServicePort {
-                    port: 80,
-                    name: Some("http".into()),
-                    ..ServicePort::default()
-                }]),
-                cluster_ip: Some("10.0.0.1".into()),
-                selector: Some(BTreeMap::from([("app".to_string(), "web".to_string())])),
-                ..ServiceSpec::default()
-            }),
-            ..Service::default()
-        };
+        let service: ServicePorts = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "shop",
+                "annotations": {"cfargotunnel.com/fqdn": "a.example.com",
+                    "kubectl.kubernetes.io/last-applied-configuration": "{…}"},
+                "labels": {"cfargotunnel.com/expose-tunnel": "edge", "app": "web"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "x", "uid": "u"}]},
+            "spec": {"ports": [{"name": "http", "port": 80}], "clusterIP": "10.0.0.1",
+                "selector": {"app": "web"}}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
         let mut stripped = service;
         strip_service(&mut stripped);
         let annotations = stripped.metadata.annotations.clone().unwrap_or_default();
@@ -413,19 +381,18 @@ mod tests {
             stripped.labels().keys().collect::<Vec<_>>(),
             vec!["cfargotunnel.com/expose-tunnel"]
         );
-        let mut unlabelled = Service {
+        assert!(stripped.metadata.owner_references.is_none());
+        assert_eq!(stripped.ports().len(), 1);
+        let mut unlabelled = ServicePorts {
             metadata: ObjectMeta {
                 labels: Some(BTreeMap::from([("app".to_string(), "web".to_string())])),
                 annotations: Some(BTreeMap::from([("a".to_string(), "b".to_string())])),
                 ..ObjectMeta::default()
             },
-            ..Service::default()
+            ..ServicePorts::default()
         };
         strip_service(&mut unlabelled);
         assert!(unlabelled.metadata.labels.is_none() && unlabelled.metadata.annotations.is_none());
-        let spec = stripped.spec.unwrap_or_default();
-        assert_eq!(spec.ports.map(|p| p.len()), Some(1));
-        assert!(spec.cluster_ip.is_none() && spec.selector.is_none());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Service;
+use cftunnel_types::ServicePorts;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -94,7 +94,7 @@ fn bindings() -> impl Strategy<Value = Vec<Arc<TunnelBinding>>> {
     })
 }
 
-fn services() -> impl Strategy<Value = Vec<Arc<Service>>> {
+fn services() -> impl Strategy<Value = Vec<Arc<ServicePorts>>> {
     let one = (
         any::<bool>(),
         0i64..3,

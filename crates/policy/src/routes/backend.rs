@@ -1,5 +1,6 @@
 //! Where a route goes (docs/design.md §3.2): the Service port, the protocol, the cloudflared service.
-use k8s_openapi::api::core::v1::{Service, ServicePort};
+use cftunnel_types::ServicePorts;
+use cftunnel_types::service::Port;
 
 use super::table::RouteReason;
 use crate::rules::route::{PortRef, RouteInput};
@@ -28,7 +29,7 @@ pub(super) const NOT_FOUND_SERVICE: &str = "http_status:404";
 /// The destination of `route`; `service` is the Service it names, if it exists.
 pub(super) fn backend(
     route: &RouteInput<'_>,
-    service: Option<&Service>,
+    service: Option<&ServicePorts>,
     fields: &BackendFields,
 ) -> Backend {
     if let Some((_, target)) = route.target {
@@ -45,11 +46,7 @@ pub(super) fn backend(
             ),
         );
     };
-    let ports: &[ServicePort] = service
-        .spec
-        .as_ref()
-        .and_then(|s| s.ports.as_deref())
-        .unwrap_or_default();
+    let ports = service.ports();
     let chosen = match route.port {
         Some((_, PortRef::Number(n))) => ports.iter().find(|p| i64::from(p.port) == n),
         Some((_, PortRef::Name(wanted))) => {
@@ -114,7 +111,7 @@ fn not_found(reason: RouteReason, message: String) -> Backend {
 }
 
 /// `http (80), 443` — the ports a message offers.
-fn port_list(ports: &[ServicePort]) -> String {
+fn port_list(ports: &[Port]) -> String {
     ports
         .iter()
         .map(|p| match p.name.as_deref().filter(|n| !n.is_empty()) {
@@ -127,7 +124,7 @@ fn port_list(ports: &[ServicePort]) -> String {
 
 /// The protocol of a port nobody named one for: `appProtocol`, else the port name, else the
 /// port number, else http.
-pub(super) fn inferred_protocol(port: &ServicePort) -> &'static str {
+pub(super) fn inferred_protocol(port: &Port) -> &'static str {
     let app_protocol = port.app_protocol.as_deref().map(str::to_ascii_lowercase);
     match app_protocol.as_deref() {
         Some("http") => return "http",

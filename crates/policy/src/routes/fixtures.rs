@@ -1,7 +1,7 @@
 //! Test fixtures of the route model: tunnels, bindings and Services built from JSON.
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Service;
+use cftunnel_types::ServicePorts;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use serde_json::{Value, json};
 
@@ -60,7 +60,7 @@ pub(crate) fn service(
     labels: Value,
     annotations: Value,
     ports: Value,
-) -> Arc<Service> {
+) -> Arc<ServicePorts> {
     let value = json!({
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-svc-{namespace}-{name}"),
@@ -70,7 +70,7 @@ pub(crate) fn service(
     Arc::new(serde_json::from_value(value).unwrap_or_else(|e| panic!("service fixture: {e}")))
 }
 
-pub(super) fn http_service(namespace: &str, name: &str) -> Arc<Service> {
+pub(super) fn http_service(namespace: &str, name: &str) -> Arc<ServicePorts> {
     service(
         namespace,
         name,
@@ -87,7 +87,7 @@ pub(super) fn shop_edge() -> TunnelIdentity {
 
 pub(super) fn world_with(
     bindings: Vec<Arc<TunnelBinding>>,
-    services: Vec<Arc<Service>>,
+    services: Vec<Arc<ServicePorts>>,
 ) -> RouteWorld {
     RouteWorld {
         tunnels: vec![

@@ -114,7 +114,7 @@ fn every_row_of_the_path_type_examples_is_served_as_the_documentation_says() {
     }
 }
 
-fn one_ingress(spec: Value, services: Vec<Arc<k8s_openapi::api::core::v1::Service>>) -> RouteTable {
+fn one_ingress(spec: Value, services: Vec<Arc<cftunnel_types::ServicePorts>>) -> RouteTable {
     let mut world = world_with(Vec::new(), services);
     world.ingress_classes = vec![cluster_edge_class()];
     world.ingresses = vec![ingress("shop", "web", 0, spec)];

@@ -13,9 +13,9 @@ use crate::rules::route::{Field, RouteInput, check_fields, check_fqdn, deny_not_
 use crate::rules::service::exposure;
 use crate::rules::view::admits_namespace;
 use crate::rules::{TunnelFacts, Verdict};
+use cftunnel_types::ServicePorts;
 use cftunnel_types::gateway::{GRPCRoute, HTTPRoute};
 use cftunnel_types::{TunnelBinding, TunnelIdentity};
-use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
 
 /// cloudflared's own default `proxyAddress`: not worth a per-rule override.
@@ -496,7 +496,7 @@ impl<'w> Authority<'w> {
 enum Pending<'w> {
     Binding(&'w TunnelBinding),
     /// A Service with an expose label.
-    Service(&'w Service),
+    Service(&'w ServicePorts),
     Ingress(&'w Ingress),
     Http(&'w HTTPRoute),
     Grpc(&'w GRPCRoute),

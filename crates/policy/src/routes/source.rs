@@ -2,21 +2,19 @@
 //! functions admission uses), the tunnel they name and the field paths messages point at.
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Service;
-
 use super::path::typed_path;
 use super::route::PathKind;
 use super::world::{Age, SourceKind, SourceRef};
 use crate::rules::facts::referenced;
 use crate::rules::route::{self, Field, RouteInput};
 use crate::rules::{Verdict, Violation, binding, service};
-use cftunnel_types::TunnelBinding;
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::TunnelKind;
 use cftunnel_types::binding::TunnelBindingSubject;
 use cftunnel_types::names::{
     LABEL_EXPOSE_CLUSTER_TUNNEL, LABEL_EXPOSE_TUNNEL, service_annotations as ann,
 };
+use cftunnel_types::{ServicePorts, TunnelBinding};
 
 /// One object that declares routes.
 pub(super) struct Source<'w> {
@@ -51,7 +49,7 @@ pub(super) struct Declared<'w> {
     /// instead (see [`legacy_subject`]); such a route is `LegacyRoute`.
     pub legacy: Vec<String>,
     /// The Service routed to, when it exists.
-    pub service: Option<&'w Service>,
+    pub service: Option<&'w ServicePorts>,
     /// Names the source in conflict messages, e.g. `TunnelBinding shop/web (subject web)`.
     pub owner: String,
     /// Where the hostname is (or would be) written: `subjects[0].spec.fqdn`, or the annotation.
@@ -63,7 +61,7 @@ pub(super) struct Declared<'w> {
 }
 
 /// The Services by namespace and name, for subjects to find theirs.
-pub(super) type ServiceIndex<'w> = BTreeMap<(&'w str, &'w str), &'w Service>;
+pub(super) type ServiceIndex<'w> = BTreeMap<(&'w str, &'w str), &'w ServicePorts>;
 
 pub(super) fn from_binding<'w>(
     binding: &'w TunnelBinding,
@@ -152,7 +150,7 @@ fn legacy_subject(
 
 /// The source a Service is, when it carries exactly one expose label. (Both labels at once is
 /// refused by admission and routes nothing.)
-pub(super) fn from_service(svc: &Service) -> Option<Source<'_>> {
+pub(super) fn from_service(svc: &ServicePorts) -> Option<Source<'_>> {
     let labels = svc.metadata.labels.as_ref()?;
     let (kind, tunnel_name) = service::exposure(labels)?;
     let reference = SourceRef::of(SourceKind::Service, &svc.metadata);

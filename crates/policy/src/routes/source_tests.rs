@@ -17,7 +17,7 @@ fn edge_org() -> cftunnel_types::TunnelIdentity {
 
 fn world(
     bindings: Vec<std::sync::Arc<cftunnel_types::TunnelBinding>>,
-    services: Vec<std::sync::Arc<k8s_openapi::api::core::v1::Service>>,
+    services: Vec<std::sync::Arc<cftunnel_types::ServicePorts>>,
 ) -> RouteWorld {
     RouteWorld {
         tunnels: vec![tunnel(TunnelKind::ClusterTunnel, "", "edge", "example.org")],

@@ -4,13 +4,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::rules::TunnelFacts;
-use cftunnel_types::TunnelBinding;
 use cftunnel_types::gateway::{GRPCRoute, Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
+use cftunnel_types::{ServicePorts, TunnelBinding};
 
 /// Everything routes are computed from. Object identities (kind, namespace, name) are unique,
 /// as in a cluster; the order of each list does not matter.
@@ -26,7 +25,7 @@ pub struct RouteWorld {
     /// Services: those carrying an expose label are route sources, and any of them may be the
     /// Service a binding subject names. A Service a subject names but missing here is a valid
     /// state (the route answers 404).
-    pub services: Vec<Arc<Service>>,
+    pub services: Vec<Arc<ServicePorts>>,
     /// Every Ingress; those of an IngressClass of cftunnel's are route sources.
     pub ingresses: Vec<Arc<Ingress>>,
     /// Every IngressClass (to find an Ingress's class, its controller and its tunnel).

@@ -2,8 +2,9 @@
 //! binding and labelled Service claims. Shared by the webhook's caches and `cftunnel validate`.
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
 
 use super::view::{HostnameClaim, RouteNamespacePolicy, TunnelFacts, find_tunnel};
 use super::{binding, service};
@@ -138,20 +139,21 @@ pub fn binding_claims(
     claims
 }
 
-/// Hostnames a labelled Service claims through its annotations.
-pub fn service_claims(s: &Service, namespace: &str, tunnels: &[TunnelFacts]) -> Vec<HostnameClaim> {
+/// Hostnames a labelled Service (its metadata) claims through its annotations.
+pub fn service_claims(
+    s: &ObjectMeta,
+    namespace: &str,
+    tunnels: &[TunnelFacts],
+) -> Vec<HostnameClaim> {
     let empty = BTreeMap::new();
-    let labels = s.metadata.labels.as_ref().unwrap_or(&empty);
+    let labels = s.labels.as_ref().unwrap_or(&empty);
     let Some((kind, tunnel_name)) = service::exposure(labels) else {
         return Vec::new();
     };
-    let name = s.metadata.name.as_deref().unwrap_or("");
+    let name = s.name.as_deref().unwrap_or("");
     let object = format!("Service {namespace}/{name}");
-    let route = service::annotation_route(
-        name,
-        namespace,
-        s.metadata.annotations.as_ref().unwrap_or(&empty),
-    );
+    let route =
+        service::annotation_route(name, namespace, s.annotations.as_ref().unwrap_or(&empty));
     let identity = referenced(kind, namespace, tunnel_name);
     route
         .effective_fqdns(find_tunnel(tunnels, kind, namespace, tunnel_name))

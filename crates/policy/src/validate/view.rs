@@ -46,5 +46,5 @@ pub fn service_claims(
     namespace: &str,
     view: &AdmissionView,
 ) -> Vec<HostnameClaim> {
-    facts::service_claims(service, namespace, &view.tunnels)
+    facts::service_claims(&service.metadata, namespace, &view.tunnels)
 }

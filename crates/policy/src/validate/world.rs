@@ -81,7 +81,7 @@ impl WorldBuilder {
     /// A Service that binding subjects may name (labelled ones come through [`Self::add`]).
     pub fn add_service(&mut self, mut service: Service, namespace: &str) {
         self.date(&mut service.metadata, namespace);
-        self.world.services.push(Arc::new(service));
+        self.world.services.push(Arc::new(service.into()));
     }
 
     /// Fills in the namespace and, when missing, an input-order creation time.

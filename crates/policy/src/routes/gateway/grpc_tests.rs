@@ -8,7 +8,7 @@ use super::tests::{cluster_edge, condition, decode, gateway_world, parent_condit
 use crate::routes::fixtures::*;
 use crate::routes::*;
 use cftunnel_types::gateway::GRPCRoute;
-use k8s_openapi::api::core::v1::ServicePort;
+use cftunnel_types::service::Port;
 
 /// A world with the Gateway `shop/web` and a GRPCRoute `shop/<name>` of one rule sending
 /// `shop.Cart` to port `port` of the Service `cart`, whose only port is `service_port`.
@@ -113,7 +113,7 @@ fn a_grpc_backend_that_speaks_tls_is_served_over_https_with_an_http2_origin() {
 
 #[test]
 fn a_port_speaks_tls_by_its_app_protocol_else_its_name_else_port_443() {
-    let port = |value: Value| -> ServicePort {
+    let port = |value: Value| -> Port {
         serde_json::from_value(value).unwrap_or_else(|e| panic!("port: {e}"))
     };
     for (value, tls) in [

@@ -1,13 +1,14 @@
 //! The rules of an HTTPRoute or GRPCRoute as a tunnel can serve them: path matches, one backend
 //! per rule, and every field a tunnel cannot express, named so the route can be refused with it.
-use k8s_openapi::api::core::v1::{Service, ServicePort};
 
 use crate::routes::path::{escape, typed_path};
 use crate::routes::route::PathKind;
 use crate::routes::source::ServiceIndex;
 use crate::routes::world::RouteWorld;
 use crate::rules::route::Field;
+use cftunnel_types::ServicePorts;
 use cftunnel_types::gateway::{BackendRef, GATEWAY_GROUP, GRPCRoute, HTTPRoute};
+use cftunnel_types::service::Port;
 
 /// Answered for an HTTPRoute rule whose backend cannot be used: HTTPRouteRule.backendRefs says
 /// "requests that would have otherwise been routed to an invalid backend" MUST get a 500.
@@ -36,7 +37,7 @@ pub(crate) enum Target<'w> {
         namespace: &'w str,
         name: &'w str,
         port: i32,
-        service: &'w Service,
+        service: &'w ServicePorts,
     },
     /// [`RouteAnalysis::invalid_backend`].
     Invalid,
@@ -349,11 +350,7 @@ fn resolve<'w>(
         ));
         return Target::Invalid;
     };
-    let ports = service
-        .spec
-        .as_ref()
-        .and_then(|s| s.ports.as_deref())
-        .unwrap_or_default();
+    let ports = service.ports();
     let port = match backend.port {
         Some(p) if ports.iter().any(|sp| sp.port == p) => p,
         Some(p) => {
@@ -396,7 +393,7 @@ fn resolve<'w>(
 /// decides whether a GRPCRoute backend can work. An `appProtocol`, when set, is the Service's
 /// own word: TLS exactly when it is `https` (`kubernetes.io/h2c` is cleartext HTTP/2). Without
 /// one: TLS when the port is named `https`, `grpcs` or `https-…`, or its number is 443.
-pub(crate) fn speaks_tls(port: &ServicePort) -> bool {
+pub(crate) fn speaks_tls(port: &Port) -> bool {
     if let Some(app_protocol) = port.app_protocol.as_deref().filter(|p| !p.is_empty()) {
         return app_protocol.eq_ignore_ascii_case("https");
     }
@@ -405,7 +402,7 @@ pub(crate) fn speaks_tls(port: &ServicePort) -> bool {
 }
 
 /// How a message describes what a port declares: its `appProtocol`, else its name, else nothing.
-fn port_protocol(port: &ServicePort) -> String {
+fn port_protocol(port: &Port) -> String {
     match (port.app_protocol.as_deref(), port.name.as_deref()) {
         (Some(p), _) if !p.is_empty() => format!("appProtocol {p:?}"),
         (_, Some(n)) if !n.is_empty() => format!("named {n:?}"),
