@@ -13,11 +13,12 @@ use serde_json::json;
 
 use crate::dns_sync::{DnsView, TunnelRecord};
 use crate::term::Context;
-use cftunnel_policy::routes::gateway::status::{DnsNote, StatusInput, gateway_statuses};
+use cftunnel_policy::routes::gateway::status::{
+    DnsNote, StatusInput, gateway_statuses, merged_parents,
+};
 use cftunnel_policy::routes::{RouteTable, RouteWorld, SourceKind};
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::gateway::{Gateway, GatewayClass, RouteParentStatus, RouteStatus};
-use cftunnel_types::names::CONTROLLER_NAME;
 
 /// The tunnel ids known to the tunnel records (a Gateway's address).
 fn tunnel_ids(records: &[TunnelRecord]) -> BTreeMap<TunnelIdentity, String> {
@@ -29,22 +30,6 @@ fn tunnel_ids(records: &[TunnelRecord]) -> BTreeMap<TunnelIdentity, String> {
             Some((r.identity.clone(), id))
         })
         .collect()
-}
-
-/// A route's parents: the other controllers' entries as they are, then cftunnel's.
-pub(crate) fn merged_parents(
-    current: Option<&RouteStatus>,
-    ours: &[RouteParentStatus],
-) -> Vec<RouteParentStatus> {
-    let mut out: Vec<RouteParentStatus> = current
-        .map(|s| s.parents.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .filter(|p| p.controller_name != CONTROLLER_NAME)
-        .cloned()
-        .collect();
-    out.extend(ours.iter().cloned());
-    out
 }
 
 /// The DNS sync's problems of every tunnel of the table, for the routes' parent statuses.
@@ -85,6 +70,7 @@ pub(super) async fn write_gateway_status(
             tunnel_ids: &ids,
             dns: &dns_notes(table, dns),
             now: Time(jiff::Timestamp::now()),
+            changed_routes_only: true,
         },
     );
     let params = PatchParams::default();
@@ -140,7 +126,8 @@ pub(super) async fn write_gateway_status(
     }
 }
 
-/// Patches a route's `status.parents` when cftunnel's entries in it are not what they should be.
+/// Patches a route's `status.parents` when cftunnel's entries in it are not what they should be
+/// (the routes whose entries are left out of `ours` are as they should be).
 async fn write_parents<K>(
     ctx: &Context,
     ours: &BTreeMap<(SourceKind, String, String), Vec<RouteParentStatus>>,
@@ -158,11 +145,11 @@ async fn write_parents<K>(
         route.namespace().unwrap_or_default(),
         route.name_any(),
     );
-    let wanted = merged_parents(
-        status,
-        ours.get(&key).map(Vec::as_slice).unwrap_or_default(),
-    );
+    let Some(ours) = ours.get(&key) else {
+        return;
+    };
     let current = status.map(|s| s.parents.as_slice()).unwrap_or_default();
+    let wanted = merged_parents(current, ours);
     if current != wanted.as_slice() {
         let api: Api<K> = Api::namespaced(ctx.client.clone(), &key.1);
         patch_parents(&api, &key.2, &wanted).await;

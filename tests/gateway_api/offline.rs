@@ -168,6 +168,7 @@ fn the_conformance_cases_are_served_by_cloudflared_and_reported_as_the_suite_ass
                 tunnel_ids: &ids,
                 dns: &BTreeMap::new(),
                 now: Time(jiff::Timestamp::UNIX_EPOCH),
+                changed_routes_only: false,
             },
         );
         assertions += asserted(case);

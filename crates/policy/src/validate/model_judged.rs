@@ -54,6 +54,7 @@ pub(crate) fn model_verdicts<'a>(
             tunnel_ids: &ids,
             dns: &BTreeMap::new(),
             now: Time(jiff::Timestamp::UNIX_EPOCH),
+            changed_routes_only: false,
         },
     );
     for ((kind, namespace, name), parents) in &statuses.routes {

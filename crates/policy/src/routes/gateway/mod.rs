@@ -62,22 +62,6 @@ pub(crate) struct RouteRead<'w> {
     pub previous: &'w [RouteParentStatus],
 }
 
-/// Every HTTPRoute and GRPCRoute of `world`, read.
-pub(crate) fn read_routes<'w>(
-    world: &'w RouteWorld,
-    services: &ServiceIndex<'w>,
-) -> Vec<RouteRead<'w>> {
-    let http = world
-        .http_routes
-        .iter()
-        .map(|r| read_http(world, services, r));
-    let grpc = world
-        .grpc_routes
-        .iter()
-        .map(|r| read_grpc(world, services, r));
-    http.chain(grpc).collect()
-}
-
 /// One HTTPRoute, read.
 pub(super) fn read_http<'w>(
     world: &'w RouteWorld,

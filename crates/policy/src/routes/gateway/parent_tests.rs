@@ -67,6 +67,7 @@ fn statuses_of(world: &RouteWorld, table: &RouteTable) -> GatewayApiStatus {
             tunnel_ids: &ids,
             dns: &BTreeMap::new(),
             now: Time(jiff::Timestamp::UNIX_EPOCH),
+            changed_routes_only: false,
         },
     )
 }
@@ -373,6 +374,7 @@ fn a_parent_tells_the_dns_problems_of_the_hostnames_it_serves_and_only_those() {
             tunnel_ids: &ids,
             dns: &dns,
             now: Time(jiff::Timestamp::UNIX_EPOCH),
+            changed_routes_only: false,
         },
     );
     let full = parent(&statuses, "full", "web");

@@ -48,6 +48,24 @@ pub struct StatusInput<'a> {
     /// The DNS sync's problems per tunnel (none offline).
     pub dns: &'a BTreeMap<TunnelIdentity, Vec<DnsNote>>,
     pub now: Time,
+    /// Leave out the routes whose `status.parents` already carry cftunnel's entries as they
+    /// should be ([`merged_parents`] changes nothing): what a status writer needs, and all a
+    /// large cluster's routes would otherwise be held at once on every recomputation.
+    pub changed_routes_only: bool,
+}
+
+/// A route's parents: the other controllers' entries as they are, then cftunnel's (`ours`).
+pub fn merged_parents(
+    current: &[RouteParentStatus],
+    ours: &[RouteParentStatus],
+) -> Vec<RouteParentStatus> {
+    let mut out: Vec<RouteParentStatus> = current
+        .iter()
+        .filter(|p| p.controller_name != CONTROLLER_NAME)
+        .cloned()
+        .collect();
+    out.extend(ours.iter().cloned());
+    out
 }
 
 /// A route parent's condition while the DNS sync has a problem with a hostname it serves
@@ -157,9 +175,12 @@ pub fn gateway_statuses(
     }
 
     // Every route's parents, resolved once: route statuses and listener counts both need them.
+    // One route is read at a time: a read holds the route's parents and rules as a tunnel
+    // serves them, a kilobyte or more, and a cluster may have tens of thousands.
     let mut attached: BTreeMap<(String, String, usize), i32> = BTreeMap::new();
-    let routes = super::read_routes(world, &services);
-    for read in &routes {
+    let http = (world.http_routes.iter()).map(|r| super::read_http(world, &services, r));
+    let grpc = (world.grpc_routes.iter()).map(|r| super::read_grpc(world, &services, r));
+    for read in http.chain(grpc) {
         let (kind, metadata, parents, analysis, previous) = (
             &read.kind,
             read.metadata,
@@ -184,7 +205,7 @@ pub fn gateway_statuses(
             }
         }
         let source = SourceRef::of(*kind, metadata);
-        let statuses = parents
+        let statuses: Vec<RouteParentStatus> = parents
             .iter()
             .map(|parent| {
                 let dns = parent
@@ -205,6 +226,9 @@ pub fn gateway_statuses(
                 )
             })
             .collect();
+        if input.changed_routes_only && merged_parents(previous, &statuses) == previous {
+            continue;
+        }
         out.routes.insert(
             (
                 *kind,

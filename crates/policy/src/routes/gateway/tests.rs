@@ -63,6 +63,7 @@ pub(super) fn statuses(world: &RouteWorld, table: &RouteTable) -> GatewayApiStat
             tunnel_ids: &ids,
             dns: &std::collections::BTreeMap::new(),
             now: Time(jiff::Timestamp::UNIX_EPOCH),
+            changed_routes_only: false,
         },
     )
 }
@@ -298,4 +299,59 @@ fn a_gateway_class_lists_exactly_the_features_whose_conformance_cases_pass_sorte
     let mut sorted = names.clone();
     sorted.sort_unstable();
     assert_eq!(names, sorted, "supportedFeatures MUST be sorted by name");
+}
+
+#[test]
+fn a_status_writer_is_given_only_the_routes_whose_entries_must_change() {
+    use super::status::merged_parents;
+    use cftunnel_types::gateway::{ParentReference, RouteParentStatus, RouteStatus};
+    let mut world = gateway_world();
+    for (created, name) in [(0, "a"), (1, "b")] {
+        world.http_routes.push(http_route(
+            name,
+            created,
+            json!({"parentRefs": [{"name": "web"}], "hostnames": [format!("{name}.example.org")],
+                "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}),
+        ));
+    }
+    let table = compute_routes(&world);
+    let all = statuses(&world, &table);
+    // `a` carries what it should beside another controller's entry; `b` carries nothing yet.
+    let other = RouteParentStatus {
+        parent_ref: ParentReference {
+            name: "mesh".into(),
+            ..ParentReference::default()
+        },
+        controller_name: "example.com/mesh".into(),
+        conditions: Vec::new(),
+    };
+    let key = |name: &str| (SourceKind::HTTPRoute, "shop".to_string(), name.to_string());
+    let mut a = (*world.http_routes[0]).clone();
+    a.status = Some(RouteStatus {
+        parents: merged_parents(&[other], &all.routes[&key("a")]),
+    });
+    world.http_routes[0] = Arc::new(a);
+    let ids = [(
+        cluster_edge(),
+        "6ff42ae2-765d-4adf-8112-31c55c1551ef".to_string(),
+    )]
+    .into();
+    let changed = gateway_statuses(
+        &world,
+        &table,
+        &StatusInput {
+            tunnel_ids: &ids,
+            dns: &std::collections::BTreeMap::new(),
+            now: Time(jiff::Timestamp::UNIX_EPOCH),
+            changed_routes_only: true,
+        },
+    );
+    assert_eq!(changed.routes.keys().collect::<Vec<_>>(), vec![&key("b")]);
+    assert_eq!(changed.routes[&key("b")], all.routes[&key("b")]);
+    // Left-out routes still count on their listeners.
+    assert_eq!(changed.gateways, all.gateways);
+    assert_eq!(
+        all.gateways[&("shop".to_string(), "web".to_string())].listeners[0].attached_routes,
+        2
+    );
 }
