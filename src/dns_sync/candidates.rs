@@ -11,7 +11,7 @@
 //! other CNAMEs) it queries each target by exact content. Cost: min(pages of all CNAMEs,
 //! 1 + targets). The whole-zone walk also shows foreign CNAMEs at routed hostnames, so their
 //! conflicts cost no failed create.
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use cftunnel_cloudflare::{
     CloudflareClient, CloudflareError, DnsRecord, DnsRecordFilter, DnsRecordType, Page,
@@ -53,17 +53,20 @@ impl Reader<'_> {
         }
     }
 
-    /// Every page of `filter`, starting after `first` when it was already read.
+    /// The records of every page of `filter` that `keep` keeps (page by page: a walk over a
+    /// zone's every CNAME holds only the wanted ones), starting after `first` when it was
+    /// already read.
     async fn walk(
         &mut self,
         filter: &DnsRecordFilter,
         first: Option<Page<DnsRecord>>,
+        keep: impl Fn(&DnsRecord) -> bool,
     ) -> Result<Vec<DnsRecord>, CloudflareError> {
         let mut all = Vec::new();
         let mut next = match first {
             Some(page) => {
                 let done = is_last(&page, 1, self.page_size);
-                all.extend(page.items);
+                all.extend(page.items.into_iter().filter(&keep));
                 if done {
                     return Ok(all);
                 }
@@ -74,7 +77,7 @@ impl Reader<'_> {
         while next <= MAX_PAGES {
             let page = self.page(filter, next).await?;
             let done = is_last(&page, next, self.page_size);
-            all.extend(page.items);
+            all.extend(page.items.into_iter().filter(&keep));
             if done {
                 return Ok(all);
             }
@@ -93,18 +96,19 @@ impl Reader<'_> {
         targets: &BTreeSet<String>,
         hostnames: &BTreeSet<String>,
     ) -> Result<Vec<DnsRecord>, CloudflareError> {
-        let mut found: BTreeMap<String, DnsRecord> = BTreeMap::new();
-        if !targets.is_empty() {
-            for record in self.cnames(targets, hostnames).await? {
-                found.insert(record.id.clone(), record);
-            }
-        }
+        let mut found = if targets.is_empty() {
+            Vec::new()
+        } else {
+            self.cnames(targets, hostnames).await?
+        };
         let mut txt = self.filter(Some(DnsRecordType::Txt));
         txt.name_startswith = Some(TXT_PREFIX.to_string());
-        for record in self.walk(&txt, None).await? {
-            found.insert(record.id.clone(), record);
-        }
-        Ok(found.into_values().collect())
+        found.extend(self.walk(&txt, None, |_| true).await?);
+        // By id, each once (walks by content may meet a record twice): sorted in place, as a
+        // map keyed by a copy of every id would hold a zone's records twice over.
+        found.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        found.dedup_by(|a, b| a.id == b.id);
+        Ok(found)
     }
 
     async fn cnames(
@@ -116,18 +120,17 @@ impl Reader<'_> {
         let first = self.page(&all, 1).await?;
         let remaining = pages_after_first(&first, self.page_size);
         if remaining.is_some_and(|r| r <= targets.len() as u64) {
-            let records = self.walk(&all, Some(first)).await?;
             let wanted = |r: &DnsRecord| {
                 targets.contains(&normalize_name(&r.content))
                     || hostnames.contains(&normalize_name(&r.name))
             };
-            return Ok(records.into_iter().filter(wanted).collect());
+            return self.walk(&all, Some(first), wanted).await;
         }
         let mut records = Vec::new();
         for target in targets {
             let mut by_content = self.filter(Some(DnsRecordType::Cname));
             by_content.content = Some(target.clone());
-            records.extend(self.walk(&by_content, None).await?);
+            records.extend(self.walk(&by_content, None, |_| true).await?);
         }
         Ok(records)
     }
@@ -148,7 +151,7 @@ impl Reader<'_> {
     pub(crate) async fn at_name(&mut self, name: &str) -> Result<Vec<DnsRecord>, CloudflareError> {
         let mut filter = self.filter(None);
         filter.name = Some(name.to_string());
-        self.walk(&filter, None).await
+        self.walk(&filter, None, |_| true).await
     }
 }
 
