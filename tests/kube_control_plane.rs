@@ -445,3 +445,66 @@ fn harness_leaves_nothing_behind_after_sigkill() {
     assert_eq!(status.signal(), Some(9));
     assert_cleaned_up(&pids, &dir);
 }
+
+/// cftunnel's event recorder on a real API server: a repeat of an event on the same object
+/// (its resourceVersion moved on) is counted on the first Event as a series; another reason
+/// is an Event of its own.
+#[tokio::test]
+async fn a_repeated_event_is_counted_on_the_first_as_a_series() {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use k8s_openapi::api::events::v1::Event as K8sEvent;
+    use kube::runtime::events::{Event, EventType, Reporter};
+
+    let plane = plane().await;
+    let ns = plane.create_namespace("events").await.expect("namespace");
+    let client = plane.admin_client().expect("client");
+    let reporter = Reporter {
+        controller: "cftunnel".into(),
+        instance: None,
+    };
+    let recorder = cftunnel::term::recorder::Recorder::new(client.clone(), reporter);
+    let regarding = |resource_version: &str| ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("ConfigMap".into()),
+        namespace: Some(ns.clone()),
+        name: Some("settings".into()),
+        uid: Some("0b7e-u1".into()),
+        resource_version: Some(resource_version.into()),
+        ..ObjectReference::default()
+    };
+    let event = |reason: &str| Event {
+        type_: EventType::Warning,
+        reason: reason.into(),
+        note: Some(format!("{reason} happened")),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    for (reason, version) in [
+        ("Stuck", "1"),
+        ("Stuck", "2"),
+        ("Stuck", "3"),
+        ("Ready", "3"),
+    ] {
+        recorder
+            .publish(&event(reason), &regarding(version))
+            .await
+            .unwrap_or_else(|e| panic!("{reason} at {version}: {e}"));
+    }
+    let events = Api::<K8sEvent>::namespaced(client, &ns)
+        .list(&ListParams::default())
+        .await
+        .expect("list events")
+        .items;
+    let of = |reason: &str| -> Vec<&K8sEvent> {
+        events
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .collect()
+    };
+    let (stuck, ready) = (of("Stuck"), of("Ready"));
+    assert_eq!((stuck.len(), ready.len()), (1, 1), "{events:?}");
+    assert_eq!(stuck[0].series.as_ref().map(|s| s.count), Some(3));
+    assert_eq!(stuck[0].note.as_deref(), Some("Stuck happened"));
+    assert!(ready[0].series.is_none());
+    assert_eq!(ready[0].reporting_controller.as_deref(), Some("cftunnel"));
+}

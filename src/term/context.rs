@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube::Client;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
+
+use super::recorder::Recorder;
 
 use super::memory::{DriftSchedule, Failures};
 use crate::caches::WatchScope;

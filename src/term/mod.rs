@@ -17,6 +17,7 @@ mod error;
 pub mod events;
 pub mod finalizer;
 pub mod memory;
+pub mod recorder;
 pub mod shared;
 pub mod tunnel_lists;
 pub mod zones;
