@@ -6,7 +6,7 @@
 pub mod serve;
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use kube::Resource;
 
@@ -26,11 +26,38 @@ use cftunnel_types::TunnelKind;
 /// lag behind the API server).
 const REBUILD_SPACING: u32 = 4;
 
-/// The last view built: the caches' generation it saw, the view, when the next may be built.
+/// A view no request asked for in this long is dropped, and rebuilt by the next request that
+/// judges: between bursts of admission (a bulk create, a deploy) the view of ten thousand
+/// objects is megabytes held for nothing (every claim of every hostname), and rebuilding it
+/// takes tens of milliseconds.
+pub(crate) const IDLE_RELEASE: Duration = Duration::from_secs(30);
+
+/// The caches' generation no view was built for.
+const NONE_BUILT: u64 = u64::MAX;
+
+/// The last view built: the caches' generation it saw, the view, when the next may be built,
+/// when a request last asked for it.
 struct Built {
     generation: u64,
     view: Arc<AdmissionView>,
     next: Instant,
+    used: Instant,
+}
+
+impl Built {
+    fn none(now: Instant) -> Built {
+        Built {
+            generation: NONE_BUILT,
+            view: Arc::new(AdmissionView::default()),
+            next: now,
+            used: now,
+        }
+    }
+
+    /// Holds a view no request asked for in [`IDLE_RELEASE`].
+    fn idle(&self, now: Instant) -> bool {
+        self.generation != NONE_BUILT && now.saturating_duration_since(self.used) >= IDLE_RELEASE
+    }
 }
 
 /// The admission view, built from the process-wide caches.
@@ -44,32 +71,45 @@ impl ViewCache {
     pub fn new(caches: ProcessCaches) -> Arc<ViewCache> {
         Arc::new(ViewCache {
             caches,
-            built: Mutex::new(Built {
-                generation: u64::MAX,
-                view: Arc::new(AdmissionView::default()),
-                next: Instant::now(),
-            }),
+            built: Mutex::new(Built::none(Instant::now())),
         })
+    }
+
+    /// Drops the view if no request asked for it in [`IDLE_RELEASE`]; `true` if it did.
+    pub(crate) fn release_if_idle(&self) -> bool {
+        let mut built = self.lock();
+        let now = Instant::now();
+        let idle = built.idle(now);
+        if idle {
+            *built = Built::none(now);
+        }
+        idle
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Built> {
+        self.built
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The current view; rebuilt from the stores only when a watch event arrived since, and
     /// not sooner than [`REBUILD_SPACING`] allows.
     pub fn snapshot(&self) -> Arc<AdmissionView> {
         let generation = self.caches.generation();
-        let mut built = self
-            .built
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut built = self.lock();
         let now = Instant::now();
-        if built.generation != generation && now >= built.next {
+        // A view released while idle is rebuilt at once, whatever the spacing said.
+        if built.generation == NONE_BUILT || (built.generation != generation && now >= built.next) {
             let view = Arc::new(self.build());
             let took = now.elapsed();
             *built = Built {
                 generation,
                 view,
                 next: Instant::now() + took * (REBUILD_SPACING - 1),
+                used: now,
             };
         }
+        built.used = now;
         built.view.clone()
     }
 
@@ -151,4 +191,24 @@ impl ViewCache {
 
 fn name_of<K: Resource>(object: &K) -> String {
     object.meta().name.clone().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_is_idle_once_no_request_asked_for_it_in_the_release_time() {
+        let start = Instant::now();
+        let mut built = Built::none(start);
+        assert!(
+            !built.idle(start + IDLE_RELEASE * 2),
+            "nothing built, nothing to drop"
+        );
+        built.generation = 7;
+        assert!(!built.idle(start + IDLE_RELEASE / 2));
+        assert!(built.idle(start + IDLE_RELEASE));
+        built.used = start + IDLE_RELEASE;
+        assert!(!built.idle(start + IDLE_RELEASE + IDLE_RELEASE / 2));
+    }
 }

@@ -67,6 +67,15 @@ pub(crate) async fn serve_webhook(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ServingHandle, WebhookError> {
     let cache = ViewCache::new(caches.clone());
+    let idle = cache.clone();
+    process.spawn("admission-view-release", async move {
+        loop {
+            tokio::time::sleep(super::IDLE_RELEASE / 2).await;
+            if idle.release_if_idle() {
+                tracing::debug!("admission view dropped while idle");
+            }
+        }
+    });
     let readiness = Readiness::new();
     let ready = readiness.clone();
     process.spawn("readiness", async move {
