@@ -320,24 +320,32 @@ mod tests {
         assert!(changes_more_than_status(&meta(None, "a"), &meta(None, "a")));
     }
 
-    /// A version the store replaced is freed even while a subscriber has not read its change
-    /// yet; the subscriber reads the latest version, and a deleted object as it was last seen.
-    #[tokio::test]
-    async fn the_fan_out_holds_no_version_the_store_replaced() {
-        let scope = Scope::root("test");
-        let (events_tx, events_rx) = mpsc::unbounded_channel::<watcher::Result<Event<ConfigMap>>>();
+    type Events = mpsc::UnboundedSender<watcher::Result<Event<ConfigMap>>>;
+
+    /// A ConfigMap store running in `scope`, fed the events sent on the returned sender.
+    fn config_maps(scope: &Scope) -> (Shared<ConfigMap>, Events) {
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
         let events = futures::stream::unfold(events_rx, |mut rx| async move {
             rx.recv().await.map(|event| (event, rx))
         });
         let generation = Arc::new(watch::channel(0u64).0);
         let shared = Shared::start(
-            &scope,
+            scope,
             &Metrics::process(),
             "configmaps",
             |_| events,
             keep,
             generation,
         );
+        (shared, events_tx)
+    }
+
+    /// A version the store replaced is freed even while a subscriber has not read its change
+    /// yet; the subscriber reads the latest version, and a deleted object as it was last seen.
+    #[tokio::test]
+    async fn the_fan_out_holds_no_version_the_store_replaced() {
+        let scope = Scope::root("test");
+        let (shared, events_tx) = config_maps(&scope);
         let changes = shared.changes();
         let version = |v: &str| {
             let mut object = config_map("a");
@@ -388,19 +396,7 @@ mod tests {
     #[tokio::test]
     async fn every_reader_waiting_for_the_first_list_is_woken() {
         let scope = Scope::root("test");
-        let (events_tx, events_rx) = mpsc::unbounded_channel::<watcher::Result<Event<ConfigMap>>>();
-        let events = futures::stream::unfold(events_rx, |mut rx| async move {
-            rx.recv().await.map(|event| (event, rx))
-        });
-        let generation = Arc::new(watch::channel(0u64).0);
-        let shared = Shared::start(
-            &scope,
-            &Metrics::process(),
-            "configmaps",
-            |_| events,
-            keep,
-            generation,
-        );
+        let (shared, events_tx) = config_maps(&scope);
         let first_listed = tokio::spawn({
             let shared = shared.clone();
             async move { shared.listed().await }
