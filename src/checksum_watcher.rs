@@ -39,7 +39,7 @@ pub(crate) enum ChecksumError {
     },
     #[error("stamping {kind} {namespace}/{name}: {source}")]
     Stamp {
-        kind: &'static str,
+        kind: String,
         namespace: String,
         name: String,
         #[source]
@@ -110,7 +110,7 @@ async fn watch<K>(
             Arc::new(Context { client }),
         )
         .for_each(|result| async move {
-            metrics.controller_event(std::any::type_name::<K>(), &result);
+            metrics.controller_event(&K::kind(&()), &result);
             if let Err(e) = result {
                 tracing::debug!(error = %e, "checksum watcher event");
             }
@@ -184,10 +184,7 @@ where
         )
         .await
         .map_err(|source| ChecksumError::Stamp {
-            kind: std::any::type_name::<K>()
-                .rsplit("::")
-                .next()
-                .unwrap_or("workload"),
+            kind: K::kind(&()).into_owned(),
             namespace: namespace.clone(),
             name: workload.name_any(),
             source,

@@ -22,11 +22,12 @@ pub mod decode;
 pub mod gateway;
 mod scope;
 mod shared;
+mod workload;
 
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PodSpec, PodTemplateSpec, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::PartialObjectMeta;
@@ -36,6 +37,8 @@ use tokio::sync::watch;
 pub use scope::WatchScope;
 pub(crate) use scope::{config, namespaced};
 pub use shared::{Shared, keep, typed};
+pub use workload::Workload;
+use workload::strip_workload;
 
 use crate::metrics::Metrics;
 use crate::scope::Scope;
@@ -186,10 +189,11 @@ pub struct TermCaches {
     pub secrets: Vec<Shared<PartialObjectMeta<Secret>>>,
     /// ConfigMaps, metadata only, unselected (see the module comment).
     pub config_maps: Vec<Shared<PartialObjectMeta<ConfigMap>>>,
-    /// Deployments labelled `app=cloudflared`: managed ones and user-managed cloudflared.
-    pub deployments: Vec<Shared<Deployment>>,
-    /// DaemonSets labelled `app=cloudflared` (user-managed cloudflared).
-    pub daemon_sets: Vec<Shared<DaemonSet>>,
+    /// Deployments labelled `app=cloudflared`: managed ones and user-managed cloudflared, as
+    /// [`Workload`]s.
+    pub deployments: Vec<Shared<Workload<Deployment>>>,
+    /// DaemonSets labelled `app=cloudflared` (user-managed cloudflared), as [`Workload`]s.
+    pub daemon_sets: Vec<Shared<Workload<DaemonSet>>>,
 }
 
 impl TermCaches {
@@ -240,8 +244,13 @@ impl TermCaches {
                 term,
                 metrics,
                 "deployments",
-                |_| typed(namespaced::<Deployment>(client, ns), config(&cloudflared)),
-                strip_deployment,
+                |_| {
+                    typed(
+                        namespaced::<Workload<Deployment>>(client, ns),
+                        config(&cloudflared),
+                    )
+                },
+                strip_workload,
                 generation.clone(),
             ));
             // User-managed cloudflared DaemonSets are followed in the watched namespace only.
@@ -250,8 +259,13 @@ impl TermCaches {
                     term,
                     metrics,
                     "daemonsets",
-                    |_| typed(namespaced::<DaemonSet>(client, ns), config(&cloudflared)),
-                    strip_daemon_set,
+                    |_| {
+                        typed(
+                            namespaced::<Workload<DaemonSet>>(client, ns),
+                            config(&cloudflared),
+                        )
+                    },
+                    strip_workload,
                     generation.clone(),
                 ));
             }
@@ -320,37 +334,6 @@ pub(crate) fn strip_ingress(ingress: &mut Ingress) {
     }
 }
 
-/// Keeps what the readers of a cloudflared Deployment read: its metadata (owners trigger the
-/// tunnel controllers) and its pod template's metadata and volumes (the checksum watcher
-/// stamps the template from the ConfigMaps it mounts). Containers and status go: they are most
-/// of a Deployment, and whoever needs them reads the object from the API server.
-///
-/// A workload of cftunnel's own kinds ([`kept_by_cftunnel`]) keeps no pod spec at all: only its
-/// metadata is read, and a pod spec's volumes are kilobytes each, for every tunnel.
-pub(crate) fn strip_deployment(deployment: &mut Deployment) {
-    let ours = kept_by_cftunnel(&deployment.metadata);
-    strip_pod_template(&mut deployment.spec.template, ours);
-    deployment.status = None;
-}
-
-/// [`strip_deployment`] for a DaemonSet.
-pub(crate) fn strip_daemon_set(daemon_set: &mut DaemonSet) {
-    let ours = kept_by_cftunnel(&daemon_set.metadata);
-    strip_pod_template(&mut daemon_set.spec.template, ours);
-    daemon_set.status = None;
-}
-
-fn strip_pod_template(template: &mut PodTemplateSpec, ours: bool) {
-    if ours {
-        template.spec = None;
-    } else if let Some(pod) = template.spec.as_mut() {
-        *pod = PodSpec {
-            volumes: pod.volumes.take(),
-            ..PodSpec::default()
-        };
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,70 +376,6 @@ mod tests {
         };
         strip_service(&mut unlabelled);
         assert!(unlabelled.metadata.labels.is_none() && unlabelled.metadata.annotations.is_none());
-    }
-
-    #[test]
-    fn a_stored_user_managed_deployment_keeps_its_metadata_template_metadata_and_volumes() {
-        let deployment: Deployment = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "cf", "namespace": "shop", "labels": {"app": "cloudflared"},
-                "annotations": {"meta.helm.sh/release-name": "cf"}},
-            "spec": {"selector": {"matchLabels": {"app": "cloudflared"}}, "template": {
-                "metadata": {"annotations": {"cfargotunnel.com/checksum": "abc"}},
-                "spec": {
-                    "containers": [{"name": "cloudflared", "image": "cloudflare/cloudflared",
-                        "args": ["tunnel", "run"], "env": [{"name": "A", "value": "b"}]}],
-                    "volumes": [{"name": "config", "configMap": {"name": "edge-config"}}]}}},
-            "status": {"availableReplicas": 1}
-        }))
-        .unwrap_or_else(|e| panic!("{e}"));
-        let pod_json = |d: &Deployment| {
-            serde_json::to_value(d)
-                .unwrap_or_else(|e| panic!("{e}"))
-                .pointer("/spec/template/spec")
-                .cloned()
-                .unwrap_or_default()
-        };
-        let mut stripped = deployment.clone();
-        strip_deployment(&mut stripped);
-        assert_eq!(stripped.metadata, deployment.metadata);
-        let template = |d: &Deployment| d.spec.template.metadata.clone();
-        assert_eq!(template(&stripped), template(&deployment));
-        assert_eq!(
-            cftunnel_policy::hardening::mutate::mounted_config_maps(&pod_json(&stripped)),
-            vec!["edge-config"]
-        );
-        let pod = stripped.spec.template.spec.unwrap_or_default();
-        assert!(pod.containers.is_empty() && stripped.status.is_none());
-    }
-
-    #[test]
-    fn a_stored_deployment_of_a_tunnel_keeps_its_metadata_and_no_pod_spec() {
-        let mut deployment = Deployment {
-            metadata: owned_by("networking.cfargotunnel.com/v1alpha2", "Tunnel", true),
-            ..Deployment::default()
-        };
-        deployment.spec.template.metadata = Some(ObjectMeta {
-            annotations: Some(BTreeMap::from([(
-                "cfargotunnel.com/checksum".to_string(),
-                "abc".to_string(),
-            )])),
-            ..ObjectMeta::default()
-        });
-        deployment.spec.template.spec = Some(PodSpec {
-            volumes: Some(vec![k8s_openapi::api::core::v1::Volume {
-                name: "config".into(),
-                ..Default::default()
-            }]),
-            ..PodSpec::default()
-        });
-        let mut stripped = deployment.clone();
-        strip_deployment(&mut stripped);
-        assert_eq!(stripped.metadata, deployment.metadata);
-        assert_eq!(
-            stripped.spec.template.metadata,
-            deployment.spec.template.metadata
-        );
-        assert!(stripped.spec.template.spec.is_none());
     }
 
     #[test]
