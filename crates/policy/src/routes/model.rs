@@ -24,74 +24,18 @@ const DEFAULT_PROXY_ADDRESS: &str = "127.0.0.1";
 /// The routes of every tunnel and the status of every source in `world`. Pure and
 /// deterministic: the same world gives the same table whatever the order of its lists.
 pub fn compute_routes(world: &RouteWorld) -> RouteTable {
-    let services: ServiceIndex<'_> = world
-        .services
-        .iter()
-        .filter_map(|s| {
-            let meta = &s.metadata;
-            Some((
-                (meta.namespace.as_deref()?, meta.name.as_deref()?),
-                s.as_ref(),
-            ))
-        })
-        .collect();
-    // Objects oldest first; each one's sources are read when its turn comes and dropped after
-    // it: the routes a source declares are several times what the table keeps of them.
-    let mut pending: Vec<(AgeKey<'_>, Pending<'_>)> = world
-        .bindings
-        .iter()
-        .map(|b| Pending::Binding(b))
-        .chain(
-            world
-                .services
-                .iter()
-                .filter(|s| {
-                    s.metadata
-                        .labels
-                        .as_ref()
-                        .is_some_and(|l| exposure(l).is_some())
-                })
-                .map(|s| Pending::Service(s)),
-        )
-        .chain(world.ingresses.iter().map(|i| Pending::Ingress(i)))
-        .chain(world.http_routes.iter().map(|r| Pending::Http(r)))
-        .chain(world.grpc_routes.iter().map(|r| Pending::Grpc(r)))
-        .map(|object| (object.age_key(), object))
-        .collect();
-    pending.sort_by(|a, b| a.0.cmp(&b.0));
-
     let mut table = RouteTable::default();
     let mut tunnels: BTreeMap<TunnelIdentity, TunnelRoutes> = BTreeMap::new();
     for tunnel in &world.tunnels {
         tunnels.entry(tunnel.identity.clone()).or_default();
     }
-    // The first of a repeated identity, as a walk of `world.tunnels` would find it.
-    let mut facts_of: BTreeMap<&TunnelIdentity, &TunnelFacts> = BTreeMap::new();
-    for tunnel in &world.tunnels {
-        facts_of.entry(&tunnel.identity).or_insert(tunnel);
-    }
-    let mut authority = Authority::default();
     let mut dns: BTreeMap<TunnelIdentity, BTreeMap<String, bool>> = BTreeMap::new();
     let mut since: BTreeMap<TunnelIdentity, BTreeMap<String, Age>> = BTreeMap::new();
-    for (object, source) in pending
-        .iter()
-        .enumerate()
-        .flat_map(|(object, (_, pending))| {
-            pending
-                .sources(world, &services)
-                .into_iter()
-                .map(move |source| (object, source))
-        })
-    {
-        let facts = source
-            .tunnel
-            .as_ref()
-            .and_then(|id| facts_of.get(id).copied());
-        let routed = route_source(&source, facts, world, &mut authority, object);
+    walk(world, |source, facts, routed| {
         if let (Some(id), Some(tunnel)) = (&source.tunnel, facts) {
             let routes = tunnels.entry(id.clone()).or_default();
             let names = dns.entry(id.clone()).or_default();
-            for (declared, entry) in routed.declared_entries(&source) {
+            for (declared, entry) in routed.declared_entries(source) {
                 if entry.reason.is_served() {
                     routes.routes.push(Route {
                         hostname: entry.hostname.clone(),
@@ -128,7 +72,7 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
                 }
             }
         }
-    }
+    });
     for (id, routes) in &mut tunnels {
         routes
             .routes
@@ -160,9 +104,77 @@ pub fn compute_routes(world: &RouteWorld) -> RouteTable {
     table
 }
 
+/// Routes every source of `world`, oldest first, and hands each to `each` with its tunnel's
+/// facts (`None`: no such tunnel) and what became of it. Holds no more than one object's
+/// sources at a time and keeps nothing of them: what to keep is `each`'s choice (the route
+/// table keeps everything; admission only the hostnames claimed).
+pub(super) fn walk<'w>(
+    world: &'w RouteWorld,
+    mut each: impl FnMut(&Source<'_>, Option<&'w TunnelFacts>, Routed),
+) {
+    let services: ServiceIndex<'_> = world
+        .services
+        .iter()
+        .filter_map(|s| {
+            let meta = &s.metadata;
+            Some((
+                (meta.namespace.as_deref()?, meta.name.as_deref()?),
+                s.as_ref(),
+            ))
+        })
+        .collect();
+    // Objects oldest first; each one's sources are read when its turn comes and dropped after
+    // it: the routes a source declares are several times what the table keeps of them.
+    let mut pending: Vec<(AgeKey<'_>, Pending<'_>)> = world
+        .bindings
+        .iter()
+        .map(|b| Pending::Binding(b))
+        .chain(
+            world
+                .services
+                .iter()
+                .filter(|s| {
+                    s.metadata
+                        .labels
+                        .as_ref()
+                        .is_some_and(|l| exposure(l).is_some())
+                })
+                .map(|s| Pending::Service(s)),
+        )
+        .chain(world.ingresses.iter().map(|i| Pending::Ingress(i)))
+        .chain(world.http_routes.iter().map(|r| Pending::Http(r)))
+        .chain(world.grpc_routes.iter().map(|r| Pending::Grpc(r)))
+        .map(|object| (object.age_key(), object))
+        .collect();
+    pending.sort_by(|a, b| a.0.cmp(&b.0));
+    // The first of a repeated identity, as a walk of `world.tunnels` would find it.
+    let mut facts_of: BTreeMap<&TunnelIdentity, &TunnelFacts> = BTreeMap::new();
+    for tunnel in &world.tunnels {
+        facts_of.entry(&tunnel.identity).or_insert(tunnel);
+    }
+    let mut authority = Authority::default();
+    for (object, source) in pending
+        .iter()
+        .enumerate()
+        .flat_map(|(object, (_, pending))| {
+            pending
+                .sources(world, &services)
+                .into_iter()
+                .map(move |source| (object, source))
+        })
+    {
+        let facts = source
+            .tunnel
+            .as_ref()
+            .and_then(|id| facts_of.get(id).copied());
+        let routed = route_source(&source, facts, world, &mut authority, object);
+        each(&source, facts, routed);
+    }
+}
+
 /// A source's status plus, per entry, the index of the route that declared it.
-struct Routed {
-    status: SourceStatus,
+pub(super) struct Routed {
+    pub(super) status: SourceStatus,
     declared_of: Vec<usize>,
 }
 

@@ -355,3 +355,97 @@ fn a_status_writer_is_given_only_the_routes_whose_entries_must_change() {
         2
     );
 }
+
+/// The claims as the route table gives them: every entry of an Ingress or Gateway API source
+/// that is served or lost a conflict, by source, as declared.
+fn table_claims(world: &RouteWorld) -> Vec<crate::rules::HostnameClaim> {
+    let table = compute_routes(world);
+    let mut out = Vec::new();
+    for (source, status) in &table.sources {
+        let (Some(tunnel), true) = (&status.tunnel, source.kind != SourceKind::TunnelBinding)
+        else {
+            continue;
+        };
+        for entry in &status.routes {
+            let claims = entry.reason.is_served() || entry.reason == RouteReason::HostnameConflict;
+            if claims && entry.hostname != ANY_HOST {
+                out.push(crate::rules::HostnameClaim {
+                    fqdn: entry.hostname.clone(),
+                    path: entry.path.clone().unwrap_or_default(),
+                    tunnel: tunnel.clone(),
+                    owner: source.to_string(),
+                    object: source.to_string(),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn admission_claims_are_the_route_tables_without_building_it() {
+    let mut world = gateway_world();
+    world.ingress_classes = vec![cluster_edge_class()];
+    world.bindings.push(binding(
+        "shop",
+        "web",
+        10,
+        json!({"kind": "ClusterTunnel", "name": "edge"}),
+        json!([{"kind": "Service", "name": "web", "spec": {"fqdn": "app.example.org"}}]),
+    ));
+    for (namespace, name, created, host) in [
+        ("shop", "web", 5, "app.example.org"),
+        ("shop-b", "a", 1, "b.example.org"),
+        ("shop", "z", 2, "b.example.org"),
+    ] {
+        world.ingresses.push(ingress(
+            namespace,
+            name,
+            created,
+            json!({"ingressClassName": "cftunnel", "rules": [{"host": host, "http": {"paths": [
+                {"path": "/x", "pathType": "Prefix", "backend": {"service": {"name": "api", "port": {"number": 80}}}}]}}]}),
+        ));
+    }
+    world.http_routes.push(http_route(
+        "web",
+        0,
+        json!({"parentRefs": [{"name": "web"}], "hostnames": ["app.example.org", "only.example.org"],
+               "rules": [{"backendRefs": [{"name": "web", "port": 80}]},
+                         {"matches": [{"path": {"type": "PathPrefix", "value": "/v2"}}],
+                          "backendRefs": [{"name": "api", "port": 80}]}]}),
+    ));
+    world.http_routes.push(http_route(
+        "late",
+        20,
+        json!({"parentRefs": [{"name": "web"}], "hostnames": ["only.example.org"],
+               "rules": [{"backendRefs": [{"name": "missing", "port": 80}]}]}),
+    ));
+    world.http_routes.push(http_route(
+        "invalid",
+        30,
+        json!({"parentRefs": [{"name": "web"}], "hostnames": ["Not A Hostname"],
+               "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}),
+    ));
+    world.http_routes.push(http_route(
+        "elsewhere",
+        40,
+        json!({"parentRefs": [{"name": "absent"}], "hostnames": ["free.example.org"],
+               "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}),
+    ));
+    let expected = table_claims(&world);
+    let fqdns: Vec<&str> = expected.iter().map(|c| c.fqdn.as_str()).collect();
+    // Served and conflicting entries claim; the binding, the invalid hostname and the route
+    // of a Gateway that does not exist do not.
+    for fqdn in ["app.example.org", "only.example.org", "b.example.org"] {
+        assert!(fqdns.contains(&fqdn), "{fqdn} in {fqdns:?}");
+    }
+    assert!(
+        !fqdns.iter().any(|f| f.contains("free") || f.contains(' ')),
+        "{fqdns:?}"
+    );
+    assert!(
+        expected.iter().any(|c| c.owner == "HTTPRoute shop/late"),
+        "{expected:?}"
+    );
+    assert_eq!(model_claims(&world), expected);
+}
