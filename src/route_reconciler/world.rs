@@ -62,7 +62,7 @@ impl RouteCache {
                 TunnelKind::Tunnel,
                 &ns,
                 &t.name_any(),
-                &t.tunnel_spec(),
+                &t.spec,
             ));
         }
         for t in self
