@@ -47,34 +47,65 @@ async fn apply(
     name: &str,
     rv: &str,
     hold: bool,
-) -> Result<(), ReconcileError> {
+) -> Result<(), kube::Error> {
     Api::<Secret>::namespaced(ctx.client.clone(), namespace)
         .patch(
             name,
             &PatchParams::apply(FIELD_MANAGER_SECRET_GUARD).force(),
             &Patch::Apply(guard_object(namespace, name, rv, hold)),
         )
-        .await
-        .map_err(|e| ReconcileError::kube("updating the API Secret guard", e))?;
+        .await?;
     Ok(())
 }
 
-/// Puts the guard on the API Secret if it is not there yet.
+/// Reads of the Secret after a conflicting guard write, before the reconcile gives up and is
+/// requeued. The tunnels of a namespace usually share one API Secret: on a first sync they all
+/// find it unguarded and race to put the same guard on, and all but one meet a conflict.
+const GUARD_CONFLICT_REREADS: usize = 3;
+
+fn guarded(finalizers: &[String]) -> bool {
+    finalizers.iter().any(|f| f == FINALIZER_SECRET_IN_USE)
+}
+
+/// Puts the guard on the API Secret if it is not there yet. A conflict (the Secret changed
+/// since it was read, most often because another tunnel just guarded it) is answered by
+/// reading it again: already guarded is done, otherwise the write is retried on the new
+/// version, up to [`GUARD_CONFLICT_REREADS`] times.
 pub(crate) async fn ensure(
     ctx: &Context,
     namespace: &str,
     name: &str,
     secret: &ApiSecret,
 ) -> Result<(), ReconcileError> {
-    if secret
-        .finalizers
-        .iter()
-        .any(|f| f == FINALIZER_SECRET_IN_USE)
-    {
+    if guarded(&secret.finalizers) {
         return Ok(());
     }
-    let rv = secret.resource_version.clone().unwrap_or_default();
-    apply(ctx, namespace, name, &rv, true).await
+    let mut rv = secret.resource_version.clone().unwrap_or_default();
+    let mut rereads = 0;
+    loop {
+        match apply(ctx, namespace, name, &rv, true).await {
+            Err(kube::Error::Api(status))
+                if status.is_conflict() && rereads < GUARD_CONFLICT_REREADS =>
+            {
+                rereads += 1;
+                let api = Api::<Secret>::namespaced(ctx.client.clone(), namespace);
+                let now = api
+                    .get_metadata_opt(name)
+                    .await
+                    .map_err(|e| ReconcileError::kube("reading the API Secret", e))?;
+                match now {
+                    Some(now) if guarded(now.finalizers()) => return Ok(()),
+                    Some(now) => rv = now.resource_version().unwrap_or_default(),
+                    // Gone meanwhile: the next read of the credentials says so.
+                    None => return Ok(()),
+                }
+            }
+            result => {
+                return result
+                    .map_err(|e| ReconcileError::kube("updating the API Secret guard", e));
+            }
+        }
+    }
 }
 
 /// Releases the guard when no tunnel holding the finalizer references the Secret any more.
@@ -115,15 +146,13 @@ pub(crate) async fn release_if_unused(
     else {
         return Ok(());
     };
-    if !secret
-        .finalizers()
-        .iter()
-        .any(|f| f == FINALIZER_SECRET_IN_USE)
-    {
+    if !guarded(secret.finalizers()) {
         return Ok(());
     }
     let rv = secret.resource_version().unwrap_or_default();
-    apply(ctx, namespace, name, &rv, false).await
+    apply(ctx, namespace, name, &rv, false)
+        .await
+        .map_err(|e| ReconcileError::kube("updating the API Secret guard", e))
 }
 
 /// Releases the guard of every guarded Secret of `namespace` but `keep` that no tunnel holding
@@ -198,11 +227,7 @@ pub async fn sweep(ctx: Arc<Context>, namespace: Option<String>) {
         }
     };
     for secret in secrets {
-        if !secret
-            .finalizers()
-            .iter()
-            .any(|f| f == FINALIZER_SECRET_IN_USE)
-        {
+        if !guarded(secret.finalizers()) {
             continue;
         }
         let (ns, name) = (secret.namespace().unwrap_or_default(), secret.name_any());

@@ -230,3 +230,32 @@ async fn renaming_the_api_secret_moves_the_guard_to_the_new_one() {
     .await
     .unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[tokio::test]
+async fn tunnels_created_together_share_their_api_secret_without_a_failed_reconcile() {
+    // Retries are ten minutes: a tunnel whose guard write met a conflict and failed would
+    // report KubernetesError, which is what this test looks for.
+    let h = Harness::start_with("tr-guard-race", slow_retries).await;
+    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
+        .await;
+    let names: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
+    futures::future::join_all(names.iter().map(|name| {
+        h.create_tunnel(
+            name,
+            h.spec(API_SECRET, json!({"newTunnel": {"name": name}})),
+        )
+    }))
+    .await;
+    for name in &names {
+        h.wait_reason(&h.tunnels(), name, "Ready").await;
+    }
+    let secret = h.secrets().get(API_SECRET).await.expect("api secret");
+    assert!(guarded(&secret), "{:?}", secret.finalizers());
+    for name in &names {
+        let reasons = h.event_reasons(name).await;
+        assert!(
+            !reasons.iter().any(|r| r == "KubernetesError"),
+            "{name}: {reasons:?}"
+        );
+    }
+}
