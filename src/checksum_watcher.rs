@@ -142,7 +142,13 @@ where
         return Ok(Action::await_change());
     }
     let namespace = workload.namespace().unwrap_or_default();
-    let object = serde_json::to_value(workload.as_ref())?;
+    let mut object = serde_json::to_value(workload.as_ref())?;
+    // The stores keep no `apiVersion`/`kind` (a watch's objects are all of one kind), and the
+    // stamp is decided by kind: put them back.
+    if let Some(fields) = object.as_object_mut() {
+        fields.insert("apiVersion".into(), K::api_version(&()).into());
+        fields.insert("kind".into(), K::kind(&()).into());
+    }
     let names = object
         .pointer("/spec/template/spec")
         .map(mounted_config_maps)
