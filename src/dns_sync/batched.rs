@@ -26,7 +26,7 @@ use cftunnel_cloudflare::{
 
 use crate::dns_sync::zone::{Run, record_name};
 use cftunnel_policy::dns::plan_zone;
-use cftunnel_policy::dns::{BatchMode, Ours, ZoneBatching, normalize_name};
+use cftunnel_policy::dns::{BatchMode, Ours, ZoneBatching};
 use cftunnel_policy::dns::{DnsAction, DnsChange};
 
 /// Where a change's answer is in the batch result.
@@ -171,12 +171,7 @@ impl Run<'_> {
     /// plan wants them (their writes may have been applied already, their answers lost).
     async fn replan_all(&mut self, groups: Vec<Vec<DnsChange>>) {
         let ours = Ours::new(&self.zone.tunnels, self.options.cluster_id.as_ref());
-        let hostnames: BTreeSet<String> = self
-            .zone
-            .tunnels
-            .iter()
-            .flat_map(|t| t.hostnames.iter().map(|h| normalize_name(h)))
-            .collect();
+        let hostnames = crate::dns_sync::zone::routed_hostnames(self.zone);
         match self.reader.candidates(ours.targets(), &hostnames).await {
             Ok(fresh) => self.mirror = fresh,
             Err(error) => {

@@ -11,6 +11,7 @@
 //! other CNAMEs) it queries each target by exact content. Cost: min(pages of all CNAMEs,
 //! 1 + targets). The whole-zone walk also shows foreign CNAMEs at routed hostnames, so their
 //! conflicts cost no failed create.
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use cftunnel_cloudflare::{
@@ -18,7 +19,7 @@ use cftunnel_cloudflare::{
 };
 
 use cftunnel_policy::dns::TXT_PREFIX;
-use cftunnel_policy::dns::normalize_name;
+use cftunnel_policy::dns::normalized;
 
 /// A list walk longer than this is a broken server, not a zone.
 const MAX_PAGES: u32 = 10_000;
@@ -94,7 +95,7 @@ impl Reader<'_> {
     pub async fn candidates(
         &mut self,
         targets: &BTreeSet<String>,
-        hostnames: &BTreeSet<String>,
+        hostnames: &BTreeSet<Cow<'_, str>>,
     ) -> Result<Vec<DnsRecord>, CloudflareError> {
         let mut found = if targets.is_empty() {
             Vec::new()
@@ -114,15 +115,15 @@ impl Reader<'_> {
     async fn cnames(
         &mut self,
         targets: &BTreeSet<String>,
-        hostnames: &BTreeSet<String>,
+        hostnames: &BTreeSet<Cow<'_, str>>,
     ) -> Result<Vec<DnsRecord>, CloudflareError> {
         let all = self.filter(Some(DnsRecordType::Cname));
         let first = self.page(&all, 1).await?;
         let remaining = pages_after_first(&first, self.page_size);
         if remaining.is_some_and(|r| r <= targets.len() as u64) {
             let wanted = |r: &DnsRecord| {
-                targets.contains(&normalize_name(&r.content))
-                    || hostnames.contains(&normalize_name(&r.name))
+                targets.contains(normalized(&r.content).as_ref())
+                    || hostnames.contains(normalized(&r.name).as_ref())
             };
             return self.walk(&all, Some(first), wanted).await;
         }

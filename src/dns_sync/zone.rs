@@ -21,6 +21,7 @@
 //! [`cftunnel_policy::dns::fit`] gives (hostnames that add no record first, then the oldest
 //! routes'), hostnames beyond a known quota are held back, and a create refused with 81045
 //! leaves its hostname without records, reported as `QuotaExceeded`, never as an error.
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use cftunnel_cloudflare::{
@@ -32,7 +33,7 @@ use super::candidates::Reader;
 use super::quota::QuotaRun;
 use super::report::{DnsWriteError, TunnelDnsReport, WriteKind, WrittenRecord, ZoneDnsReport};
 use cftunnel_policy::dns::{DesiredRecord, DnsAction, DnsChange, RecordRef};
-use cftunnel_policy::dns::{DnsOptions, ZoneDns, normalize_name};
+use cftunnel_policy::dns::{DnsOptions, ZoneDns, normalized};
 use cftunnel_policy::dns::{Fitted, fit, plan_zone};
 use cftunnel_policy::dns::{Ours, Owner};
 use cftunnel_policy::dns::{TXT_PREFIX, managed_txt_name};
@@ -71,11 +72,7 @@ pub async fn sync_zone(
         });
     }
     let ours = Ours::new(&zone.tunnels, options.cluster_id.as_ref());
-    let hostnames: BTreeSet<String> = zone
-        .tunnels
-        .iter()
-        .flat_map(|t| t.hostnames.iter().map(|h| normalize_name(h)))
-        .collect();
+    let hostnames = routed_hostnames(zone);
     let mut reader = Reader {
         client,
         zone_id,
@@ -154,21 +151,29 @@ pub(super) fn group_by_hostname(changes: Vec<DnsChange>) -> Vec<Vec<DnsChange>> 
     groups
 }
 
+/// Every hostname the zone's tunnels route, normalised (borrowed where it is already).
+pub(super) fn routed_hostnames(zone: &ZoneDns) -> BTreeSet<Cow<'_, str>> {
+    zone.tunnels
+        .iter()
+        .flat_map(|t| t.hostnames.iter().map(|h| normalized(h)))
+        .collect()
+}
+
 /// CNAME and TXT records each tunnel owns in `records`.
 fn records_left(zone: &ZoneDns, records: &[DnsRecord], options: &DnsOptions) -> Vec<usize> {
     let ours = Ours::new(&zone.tunnels, options.cluster_id.as_ref());
-    let mut txts: BTreeMap<String, Vec<&DnsRecord>> = BTreeMap::new();
+    let mut txts: BTreeMap<Cow<'_, str>, Vec<&DnsRecord>> = BTreeMap::new();
     for record in records.iter().filter(|r| r.is_type(DnsRecordType::Txt)) {
-        txts.entry(normalize_name(&record.name))
+        txts.entry(normalized(&record.name))
             .or_default()
             .push(record);
     }
     let mut left = vec![0; zone.tunnels.len()];
     for record in records {
-        let name = normalize_name(&record.name);
+        let name = normalized(&record.name);
         let owner = if record.is_type(DnsRecordType::Cname) {
             let vouching = txts
-                .get(&managed_txt_name(&name))
+                .get(managed_txt_name(&name).as_str())
                 .map_or(&[][..], Vec::as_slice);
             ours.cname_owner(record, vouching, name.starts_with("*."))
         } else if record.is_type(DnsRecordType::Txt) && name.starts_with(TXT_PREFIX) {
@@ -254,7 +259,7 @@ impl Run<'_> {
 
     /// Replaces what the mirror holds at `name` with `fresh` (a re-read of that name).
     pub(super) fn mirror_replace(&mut self, name: &str, fresh: Vec<DnsRecord>) {
-        self.mirror.retain(|r| normalize_name(&r.name) != name);
+        self.mirror.retain(|r| normalized(&r.name) != name);
         self.mirror.extend(fresh);
     }
 

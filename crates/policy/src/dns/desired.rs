@@ -1,4 +1,5 @@
 //! What the DNS sync is asked for: per zone, every tunnel's routed hostnames, and the options.
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use cftunnel_cloudflare::MAX_DNS_PER_PAGE;
@@ -98,6 +99,16 @@ pub fn normalize_name(name: &str) -> String {
     name.trim().trim_end_matches('.').to_ascii_lowercase()
 }
 
+/// [`normalize_name`], borrowing `name` when it is normalised already (as Cloudflare's answers
+/// and the hostnames of routes usually are): a zone's plan reads tens of thousands of names.
+pub fn normalized(name: &str) -> Cow<'_, str> {
+    let trimmed = name.trim().trim_end_matches('.');
+    match trimmed.bytes().any(|c| c.is_ascii_uppercase()) {
+        true => Cow::Owned(trimmed.to_ascii_lowercase()),
+        false => Cow::Borrowed(trimmed),
+    }
+}
+
 /// Why a hostname cannot be given a record in this zone; `None` if it can.
 pub(crate) fn hostname_problem(hostname: &str, zone_name: &str) -> Option<String> {
     let zone = normalize_name(zone_name);
@@ -167,5 +178,23 @@ mod tests {
             "c1744f8b-faa1.cfargotunnel.com"
         );
         assert_eq!(normalize_name("App.Example.COM."), "app.example.com");
+    }
+
+    #[test]
+    fn normalized_borrows_only_what_is_normalised_already() {
+        for name in [
+            "App.Example.COM.",
+            " a.example.com ",
+            "a.example.com.",
+            "*.x.io",
+            "",
+        ] {
+            assert_eq!(normalized(name), normalize_name(name), "{name:?}");
+        }
+        assert!(matches!(
+            normalized("a.example.com."),
+            Cow::Borrowed("a.example.com")
+        ));
+        assert!(matches!(normalized("A.example.com"), Cow::Owned(_)));
     }
 }

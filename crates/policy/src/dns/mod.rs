@@ -49,7 +49,7 @@ pub use change::{
     InvalidHostname, RecordRef, SharedHostname,
 };
 pub use desired::{
-    DnsOptions, MAX_HOSTNAME_CHARS, TunnelDns, ZoneDns, normalize_name, tunnel_target,
+    DnsOptions, MAX_HOSTNAME_CHARS, TunnelDns, ZoneDns, normalize_name, normalized, tunnel_target,
 };
 pub use marker::{ClusterId, MARKER_PREFIX, MAX_COMMENT_CHARS, ownership_marker};
 pub use ownership::{Ours, Owner};

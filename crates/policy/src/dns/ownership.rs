@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use cftunnel_cloudflare::DnsRecord;
 
 use super::change::ConflictReason;
-use super::desired::{TunnelDns, normalize_name, tunnel_target};
+use super::desired::{TunnelDns, normalize_name, normalized, tunnel_target};
 use super::marker::{ClusterId, is_cftunnel_marker, marker_cluster, ownership_marker};
 use super::txt::ManagedTxt;
 
@@ -168,11 +168,11 @@ impl Ours {
 
     /// Owner of a CNAME; `txts` are the TXT records at its `_managed` name.
     pub fn cname_owner(&self, record: &DnsRecord, txts: &[&DnsRecord], wildcard: bool) -> Owner {
-        let target = normalize_name(&record.content);
-        if let Some(&index) = self.swept.get(&target) {
+        let target = normalized(&record.content);
+        if let Some(&index) = self.swept.get(target.as_ref()) {
             return Owner::Tunnel(index);
         }
-        let points_at_us = self.targets.contains(&target);
+        let points_at_us = self.targets.contains(target.as_ref());
         match record.comment.as_deref() {
             Some(comment) if self.by_marker.contains_key(comment) => match points_at_us {
                 true => Owner::Tunnel(self.by_marker[comment]),

@@ -1,5 +1,6 @@
 //! The pure DNS planner: desired hostnames of a zone's tunnels + candidate records → changes and
 //! conflicts. Deterministic: the order of `actual` does not matter.
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use cftunnel_cloudflare::{DnsRecord, DnsRecordType};
@@ -8,7 +9,7 @@ use super::change::{
     ConflictReason, DesiredRecord, DnsAction, DnsChange, DnsConflict, DnsIdSource, DnsPlan,
     InvalidHostname, RecordRef, SharedHostname,
 };
-use super::desired::{DnsOptions, ZoneDns, hostname_problem, normalize_name};
+use super::desired::{DnsOptions, ZoneDns, hostname_problem, normalized};
 use super::ownership::{Ours, Owner};
 use super::txt::{TXT_PREFIX, managed_txt_name};
 
@@ -27,7 +28,9 @@ use super::txt::{TXT_PREFIX, managed_txt_name};
 pub fn plan_zone(zone: &ZoneDns, actual: &[DnsRecord], options: &DnsOptions) -> DnsPlan {
     let mut records: Vec<&DnsRecord> = actual.iter().collect();
     // By normalized name, type and id, compared in place: a key per comparison was two
-    // strings each, hundreds of thousands of them for a zone of twenty thousand records.
+    // strings each, hundreds of thousands of them for a zone of twenty thousand records. The
+    // sorted list is the index by name too (a name's records are one run of it), so no map
+    // holds a copy of every name.
     records.sort_by(|a, b| {
         normalized_bytes(&a.name)
             .cmp(normalized_bytes(&b.name))
@@ -35,28 +38,19 @@ pub fn plan_zone(zone: &ZoneDns, actual: &[DnsRecord], options: &DnsOptions) -> 
             .then_with(|| a.id.cmp(&b.id))
     });
     records.dedup_by(|a, b| a.id == b.id);
-    let mut by_name: BTreeMap<String, Vec<&DnsRecord>> = BTreeMap::new();
-    for record in records {
-        by_name
-            .entry(normalize_name(&record.name))
-            .or_default()
-            .push(record);
-    }
     let mut planner = Planner {
         zone,
         options,
         ours: Ours::new(&zone.tunnels, options.cluster_id.as_ref()),
-        by_name,
+        records: &records,
         groups: BTreeMap::new(),
         plan: DnsPlan::default(),
     };
     let wanted = planner.wanted();
-    let txt_names = txt_name_owners(&wanted);
     for (hostname, wanters) in &wanted {
-        let owns_txt = txt_names.get(&managed_txt_name(hostname)) == Some(hostname);
-        planner.plan_hostname(hostname, wanters, owns_txt);
+        planner.plan_hostname(hostname, wanters, owns_txt(hostname, &wanted));
     }
-    planner.plan_orphans(&wanted, &txt_names);
+    planner.plan_orphans(&wanted);
     planner.find_shared(&wanted);
     let Planner {
         mut groups,
@@ -72,7 +66,10 @@ pub fn plan_zone(zone: &ZoneDns, actual: &[DnsRecord], options: &DnsOptions) -> 
     plan
 }
 
-/// The bytes of [`normalize_name`]`(name)`, without making the string.
+/// Valid routed hostnames (normalised) → the tunnels wanting them, in input order.
+type Wanted<'a> = BTreeMap<Cow<'a, str>, Vec<usize>>;
+
+/// The bytes of [`normalized`]`(name)`, without making the string.
 pub(super) fn normalized_bytes(name: &str) -> impl Iterator<Item = u8> + '_ {
     name.trim()
         .trim_end_matches('.')
@@ -85,19 +82,38 @@ fn uppercase_bytes(text: &str) -> impl Iterator<Item = u8> + '_ {
     text.bytes().map(|c| c.to_ascii_uppercase())
 }
 
-/// `_managed` name → the routed hostname it belongs to (the exact one on a wildcard collision).
-fn txt_name_owners(wanted: &BTreeMap<String, Vec<usize>>) -> BTreeMap<String, String> {
-    let mut owners: BTreeMap<String, String> = BTreeMap::new();
-    for hostname in wanted.keys() {
-        let name = managed_txt_name(hostname);
-        match owners.get(&name) {
-            Some(current) if !current.starts_with("*.") => {}
-            _ => {
-                owners.insert(name, hostname.clone());
-            }
-        }
+/// Whether the routed `hostname` owns its `_managed` TXT name: every one does but a wildcard
+/// `*.x` when `wildcard.x` is routed too (both map to `_managed.wildcard.x`; the exact one wins).
+fn owns_txt(hostname: &str, wanted: &Wanted<'_>) -> bool {
+    match hostname.strip_prefix("*.") {
+        Some(rest) => !wanted.contains_key(format!("wildcard.{rest}").as_str()),
+        None => true,
     }
-    owners
+}
+
+/// Whether `_managed.<base>` is the TXT name of a routed hostname (`base`, or `*.x` for a base
+/// `wildcard.x`).
+fn txt_name_wanted(base: &str, wanted: &Wanted<'_>) -> bool {
+    wanted.contains_key(base)
+        || base
+            .strip_prefix("wildcard.")
+            .is_some_and(|rest| wanted.contains_key(format!("*.{rest}").as_str()))
+}
+
+/// The records of `sorted` (sorted by normalised name) at the normalised `name`.
+fn records_named<'r, 'a>(sorted: &'r [&'a DnsRecord], name: &str) -> &'r [&'a DnsRecord] {
+    let start = sorted.partition_point(|r| normalized_bytes(&r.name).lt(name.bytes()));
+    let rest = &sorted[start..];
+    &rest[..rest.partition_point(|r| normalized_bytes(&r.name).eq(name.bytes()))]
+}
+
+/// `sorted`'s records (sorted by normalised name), one run per name, with that name.
+fn by_name<'r, 'a>(
+    sorted: &'r [&'a DnsRecord],
+) -> impl Iterator<Item = (Cow<'a, str>, &'r [&'a DnsRecord])> {
+    sorted
+        .chunk_by(|a, b| normalized_bytes(&a.name).eq(normalized_bytes(&b.name)))
+        .map(|run| (normalized(&run[0].name), run))
 }
 
 /// What a routed hostname finds in place.
@@ -122,7 +138,8 @@ struct Planner<'a> {
     zone: &'a ZoneDns,
     options: &'a DnsOptions,
     ours: Ours,
-    by_name: BTreeMap<String, Vec<&'a DnsRecord>>,
+    /// The candidate records, sorted by normalised name (see [`records_named`]).
+    records: &'a [&'a DnsRecord],
     /// Changes per hostname; a group runs in order and stops at its first failure.
     groups: BTreeMap<String, Vec<DnsChange>>,
     plan: DnsPlan,
@@ -130,16 +147,17 @@ struct Planner<'a> {
 
 impl<'a> Planner<'a> {
     /// Valid routed hostnames → the tunnels wanting them, in input order.
-    fn wanted(&mut self) -> BTreeMap<String, Vec<usize>> {
-        let mut wanted: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for (index, tunnel) in self.zone.tunnels.iter().enumerate() {
-            let hostnames: BTreeSet<String> =
-                tunnel.hostnames.iter().map(|h| normalize_name(h)).collect();
+    fn wanted(&mut self) -> Wanted<'a> {
+        let mut wanted: Wanted<'a> = BTreeMap::new();
+        let zone = self.zone;
+        for (index, tunnel) in zone.tunnels.iter().enumerate() {
+            let hostnames: BTreeSet<Cow<'a, str>> =
+                tunnel.hostnames.iter().map(|h| normalized(h)).collect();
             for hostname in hostnames {
                 match hostname_problem(&hostname, &self.zone.zone_name) {
                     Some(problem) => self.plan.invalid.push(InvalidHostname {
                         tunnel: tunnel.identity.clone(),
-                        hostname,
+                        hostname: hostname.into_owned(),
                         problem,
                     }),
                     None => wanted.entry(hostname).or_default().push(index),
@@ -149,13 +167,14 @@ impl<'a> Planner<'a> {
         wanted
     }
 
-    fn records_at(&self, name: &str) -> Vec<&'a DnsRecord> {
-        self.by_name.get(name).cloned().unwrap_or_default()
+    fn records_at(&self, name: &str) -> &'a [&'a DnsRecord] {
+        records_named(self.records, name)
     }
 
     fn txts_at(&self, name: &str) -> Vec<&'a DnsRecord> {
         self.records_at(name)
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|r| r.is_type(DnsRecordType::Txt))
             .collect()
     }
@@ -193,7 +212,7 @@ impl<'a> Planner<'a> {
         let txts = self.txts_at(&managed_txt_name(hostname));
         let wildcard = hostname.starts_with("*.");
         let mut found = Found::default();
-        for record in self.records_at(hostname) {
+        for &record in self.records_at(hostname) {
             if record.is_type(DnsRecordType::Cname) {
                 match self.ours.cname_owner(record, &txts, wildcard) {
                     Owner::Tunnel(t) | Owner::Adoptable(t) => found.cnames.push((record, t)),
@@ -367,9 +386,11 @@ impl<'a> Planner<'a> {
 
     /// CNAMEs another cluster wrote for one of these tunnels at names no tunnel here routes
     /// (that cluster shares the tunnel with this one, routing other hostnames).
-    fn find_shared(&mut self, wanted: &BTreeMap<String, Vec<usize>>) {
-        for (name, records) in &self.by_name {
-            if wanted.contains_key(name) || self.zone.routed_elsewhere.contains(name) {
+    fn find_shared(&mut self, wanted: &Wanted<'_>) {
+        for (name, records) in by_name(self.records) {
+            if wanted.contains_key(name.as_ref())
+                || self.zone.routed_elsewhere.contains(name.as_ref())
+            {
                 continue;
             }
             for record in records.iter().filter(|r| r.is_type(DnsRecordType::Cname)) {
@@ -378,7 +399,7 @@ impl<'a> Planner<'a> {
                 {
                     self.plan.shared.push(SharedHostname {
                         tunnel: self.zone.tunnels[index].identity.clone(),
-                        hostname: name.clone(),
+                        hostname: name.to_string(),
                         cluster,
                     });
                 }
@@ -388,20 +409,19 @@ impl<'a> Planner<'a> {
 
     /// Records of ours at names no tunnel routes: CNAMEs first, then TXTs (grouped with the
     /// CNAME they vouched for, so a failed CNAME delete keeps its proof).
-    fn plan_orphans(
-        &mut self,
-        wanted: &BTreeMap<String, Vec<usize>>,
-        txt_names: &BTreeMap<String, String>,
-    ) {
-        let names: Vec<String> = self.by_name.keys().cloned().collect();
-        for name in &names {
+    fn plan_orphans(&mut self, wanted: &Wanted<'_>) {
+        for (name, records) in by_name(self.records) {
+            let name = name.as_ref();
             // Another group of this cluster routes it and takes the record over.
             if wanted.contains_key(name) || self.zone.routed_elsewhere.contains(name) {
                 continue;
             }
+            if !records.iter().any(|r| r.is_type(DnsRecordType::Cname)) {
+                continue;
+            }
             let txts = self.txts_at(&managed_txt_name(name));
             let wildcard = name.starts_with("*.");
-            for record in self.records_at(name) {
+            for record in records {
                 if !record.is_type(DnsRecordType::Cname) {
                     continue;
                 }
@@ -415,7 +435,8 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        for name in &names {
+        for (name, records) in by_name(self.records) {
+            let name = name.as_ref();
             let Some(base) = name.strip_prefix(TXT_PREFIX) else {
                 continue;
             };
@@ -423,7 +444,7 @@ impl<'a> Planner<'a> {
                 .strip_prefix("wildcard.")
                 .map(|rest| format!("*.{rest}"));
             let elsewhere = |h: &str| self.zone.routed_elsewhere.contains(h);
-            if txt_names.contains_key(name)
+            if txt_name_wanted(base, wanted)
                 || elsewhere(base)
                 || wildcard.as_deref().is_some_and(elsewhere)
             {
@@ -434,7 +455,7 @@ impl<'a> Planner<'a> {
                 .flatten()
                 .find(|g| self.groups.contains_key(g))
                 .unwrap_or_else(|| base.to_string());
-            for record in self.txts_at(name) {
+            for record in records.iter().filter(|r| r.is_type(DnsRecordType::Txt)) {
                 if let Owner::Tunnel(t) = self.ours.txt_owner(record) {
                     let current = RecordRef::of(record);
                     let action = DnsAction::Delete {
