@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::{Stream, StreamExt, TryStreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
@@ -76,8 +77,7 @@ where
     K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
 {
     /// Drives the watch `events(store)` (already decoded; given the store it feeds) on a task
-    /// of `scope`: every event loses its object's `metadata.managedFields` (often the largest
-    /// part of a small object, and read by nothing that reads a cache) and passes through
+    /// of `scope`: every event's object is stripped ([`strip_meta`]) and passes through
     /// `modify`, is applied to the store, bumps `generation` and is fanned out.
     pub fn start<S>(
         scope: &Scope,
@@ -102,7 +102,7 @@ where
         let seen = relevant.clone();
         let stream = events
             .modify(move |object| {
-                object.meta_mut().managed_fields = None;
+                strip_meta(object.meta_mut());
                 modify(object);
             })
             .map_ok(move |event| {
@@ -202,6 +202,20 @@ async fn wait_listed(mut listed: watch::Receiver<bool>) -> bool {
 
 /// The name of `object` in its store, without the version and uid an [`ObjectRef::from_obj`]
 /// would copy (the store compares names only).
+/// The annotation `kubectl apply` (client-side) keeps the whole applied object in.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// What no reader of a cache reads and every object may carry, often the largest part of a small
+/// object: `metadata.managedFields`, and the copy of the whole object `kubectl apply` leaves in
+/// an annotation. Nothing writes a cached object back whole (every write is a patch or an
+/// apply of cftunnel's own fields), so what is stripped here is never lost at the API server.
+fn strip_meta(meta: &mut ObjectMeta) {
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
+}
+
 fn key_of<K>(object: &K) -> ObjectRef<K>
 where
     K: Resource,
@@ -380,14 +394,33 @@ mod tests {
             first.upgrade().is_none(),
             "version 1 is still held after the store replaced it"
         );
-        send(Event::Delete(version("2")));
+        // What the store keeps of an object is stripped; the annotations cftunnel reads stay.
+        let mut annotated = version("3");
+        annotated.metadata.managed_fields = Some(vec![Default::default()]);
+        annotated.metadata.annotations = Some(
+            [
+                (LAST_APPLIED, "{\"kind\":\"ConfigMap\"}"),
+                ("cfargotunnel.com/a", "b"),
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into(),
+        );
+        send(Event::Apply(annotated));
+        let kept = stored("3").await;
+        assert_eq!(kept.metadata.managed_fields, None);
+        assert_eq!(
+            kept.metadata.annotations,
+            Some([("cfargotunnel.com/a".to_string(), "b".to_string())].into())
+        );
+        drop(kept);
+        send(Event::Delete(version("3")));
         let versions = |o: Arc<ConfigMap>| o.metadata.resource_version.clone();
         let mut changes = std::pin::pin!(changes.map(versions));
         let wait = Duration::from_secs(10);
         // The relist replays the (then empty) store; both applies are read after the
         // deletion, when the store no longer has the object; the deletion carries it.
         let next = tokio::time::timeout(wait, changes.next()).await;
-        assert_eq!(next.expect("a change"), Some(Some("2".to_string())));
+        assert_eq!(next.expect("a change"), Some(Some("3".to_string())));
         assert!(scope.shutdown(Duration::from_secs(5)).await);
     }
 
