@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Config, Controller};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -70,7 +70,7 @@ pub async fn run(client: Client, caches: TermCaches, metrics: Arc<Metrics>) {
 
 async fn watch<K>(
     client: Client,
-    workloads: Shared<K>,
+    workloads: Shared<K, Store<K>>,
     config_maps: &Shared<PartialObjectMeta<ConfigMap>>,
     metrics: &Metrics,
 ) where

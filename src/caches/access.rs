@@ -93,7 +93,7 @@ impl AccessPolicies {
                             &metrics,
                             "accesspolicies",
                             |store| {
-                                decode::tolerant::<AccessPolicy>(
+                                decode::tolerant::<AccessPolicy, _>(
                                     &watch_client,
                                     ns.as_deref(),
                                     config(&labels),

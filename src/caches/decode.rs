@@ -13,11 +13,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::{Stream, StreamExt};
 use kube::api::{Api, ApiResource, DynamicObject};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt, watcher as watch};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
+
+use super::objects::Keep;
 
 /// Objects skipped because they did not decode, since the process started.
 static UNDECODABLE: AtomicU64 = AtomicU64::new(0);
@@ -30,14 +32,15 @@ pub fn undecodable_objects() -> u64 {
 /// A watch of `K` in `namespace` (`None`: all namespaces, or a cluster-scoped kind) whose
 /// events carry only the objects that decode. `store` is the store these events feed: a
 /// deleted object that no longer decodes is deleted by its stored version.
-pub(crate) fn tolerant<K>(
+pub(crate) fn tolerant<K, S>(
     client: &Client,
     namespace: Option<&str>,
     config: watcher::Config,
-    store: Store<K>,
+    store: S,
 ) -> impl Stream<Item = watcher::Result<Event<K>>> + Send + 'static
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    S: Keep<K>,
 {
     let resource = ApiResource::erase::<K>(&());
     let api: Api<DynamicObject> = match namespace {
@@ -57,13 +60,14 @@ where
 }
 
 /// The typed event, or `None` when its object does not decode and nothing replaces it.
-fn decode_event<K>(
+fn decode_event<K, S>(
     event: Event<DynamicObject>,
-    store: &Store<K>,
+    store: &S,
     reported: &mut Reported,
 ) -> Option<Event<K>>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static,
+    S: Keep<K>,
 {
     match event {
         Event::Init => Some(Event::Init),
@@ -182,7 +186,7 @@ mod tests {
             matches!(good, Some(Event::InitApply(t)) if t.metadata.name.as_deref() == Some("good"))
         );
         assert!(matches!(
-            decode_event::<Tunnel>(Event::InitDone, &store, &mut reported),
+            decode_event::<Tunnel, _>(Event::InitDone, &store, &mut reported),
             Some(Event::InitDone)
         ));
     }

@@ -275,7 +275,7 @@ impl Start<'_> {
             self.scope,
             self.metrics,
             what,
-            |store| decode::tolerant::<K>(self.client, namespace, config(""), store),
+            |store| decode::tolerant::<K, _>(self.client, namespace, config(""), store),
             keep,
             self.generation.clone(),
         )

@@ -20,6 +20,7 @@
 pub mod access;
 pub mod decode;
 pub mod gateway;
+mod objects;
 mod scope;
 mod shared;
 mod workload;
@@ -31,9 +32,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::Store;
 use kube::{Api, Client};
 use tokio::sync::watch;
 
+pub use objects::{Keep, Objects};
 pub use scope::WatchScope;
 pub(crate) use scope::{config, namespaced};
 pub use shared::{Shared, keep, typed};
@@ -48,8 +51,8 @@ use cftunnel_types::{ClusterTunnel, ServicePorts, Tunnel, TunnelBinding};
 /// The watches every replica runs (the webhook needs them), shared with the leader's term.
 #[derive(Clone)]
 pub struct ProcessCaches {
-    pub tunnels: Shared<Tunnel>,
-    pub cluster_tunnels: Shared<ClusterTunnel>,
+    pub tunnels: Shared<Tunnel, Store<Tunnel>>,
+    pub cluster_tunnels: Shared<ClusterTunnel, Store<ClusterTunnel>>,
     pub bindings: Shared<TunnelBinding>,
     /// Services of the watched namespaces: metadata and ports ([`ServicePorts`]), stripped by
     /// [`strip_service`].
@@ -81,7 +84,7 @@ impl ProcessCaches {
             scope,
             metrics,
             "tunnels",
-            |store| decode::tolerant::<Tunnel>(client, ns, config(&labels), store),
+            |store| decode::tolerant::<Tunnel, _>(client, ns, config(&labels), store),
             keep,
             generation.clone(),
         );
@@ -89,7 +92,7 @@ impl ProcessCaches {
             scope,
             metrics,
             "clustertunnels",
-            |store| decode::tolerant::<ClusterTunnel>(client, None, config(&labels), store),
+            |store| decode::tolerant::<ClusterTunnel, _>(client, None, config(&labels), store),
             keep,
             generation.clone(),
         );
@@ -97,7 +100,7 @@ impl ProcessCaches {
             scope,
             metrics,
             "tunnelbindings",
-            |store| decode::tolerant::<TunnelBinding>(client, ns, config(&labels), store),
+            |store| decode::tolerant::<TunnelBinding, _>(client, ns, config(&labels), store),
             keep,
             generation.clone(),
         );
@@ -191,9 +194,9 @@ pub struct TermCaches {
     pub config_maps: Vec<Shared<PartialObjectMeta<ConfigMap>>>,
     /// Deployments labelled `app=cloudflared`: managed ones and user-managed cloudflared, as
     /// [`Workload`]s.
-    pub deployments: Vec<Shared<Workload<Deployment>>>,
+    pub deployments: Vec<Shared<Workload<Deployment>, Store<Workload<Deployment>>>>,
     /// DaemonSets labelled `app=cloudflared` (user-managed cloudflared), as [`Workload`]s.
-    pub daemon_sets: Vec<Shared<Workload<DaemonSet>>>,
+    pub daemon_sets: Vec<Shared<Workload<DaemonSet>, Store<Workload<DaemonSet>>>>,
 }
 
 impl TermCaches {

@@ -1,7 +1,7 @@
 //! One watch, one store, many readers: [`Shared`] keeps a reflector store of one kind and fans
 //! every change out to subscribers (controllers, the route reconciler, the admission view).
 //!
-//! Readiness: wait with [`Shared::listed`], never with [`Store::wait_until_ready`] from more
+//! Readiness: wait with [`Shared::listed`], never with kube's `Store::wait_until_ready` from more
 //! than one place. kube's store readiness is a single-waker oneshot: of several futures waiting
 //! on it at once (on other tasks, or inside a `SelectAll` that polls only woken streams), only
 //! the one polled last is woken when the first list completes; the others can stay pending for
@@ -16,11 +16,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::runtime::{WatchStreamExt, watcher::Event};
 use tokio::sync::{broadcast, watch};
 
+use super::objects::{Keep, Objects};
 use crate::metrics::Metrics;
 use crate::scope::Scope;
 
@@ -45,19 +46,21 @@ where
     Relisted,
 }
 
-/// A store of one kind, kept by one watch running in a [`Scope`], and its change fan-out.
-pub struct Shared<K>
+/// A store of one kind, kept by one watch running in a [`Scope`], and its change fan-out. The
+/// store is kube's where a kube controller reads it (`Shared<K, Store<K>>`), else [`Objects`]
+/// (see `objects.rs`).
+pub struct Shared<K, S = Objects<K>>
 where
     K: Resource + Clone + 'static,
     K::DynamicType: Eq + Hash + Clone,
 {
-    store: Store<K>,
+    store: S,
     changes: broadcast::Sender<Change<K>>,
     /// Becomes `true` once the first list is in the store; any number of waiters.
     listed: watch::Receiver<bool>,
 }
 
-impl<K> Clone for Shared<K>
+impl<K, S: Clone> Clone for Shared<K, S>
 where
     K: Resource + Clone + 'static,
     K::DynamicType: Eq + Hash + Clone,
@@ -71,26 +74,27 @@ where
     }
 }
 
-impl<K> Shared<K>
+impl<K, S> Shared<K, S>
 where
     K: Resource + Clone + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+    S: Keep<K>,
 {
     /// Drives the watch `events(store)` (already decoded; given the store it feeds) on a task
     /// of `scope`: every event's object is stripped ([`strip_meta`]) and passes through
     /// `modify`, is applied to the store, bumps `generation` and is fanned out.
-    pub fn start<S>(
+    pub fn start<E>(
         scope: &Scope,
         metrics: &Arc<Metrics>,
         what: &'static str,
-        events: impl FnOnce(Store<K>) -> S,
+        events: impl FnOnce(S) -> E,
         modify: fn(&mut K),
         generation: Arc<watch::Sender<u64>>,
-    ) -> Shared<K>
+    ) -> Shared<K, S>
     where
-        S: Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
+        E: Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
     {
-        let (store, writer) = reflector::store();
+        let (store, mut write) = S::start();
         let events = events(store.clone());
         let (changes, _) = broadcast::channel(FANOUT_BUFFER);
         let fanout = changes.clone();
@@ -108,14 +112,14 @@ where
             .map_ok(move |event| {
                 let changed = match &event {
                     Event::Apply(new) => before
-                        .get(&ObjectRef::from_obj(new))
+                        .get(&key_of(new))
                         .is_none_or(|old| changes_more_than_status(old.meta(), new.meta())),
                     _ => true,
                 };
                 seen.store(changed, Ordering::Relaxed);
                 event
             })
-            .reflect(writer)
+            .inspect_ok(move |event| write(event))
             .inspect_ok(move |event| {
                 match event {
                     // In the store by now (after `reflect`).
@@ -162,7 +166,7 @@ where
     }
 
     /// The store (empty until the first list completed: wait with [`Shared::listed`]).
-    pub fn store(&self) -> Store<K> {
+    pub fn store(&self) -> S {
         self.store.clone()
     }
 
@@ -200,8 +204,6 @@ async fn wait_listed(mut listed: watch::Receiver<bool>) -> bool {
     listed.wait_for(|listed| *listed).await.is_ok()
 }
 
-/// The name of `object` in its store, without the version and uid an [`ObjectRef::from_obj`]
-/// would copy (the store compares names only).
 /// The annotation `kubectl apply` (client-side) keeps the whole applied object in.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -216,6 +218,8 @@ fn strip_meta(meta: &mut ObjectMeta) {
     }
 }
 
+/// The name of `object` in its store, without the version and uid an [`ObjectRef::from_obj`]
+/// would copy (the store compares names only).
 fn key_of<K>(object: &K) -> ObjectRef<K>
 where
     K: Resource,
@@ -228,13 +232,14 @@ where
     }
 }
 
-fn follow<K>(
+fn follow<K, S>(
     receiver: broadcast::Receiver<Change<K>>,
-    store: Store<K>,
+    store: S,
 ) -> impl Stream<Item = Arc<K>> + Send + 'static
 where
     K: Resource + Clone + Send + Sync + 'static,
     K::DynamicType: Eq + Hash + Clone + Send + Sync,
+    S: Keep<K>,
 {
     futures::stream::unfold(receiver, move |mut receiver| {
         let store = store.clone();

@@ -56,8 +56,8 @@ pub(crate) fn start_secret_guard(ctx: &Arc<Context>) {
 /// the tunnels whose routes changed (the route reconciler sends them); each is re-run.
 pub(crate) async fn run_controllers(
     ctx: Arc<Context>,
-    tunnels: Shared<Tunnel>,
-    cluster_tunnels: Shared<ClusterTunnel>,
+    tunnels: Shared<Tunnel, Store<Tunnel>>,
+    cluster_tunnels: Shared<ClusterTunnel, Store<ClusterTunnel>>,
     children: TermCaches,
     mut route_changes: mpsc::UnboundedReceiver<TunnelIdentity>,
 ) {
@@ -112,7 +112,7 @@ const RECONCILE_CONCURRENCY: u16 = 0;
 /// so memory never holds Secret data.
 async fn run_kind<K: TunnelKindAdapter>(
     ctx: Arc<Context>,
-    objects: Shared<K>,
+    objects: Shared<K, Store<K>>,
     children: &TermCaches,
     route_changes: impl futures::Stream<Item = ObjectRef<K>> + Send + 'static,
 ) {
