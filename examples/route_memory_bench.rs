@@ -109,7 +109,7 @@ fn main() -> anyhow::Result<()> {
 
     reset_peak();
     let base = live();
-    let dns = table.dns_only();
+    let dns = table.dns_only(None);
     let dns_bytes = live() - base;
 
     reset_peak();

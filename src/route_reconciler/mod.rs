@@ -75,8 +75,9 @@ pub async fn run(
         }
         let records = cache.tunnel_records();
         let bindings = cache.bindings();
+        let dns_table = table.dns_only(input_tx.borrow().as_ref().map(|input| &*input.table));
         input_tx.send_replace(Some(Arc::new(DnsInput {
-            table: Arc::new(table.dns_only()),
+            table: Arc::new(dns_table),
             records: records.clone(),
             held,
         })));

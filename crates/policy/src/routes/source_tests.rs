@@ -464,7 +464,7 @@ fn the_dns_part_of_a_table_keeps_every_tunnels_names_and_ages_and_nothing_else()
         ],
         Vec::new(),
     ));
-    let dns = table.dns_only();
+    let dns = table.dns_only(None);
     let edge = &table.tunnels[&edge_org()];
     let slim = &dns.tunnels[&edge_org()];
     assert_eq!(slim.dns, edge.dns);
@@ -474,6 +474,16 @@ fn the_dns_part_of_a_table_keeps_every_tunnels_names_and_ages_and_nothing_else()
     assert!(slim.routes.is_empty() && slim.entries.is_empty());
     assert!(dns.sources.is_empty() && !table.sources.is_empty());
     assert_eq!(dns.tunnels.len(), table.tunnels.len());
+    // The next table's DNS part shares each tunnel's part that did not change.
+    let again = table.dns_only(Some(&dns));
+    assert!(Arc::ptr_eq(&again.tunnels[&edge_org()], slim));
+    let changed = compute_routes(&world(
+        vec![fqdn_binding("shop", "a", 1, to_edge(), "a.example.org")],
+        Vec::new(),
+    ));
+    let next = changed.dns_only(Some(&again));
+    assert!(!Arc::ptr_eq(&next.tunnels[&edge_org()], slim));
+    assert_eq!(next.tunnels[&edge_org()].dns.len(), 1);
 }
 
 #[test]

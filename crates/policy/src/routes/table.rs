@@ -167,17 +167,26 @@ impl RouteTable {
     /// The part DNS reads: each tunnel's `dns` and `dns_since`, without rules, entries or
     /// sources (a fraction of the table). The DNS task holds its input for a whole paced sync,
     /// minutes at the size of a first sync, while the route reconciler computes newer tables.
-    pub fn dns_only(&self) -> RouteTable {
+    /// A tunnel whose part equals its part in `previous` (the DNS part handed over last) is
+    /// that one, shared: between two tables only the tunnels whose names changed are copied,
+    /// and an input the DNS task still holds costs nothing beside the next one.
+    pub fn dns_only(&self, previous: Option<&RouteTable>) -> RouteTable {
         let tunnels = self
             .tunnels
             .iter()
             .map(|(id, routes)| {
-                let dns = TunnelRoutes {
-                    dns: routes.dns.clone(),
-                    dns_since: routes.dns_since.clone(),
-                    ..TunnelRoutes::default()
+                let same = previous
+                    .and_then(|p| p.tunnels.get(id))
+                    .filter(|p| p.dns == routes.dns && p.dns_since == routes.dns_since);
+                let dns = match same {
+                    Some(part) => part.clone(),
+                    None => Arc::new(TunnelRoutes {
+                        dns: routes.dns.clone(),
+                        dns_since: routes.dns_since.clone(),
+                        ..TunnelRoutes::default()
+                    }),
                 };
-                (id.clone(), Arc::new(dns))
+                (id.clone(), dns)
             })
             .collect();
         RouteTable {
