@@ -15,7 +15,7 @@ mod world;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
@@ -31,14 +31,6 @@ use cftunnel_types::TunnelIdentity;
 
 /// Quiet time after a change before routes are recomputed: a burst becomes one render.
 pub(crate) const DEBOUNCE: Duration = Duration::from_millis(500);
-
-/// The wait after a change: [`DEBOUNCE`], or as long as the last iteration took when that was
-/// longer (a first sync of tens of thousands of routes), so however fast changes come the
-/// reconciler computes and writes statuses at most half the time, and each table it builds
-/// covers more of a burst.
-fn pause_after(iteration: Duration) -> Duration {
-    DEBOUNCE.max(iteration)
-}
 
 /// Runs until its term ends (the DNS task is spawned in `ctx.term`). `triggers` receives the
 /// tunnels whose routes changed.
@@ -60,7 +52,6 @@ pub async fn run(
     let mut statuses = status::StatusWriter::default();
     let route_gauge = ctx.metrics.track_routes();
     loop {
-        let started = Instant::now();
         cache.mark_seen();
         view_rx.borrow_and_update();
         let world = cache.world();
@@ -99,9 +90,8 @@ pub async fn run(
             .write(&ctx, &table, &view, &records, &bindings, &cache.ingresses())
             .await;
         gateway_status::write_gateway_status(&ctx, &world, &table, &records, &view).await;
-        let pause = pause_after(started.elapsed());
         tokio::select! {
-            _ = cache.changed() => tokio::time::sleep(pause).await,
+            _ = cache.changed() => tokio::time::sleep(DEBOUNCE).await,
             changed = view_rx.changed() => {
                 if changed.is_err() {
                     std::future::pending::<()>().await;
@@ -120,15 +110,4 @@ fn routes_by_reason(table: &RouteTable) -> BTreeMap<&'static str, u64> {
         }
     }
     counts
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_long_iteration_waits_as_long_as_it_took() {
-        assert_eq!(pause_after(Duration::from_millis(20)), DEBOUNCE);
-        assert_eq!(pause_after(Duration::from_secs(2)), Duration::from_secs(2));
-    }
 }
