@@ -150,9 +150,7 @@ where
             }
             Event::Init => table.relist = Some(HashTable::new()),
             Event::InitApply(object) => {
-                let mut relist = table.relist.take().unwrap_or_default();
-                self.insert(&mut relist, object);
-                table.relist = Some(relist);
+                self.insert(table.relist.get_or_insert_with(HashTable::new), object);
             }
             Event::InitDone => {
                 if let Some(mut listed) = table.relist.take() {
