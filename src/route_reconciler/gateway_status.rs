@@ -5,6 +5,7 @@
 //! hostnames each parent serves (`cfargotunnel.com/DNSRecords`). Each object is patched only when
 //! what it should carry differs from what it carries.
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
@@ -14,11 +15,13 @@ use serde_json::json;
 use crate::dns_sync::{DnsView, TunnelRecord};
 use crate::term::Context;
 use cftunnel_policy::routes::gateway::status::{
-    DnsNote, StatusInput, gateway_statuses, merged_parents,
+    DnsNote, GatewayApiStatus, StatusInput, gateway_statuses, merged_parents,
 };
 use cftunnel_policy::routes::{RouteTable, RouteWorld, SourceKind};
 use cftunnel_types::TunnelIdentity;
-use cftunnel_types::gateway::{Gateway, GatewayClass, RouteParentStatus, RouteStatus};
+use cftunnel_types::gateway::{
+    GRPCRoute, Gateway, GatewayClass, HTTPRoute, RouteParentStatus, RouteStatus,
+};
 
 /// The tunnel ids known to the tunnel records (a Gateway's address).
 fn tunnel_ids(records: &[TunnelRecord]) -> BTreeMap<TunnelIdentity, String> {
@@ -52,15 +55,27 @@ fn dns_notes(table: &RouteTable, dns: &DnsView) -> BTreeMap<TunnelIdentity, Vec<
         .collect()
 }
 
-pub(super) async fn write_gateway_status(
-    ctx: &Context,
-    world: &RouteWorld,
+/// The Gateway API statuses to write, with the objects they are written to: computed from a
+/// snapshot of the world, which is then let go (the objects it held are replaced in the stores
+/// as statuses are written, and a snapshot held through the writes would keep both versions).
+pub(super) struct GatewayWrites {
+    statuses: GatewayApiStatus,
+    classes: Vec<Arc<GatewayClass>>,
+    gateways: Vec<Arc<Gateway>>,
+    http_routes: Vec<Arc<HTTPRoute>>,
+    grpc_routes: Vec<Arc<GRPCRoute>>,
+}
+
+/// Computes what [`write_gateway_status`] writes, taking the Gateway API objects out of `world`;
+/// `None` when cftunnel has no GatewayClass.
+pub(super) fn gateway_writes(
+    world: &mut RouteWorld,
     table: &RouteTable,
     records: &[TunnelRecord],
     dns: &DnsView,
-) {
+) -> Option<GatewayWrites> {
     if world.gateway_classes.is_empty() {
-        return;
+        return None;
     }
     let ids = tunnel_ids(records);
     let statuses = gateway_statuses(
@@ -73,8 +88,26 @@ pub(super) async fn write_gateway_status(
             changed_routes_only: true,
         },
     );
+    Some(GatewayWrites {
+        statuses,
+        classes: std::mem::take(&mut world.gateway_classes),
+        gateways: std::mem::take(&mut world.gateways),
+        http_routes: std::mem::take(&mut world.http_routes),
+        grpc_routes: std::mem::take(&mut world.grpc_routes),
+    })
+}
+
+/// Writes what differs; each object is let go once written.
+pub(super) async fn write_gateway_status(ctx: &Context, writes: GatewayWrites) {
+    let GatewayWrites {
+        statuses,
+        classes,
+        gateways,
+        http_routes,
+        grpc_routes,
+    } = writes;
     let params = PatchParams::default();
-    for class in &world.gateway_classes {
+    for class in classes {
         let name = class.name_any();
         let Some(wanted) = statuses.classes.get(&name) else {
             continue;
@@ -89,7 +122,7 @@ pub(super) async fn write_gateway_status(
             }
         }
     }
-    for gateway in &world.gateways {
+    for gateway in gateways {
         let key = (gateway.namespace().unwrap_or_default(), gateway.name_any());
         let Some(wanted) = statuses.gateways.get(&key) else {
             continue;
@@ -104,7 +137,7 @@ pub(super) async fn write_gateway_status(
             }
         }
     }
-    for route in &world.http_routes {
+    for route in http_routes {
         write_parents(
             ctx,
             &statuses.routes,
@@ -114,7 +147,7 @@ pub(super) async fn write_gateway_status(
         )
         .await;
     }
-    for route in &world.grpc_routes {
+    for route in grpc_routes {
         write_parents(
             ctx,
             &statuses.routes,

@@ -15,7 +15,7 @@ mod world;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
@@ -31,6 +31,32 @@ use cftunnel_types::TunnelIdentity;
 
 /// Quiet time after a change before routes are recomputed: a burst becomes one render.
 pub(crate) const DEBOUNCE: Duration = Duration::from_millis(500);
+
+/// The longest pause after an iteration ([`pause_after`]): how long a route edit may wait
+/// behind a first sync of tens of thousands of routes.
+const MAX_PAUSE: Duration = Duration::from_secs(20);
+
+/// The wait after a change: [`DEBOUNCE`], or as long as the last iteration took when that was
+/// longer, up to [`MAX_PAUSE`]. During a first sync of tens of thousands of routes every status
+/// written comes back as a change; without the pause the reconciler would build a whole new
+/// table every iteration, and the garbage of those tables, not the tables themselves, set the
+/// process's peak memory. A new or deleted tunnel ends the pause ([`tunnels_differ`]).
+fn pause_after(iteration: Duration) -> Duration {
+    iteration.clamp(DEBOUNCE, MAX_PAUSE)
+}
+
+/// Waits out the pause after a change: at least [`DEBOUNCE`], then until `pause` has passed or
+/// the tunnels differ from those `table` knows.
+async fn wait_out(cache: &mut RouteCache, table: &RouteTable, pause: Duration) {
+    let deadline = tokio::time::Instant::now() + pause;
+    tokio::time::sleep(DEBOUNCE).await;
+    while !tunnels_differ(&cache.live_tunnels(), table) {
+        tokio::select! {
+            _ = tokio::time::sleep_until(deadline) => return,
+            _ = cache.changed() => {}
+        }
+    }
+}
 
 /// Runs until its term ends (the DNS task is spawned in `ctx.term`). `triggers` receives the
 /// tunnels whose routes changed.
@@ -52,9 +78,10 @@ pub async fn run(
     let mut statuses = status::StatusWriter::default();
     let route_gauge = ctx.metrics.track_routes();
     loop {
+        let started = Instant::now();
         cache.mark_seen();
         view_rx.borrow_and_update();
-        let world = cache.world();
+        let mut world = cache.world();
         let mut table = compute_routes(&world);
         if let Some(published) = ctx.routes.current() {
             table.share_unchanged(&published);
@@ -86,12 +113,22 @@ pub async fn run(
         for tunnel in ctx.shared_tunnels.replace(view.shared()) {
             let _ = triggers.send(tunnel);
         }
+        // The snapshot goes before statuses are written: each write replaces its object in
+        // the store, and a snapshot held through the writes would keep both versions.
+        let gateway = gateway_status::gateway_writes(&mut world, &table, &records, &view);
+        drop(world);
         statuses
-            .write(&ctx, &table, &view, &records, &bindings, &cache.ingresses())
+            .write(&ctx, &table, &view, &records, bindings, &cache.ingresses())
             .await;
-        gateway_status::write_gateway_status(&ctx, &world, &table, &records, &view).await;
+        if let Some(gateway) = gateway {
+            gateway_status::write_gateway_status(&ctx, gateway).await;
+        }
+        drop((records, view));
+        let took = started.elapsed();
+        tracing::debug!(took_ms = took.as_millis() as u64, "route iteration");
+        let pause = pause_after(took);
         tokio::select! {
-            _ = cache.changed() => tokio::time::sleep(DEBOUNCE).await,
+            _ = cache.changed() => wait_out(&mut cache, &table, pause).await,
             changed = view_rx.changed() => {
                 if changed.is_err() {
                     std::future::pending::<()>().await;
@@ -99,6 +136,14 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Whether `live` (the tunnels not being deleted) differ from the tunnels `table` was computed
+/// for: one created, or one deleted or being deleted, since. A pause must not hold those back: a
+/// new tunnel's reconcile waits for a table that knows it, and a deleted tunnel's DNS records
+/// are removed before it.
+fn tunnels_differ(live: &[TunnelIdentity], table: &RouteTable) -> bool {
+    live.len() != table.tunnels.len() || live.iter().any(|id| !table.tunnels.contains_key(id))
 }
 
 /// The routes of `table` by reason, for the route gauge.
@@ -110,4 +155,38 @@ fn routes_by_reason(table: &RouteTable) -> BTreeMap<&'static str, u64> {
         }
     }
     counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_iteration_pauses_as_long_as_it_took_up_to_the_cap() {
+        assert_eq!(pause_after(Duration::from_millis(20)), DEBOUNCE);
+        assert_eq!(pause_after(Duration::from_secs(2)), Duration::from_secs(2));
+        assert_eq!(pause_after(Duration::from_secs(90)), MAX_PAUSE);
+    }
+
+    fn id(name: &str) -> TunnelIdentity {
+        TunnelIdentity {
+            kind: cftunnel_types::TunnelKind::Tunnel,
+            namespace: "ns".into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn a_tunnel_created_or_deleted_since_the_table_ends_the_pause() {
+        let mut table = RouteTable::default();
+        table.tunnels.insert(id("a"), Default::default());
+        table.tunnels.insert(id("b"), Default::default());
+        assert!(!tunnels_differ(&[id("b"), id("a")], &table));
+        // Created: one more than the table knows.
+        assert!(tunnels_differ(&[id("a"), id("b"), id("c")], &table));
+        // Deleted (or being deleted): one fewer.
+        assert!(tunnels_differ(&[id("a")], &table));
+        // As many, but not the same ones.
+        assert!(tunnels_differ(&[id("a"), id("c")], &table));
+    }
 }

@@ -170,11 +170,12 @@ impl StatusWriter {
         table: &RouteTable,
         dns: &DnsView,
         records: &[TunnelRecord],
-        bindings: &[std::sync::Arc<TunnelBinding>],
+        bindings: Vec<std::sync::Arc<TunnelBinding>>,
         ingresses: &[std::sync::Arc<Ingress>],
     ) {
+        // Each binding is let go once written: its store holds the version the write returned.
         for binding in bindings {
-            if let Err(error) = self.write_binding(ctx, table, dns, records, binding).await {
+            if let Err(error) = self.write_binding(ctx, table, dns, records, &binding).await {
                 tracing::warn!(binding = %format!("{}/{}", binding.namespace().unwrap_or_default(), binding.name_any()), %error, "binding status not written");
             }
         }

@@ -126,6 +126,30 @@ impl RouteCache {
         world
     }
 
+    /// The tunnels routes would be computed for now: every one not being deleted.
+    pub(crate) fn live_tunnels(&self) -> Vec<TunnelIdentity> {
+        let mut out = Vec::new();
+        for t in self.caches.tunnels.store().state() {
+            if !is_deleting(&*t) {
+                out.push(TunnelIdentity {
+                    kind: TunnelKind::Tunnel,
+                    namespace: t.namespace().unwrap_or_default(),
+                    name: t.name_any(),
+                });
+            }
+        }
+        for t in self.caches.cluster_tunnels.store().state() {
+            if !is_deleting(&*t) {
+                out.push(TunnelIdentity {
+                    kind: TunnelKind::ClusterTunnel,
+                    namespace: String::new(),
+                    name: t.name_any(),
+                });
+            }
+        }
+        out
+    }
+
     /// Every tunnel object, with what DNS needs.
     pub(crate) fn tunnel_records(&self) -> Vec<TunnelRecord> {
         let mut out = Vec::new();
