@@ -4,6 +4,7 @@
 //! only (other controllers' entries are kept as they are), with the DNS sync's problems of the
 //! hostnames each parent serves (`cfargotunnel.com/DNSRecords`). Each object is patched only when
 //! what it should carry differs from what it carries.
+use super::give_way::GiveWay;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -98,7 +99,11 @@ pub(super) fn gateway_writes(
 }
 
 /// Writes what differs; each object is let go once written.
-pub(super) async fn write_gateway_status(ctx: &Context, writes: GatewayWrites) {
+pub(super) async fn write_gateway_status(
+    ctx: &Context,
+    writes: GatewayWrites,
+    give_way: &mut GiveWay<impl FnMut() -> bool>,
+) {
     let GatewayWrites {
         statuses,
         classes,
@@ -138,6 +143,9 @@ pub(super) async fn write_gateway_status(ctx: &Context, writes: GatewayWrites) {
         }
     }
     for route in http_routes {
+        if give_way.now() {
+            return;
+        }
         write_parents(
             ctx,
             &statuses.routes,
@@ -148,6 +156,9 @@ pub(super) async fn write_gateway_status(ctx: &Context, writes: GatewayWrites) {
         .await;
     }
     for route in grpc_routes {
+        if give_way.now() {
+            return;
+        }
         write_parents(
             ctx,
             &statuses.routes,

@@ -9,6 +9,7 @@
 //! A burst of edits is debounced into one computation (and so one render, one rollout per
 //! tunnel). A tunnel's own DNS records are removed by its deletion, before the tunnel itself.
 mod gateway_status;
+mod give_way;
 mod ingress_status;
 mod status;
 mod world;
@@ -117,12 +118,24 @@ pub async fn run(
         // the store, and a snapshot held through the writes would keep both versions.
         let gateway = gateway_status::gateway_writes(&mut world, &table, &records, &view);
         drop(world);
+        let mut give_way = give_way::GiveWay::new(give_way::WRITE_SLICE, || {
+            tunnels_differ(&cache.live_tunnels(), &table)
+        });
         statuses
-            .write(&ctx, &table, &view, &records, bindings, &cache.ingresses())
+            .write(
+                &ctx,
+                &table,
+                &view,
+                &records,
+                bindings,
+                &cache.ingresses(),
+                &mut give_way,
+            )
             .await;
         if let Some(gateway) = gateway {
-            gateway_status::write_gateway_status(&ctx, gateway).await;
+            gateway_status::write_gateway_status(&ctx, gateway, &mut give_way).await;
         }
+        drop(give_way);
         drop((records, view));
         let took = started.elapsed();
         tracing::debug!(took_ms = took.as_millis() as u64, "route iteration");

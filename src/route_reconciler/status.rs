@@ -2,6 +2,7 @@
 //! (`hostnames`, `services`, `Ready`) and its finalizer; Events on labelled Services and
 //! Ingresses (no condition of ours goes in their status; an Ingress's `status.loadBalancer` is
 //! written by [`super::ingress_status`]). Writes happen only when something changed.
+use super::give_way::GiveWay;
 use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -172,9 +173,15 @@ impl StatusWriter {
         records: &[TunnelRecord],
         bindings: Vec<std::sync::Arc<TunnelBinding>>,
         ingresses: &[std::sync::Arc<Ingress>],
+        give_way: &mut GiveWay<impl FnMut() -> bool>,
     ) {
         // Each binding is let go once written: its store holds the version the write returned.
         for binding in bindings {
+            if give_way.now() {
+                // The rest (and the Events of Services, Ingress statuses) come with the next
+                // table; the bookkeeping of what was reported is left as it is.
+                return;
+            }
             if let Err(error) = self.write_binding(ctx, table, dns, records, &binding).await {
                 tracing::warn!(binding = %format!("{}/{}", binding.namespace().unwrap_or_default(), binding.name_any()), %error, "binding status not written");
             }
