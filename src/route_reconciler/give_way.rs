@@ -48,21 +48,28 @@ mod tests {
     fn writes_give_way_only_after_the_slice_and_only_to_changed_tunnels() {
         // Within the slice the tunnels are not even compared.
         let mut looked = 0;
-        let mut within = GiveWay::new(Duration::from_secs(3600), || {
-            looked += 1;
-            true
-        });
-        assert!(!within.now());
-        drop(within);
+        {
+            let mut within = GiveWay::new(Duration::from_secs(3600), || {
+                looked += 1;
+                true
+            });
+            assert!(!within.now());
+        }
         assert_eq!(looked, 0);
         // After it: unchanged tunnels keep the writes going; a changed one stops them for good.
-        let mut changed = false;
-        let mut after = GiveWay::new(Duration::ZERO, || changed);
+        assert!(!GiveWay::new(Duration::ZERO, || false).now());
+        // A look that finds them changed only at the second look (the third would not).
+        let mut looks = 0;
+        let mut after = GiveWay::new(Duration::ZERO, || {
+            looks += 1;
+            looks == 2
+        });
+        // Unchanged at the first look; the next look is a second away.
         assert!(!after.now());
-        drop(after);
-        changed = true;
-        let mut after = GiveWay::new(Duration::ZERO, || changed);
+        after.next_look = Instant::now();
         assert!(after.now());
+        // Stopped for good: no further look undoes it.
+        after.next_look = Instant::now();
         assert!(after.now());
     }
 }

@@ -122,20 +122,16 @@ pub async fn run(
             tunnels_differ(&cache.live_tunnels(), &table)
         });
         statuses
-            .write(
-                &ctx,
-                &table,
-                &view,
-                &records,
-                bindings,
-                &cache.ingresses(),
-                &mut give_way,
-            )
+            .write(&ctx, &table, &view, &records, bindings, &mut give_way)
             .await;
+        if !give_way.now() {
+            statuses
+                .write_ingresses(&ctx, &table, &records, &cache.ingresses())
+                .await;
+        }
         if let Some(gateway) = gateway {
             gateway_status::write_gateway_status(&ctx, gateway, &mut give_way).await;
         }
-        drop(give_way);
         drop((records, view));
         let took = started.elapsed();
         tracing::debug!(took_ms = took.as_millis() as u64, "route iteration");

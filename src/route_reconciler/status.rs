@@ -172,7 +172,6 @@ impl StatusWriter {
         dns: &DnsView,
         records: &[TunnelRecord],
         bindings: Vec<std::sync::Arc<TunnelBinding>>,
-        ingresses: &[std::sync::Arc<Ingress>],
         give_way: &mut GiveWay<impl FnMut() -> bool>,
     ) {
         // Each binding is let go once written: its store holds the version the write returned.
@@ -187,6 +186,16 @@ impl StatusWriter {
             }
         }
         self.write_services(ctx, table, dns).await;
+    }
+
+    /// The statuses of cftunnel's Ingresses (after [`StatusWriter::write`], unless it gave way).
+    pub async fn write_ingresses(
+        &mut self,
+        ctx: &Context,
+        table: &RouteTable,
+        records: &[TunnelRecord],
+        ingresses: &[std::sync::Arc<Ingress>],
+    ) {
         super::ingress_status::write_ingresses(
             ctx,
             table,
