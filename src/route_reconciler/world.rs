@@ -128,26 +128,19 @@ impl RouteCache {
 
     /// The tunnels routes would be computed for now: every one not being deleted.
     pub(crate) fn live_tunnels(&self) -> Vec<TunnelIdentity> {
-        let mut out = Vec::new();
-        for t in self.caches.tunnels.store().state() {
-            if !is_deleting(&*t) {
-                out.push(TunnelIdentity {
-                    kind: TunnelKind::Tunnel,
-                    namespace: t.namespace().unwrap_or_default(),
-                    name: t.name_any(),
-                });
-            }
-        }
-        for t in self.caches.cluster_tunnels.store().state() {
-            if !is_deleting(&*t) {
-                out.push(TunnelIdentity {
-                    kind: TunnelKind::ClusterTunnel,
-                    namespace: String::new(),
-                    name: t.name_any(),
-                });
-            }
-        }
-        out
+        let tunnels = self.caches.tunnels.store().state();
+        let cluster_tunnels = self.caches.cluster_tunnels.store().state();
+        tunnels
+            .iter()
+            .filter(|t| !is_deleting(&***t))
+            .map(|t| t.route_identity())
+            .chain(
+                cluster_tunnels
+                    .iter()
+                    .filter(|t| !is_deleting(&***t))
+                    .map(|t| t.route_identity()),
+            )
+            .collect()
     }
 
     /// Every tunnel object, with what DNS needs.
