@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::TestEnvError;
-use super::process::{ManagedProcess, free_port, wait_healthz};
+use super::process::{ManagedProcess, free_port, on_free_ports, wait_healthz};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -45,21 +45,25 @@ pub fn args(dir: &Path, kubeconfig: &Path, port: u16, root_ca: Option<&Path>) ->
     args
 }
 
-/// Starts kube-controller-manager and waits until its `/healthz` answers `ok`.
+/// Starts kube-controller-manager and waits until its `/healthz` answers `ok` (on another port
+/// if its was taken).
 pub async fn start(
     binary: &Path,
     dir: &Path,
     kubeconfig: &Path,
     root_ca: Option<&Path>,
 ) -> Result<ManagedProcess, TestEnvError> {
-    let port = free_port()?;
-    let mut process = ManagedProcess::spawn(
-        "kube-controller-manager",
-        binary,
-        &args(dir, kubeconfig, port, root_ca),
-        dir,
-    )?;
-    let url = format!("https://127.0.0.1:{port}/healthz");
-    wait_healthz(&mut process, READY_TIMEOUT, &url).await?;
-    Ok(process)
+    on_free_ports(|| async {
+        let port = free_port()?;
+        let mut process = ManagedProcess::spawn(
+            "kube-controller-manager",
+            binary,
+            &args(dir, kubeconfig, port, root_ca),
+            dir,
+        )?;
+        let url = format!("https://127.0.0.1:{port}/healthz");
+        wait_healthz(&mut process, READY_TIMEOUT, &url).await?;
+        Ok(process)
+    })
+    .await
 }

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::TestEnvError;
-use super::process::{ManagedProcess, free_port, wait_ready};
+use super::process::{ManagedProcess, free_port, on_free_ports, wait_ready};
 
 /// etcd normally answers `/health` within a second; the margin is for loaded CI machines.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -33,8 +33,17 @@ pub fn args(dir: &Path, client_port: u16, peer_port: u16) -> Vec<String> {
     ]
 }
 
-/// Starts etcd and waits until `/health` reports healthy.
+/// Starts etcd and waits until `/health` reports healthy, on other ports if its were taken.
 pub async fn start(binary: &Path, dir: &Path) -> Result<Etcd, TestEnvError> {
+    on_free_ports(|| async {
+        // A start that failed may have left a data directory naming its ports.
+        let _ = std::fs::remove_dir_all(dir.join("etcd"));
+        start_once(binary, dir).await
+    })
+    .await
+}
+
+async fn start_once(binary: &Path, dir: &Path) -> Result<Etcd, TestEnvError> {
     let client_port = free_port()?;
     let peer_port = free_port()?;
     let mut process =

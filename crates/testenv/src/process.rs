@@ -173,6 +173,32 @@ pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
     }
 }
 
+/// How many times a component is started on fresh ports when the ones it was given were taken.
+const PORT_ATTEMPTS: u32 = 5;
+
+/// Runs `start`, which picks its ports with [`free_port`], again (up to [`PORT_ATTEMPTS`] in all)
+/// while it fails because a port was taken. A port from [`free_port`] is only free until the
+/// process binds it; in between, any socket of another test on this machine may take it as its
+/// ephemeral port (CI saw etcd exit with `bind: address already in use`).
+pub(crate) async fn on_free_ports<T, F, Fut>(mut start: F) -> Result<T, TestEnvError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, TestEnvError>>,
+{
+    let mut attempt = 1;
+    loop {
+        match start().await {
+            Err(e) if attempt < PORT_ATTEMPTS && port_was_taken(&e) => attempt += 1,
+            other => return other,
+        }
+    }
+}
+
+/// Whether a component exited because a port it was to listen on was in use.
+fn port_was_taken(error: &TestEnvError) -> bool {
+    matches!(error, TestEnvError::ProcessExited { log_tail, .. } if log_tail.contains("address already in use"))
+}
+
 /// A loopback port that was free a moment ago (bound to port 0, then released).
 pub(crate) fn free_port() -> Result<u16, TestEnvError> {
     let listener = TcpListener::bind("127.0.0.1:0")
@@ -195,5 +221,53 @@ mod tests {
         std::fs::write(&path, "one\ntwo\nthree\nfour\n").expect("write");
         assert_eq!(log_tail(&path, 2), "three\nfour");
         assert_eq!(log_tail(&path, 10), "one\ntwo\nthree\nfour");
+    }
+
+    fn exited(log_tail: &str) -> TestEnvError {
+        TestEnvError::ProcessExited {
+            process: "etcd",
+            status: "exit status: 1".to_string(),
+            log_tail: log_tail.to_string(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_start_is_tried_again_only_while_its_port_was_taken() {
+        let mut calls = 0;
+        let result = on_free_ports(|| {
+            calls += 1;
+            let n = calls;
+            async move {
+                match n {
+                    1 | 2 => Err(exited(
+                        "listen tcp 127.0.0.1:1: bind: address already in use",
+                    )),
+                    _ => Ok(n),
+                }
+            }
+        })
+        .await;
+        assert_eq!(result.ok(), Some(3));
+
+        let mut calls = 0;
+        let result: Result<(), _> = on_free_ports(|| {
+            calls += 1;
+            async { Err(exited("flag provided but not defined")) }
+        })
+        .await;
+        assert!(result.is_err());
+        assert_eq!(calls, 1, "any other failure is returned at once");
+
+        let mut calls = 0;
+        let result: Result<(), _> = on_free_ports(|| {
+            calls += 1;
+            async { Err(exited("bind: address already in use")) }
+        })
+        .await;
+        assert!(result.is_err());
+        assert_eq!(
+            calls, PORT_ATTEMPTS,
+            "gives up after a bounded number of tries"
+        );
     }
 }

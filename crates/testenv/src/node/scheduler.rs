@@ -4,12 +4,21 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::super::TestEnvError;
-use super::super::process::{ManagedProcess, free_port, wait_healthz};
+use super::super::process::{ManagedProcess, free_port, on_free_ports, wait_healthz};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Starts kube-scheduler (no leader election) and waits until its `/healthz` answers `ok`.
+/// Starts kube-scheduler (no leader election) and waits until its `/healthz` answers `ok` (on
+/// another port if its was taken).
 pub async fn start(
+    binary: &Path,
+    plane_dir: &Path,
+    kubeconfig: &Path,
+) -> Result<ManagedProcess, TestEnvError> {
+    on_free_ports(|| start_once(binary, plane_dir, kubeconfig)).await
+}
+
+async fn start_once(
     binary: &Path,
     plane_dir: &Path,
     kubeconfig: &Path,
