@@ -147,14 +147,9 @@ impl RouteCache {
     pub(crate) fn tunnel_records(&self) -> Vec<TunnelRecord> {
         let mut out = Vec::new();
         for t in self.caches.tunnels.store().state() {
-            let namespace = t.namespace().unwrap_or_default();
             out.push(TunnelRecord::new(
-                TunnelIdentity {
-                    kind: TunnelKind::Tunnel,
-                    namespace: namespace.clone(),
-                    name: t.name_any(),
-                },
-                namespace,
+                t.route_identity(),
+                t.namespace().unwrap_or_default(),
                 &t.spec.cloudflare,
                 t.status.as_ref(),
                 is_deleting(&*t),
@@ -162,11 +157,7 @@ impl RouteCache {
         }
         for t in self.caches.cluster_tunnels.store().state() {
             out.push(TunnelRecord::new(
-                TunnelIdentity {
-                    kind: TunnelKind::ClusterTunnel,
-                    namespace: String::new(),
-                    name: t.name_any(),
-                },
+                t.route_identity(),
                 self.cluster_resource_namespace.clone(),
                 &t.spec.cloudflare,
                 t.status.as_ref(),
