@@ -16,7 +16,7 @@ use kube::api::{ObjectMeta, PostParams};
 use super::binaries::Binaries;
 use super::certs::{TestCa, generate_key_pair_pem};
 use super::node::{self, Node, NodeOptions};
-use super::process::{ManagedProcess, free_port};
+use super::process::{ManagedProcess, free_port, while_port_taken};
 use super::supervisor::Watchdog;
 use super::users::{Credentials, TestUser, write, write_user_files};
 use super::{TestEnvError, apiserver, controller_manager, etcd, install_crypto_provider, webhook};
@@ -425,7 +425,9 @@ impl ControlPlane {
     }
 
     /// Starts kube-apiserver again, on the same port with the same flags and certificates, and
-    /// waits until it is ready; a no-op while it runs.
+    /// waits until it is ready; a no-op while it runs. Its clients know it by its port, so while
+    /// something else holds that port (it was free during the outage) it is tried again, a
+    /// second apart, for half a minute.
     pub async fn start_apiserver(&mut self) -> Result<(), TestEnvError> {
         if self.processes.iter().any(|p| p.name == "kube-apiserver") {
             return Ok(());
@@ -433,15 +435,18 @@ impl ControlPlane {
         let Some(launch) = self.apiserver.clone() else {
             return Ok(());
         };
-        let process = apiserver::start(
-            &self.binaries.apiserver,
-            &self.dir,
-            &launch.files,
-            &self.etcd_url,
-            launch.port,
-            &launch.extra,
-            self.admin_client()?,
-        )
+        let client = self.admin_client()?;
+        let process = while_port_taken(30, Duration::from_secs(1), || {
+            apiserver::start(
+                &self.binaries.apiserver,
+                &self.dir,
+                &launch.files,
+                &self.etcd_url,
+                launch.port,
+                &launch.extra,
+                client.clone(),
+            )
+        })
         .await?;
         self.processes.push(process);
         Ok(())

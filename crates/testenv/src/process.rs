@@ -180,7 +180,22 @@ const PORT_ATTEMPTS: u32 = 5;
 /// while it fails because a port was taken. A port from [`free_port`] is only free until the
 /// process binds it; in between, any socket of another test on this machine may take it as its
 /// ephemeral port (CI saw etcd exit with `bind: address already in use`).
-pub(crate) async fn on_free_ports<T, F, Fut>(mut start: F) -> Result<T, TestEnvError>
+pub(crate) async fn on_free_ports<T, F, Fut>(start: F) -> Result<T, TestEnvError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, TestEnvError>>,
+{
+    while_port_taken(PORT_ATTEMPTS, Duration::ZERO, start).await
+}
+
+/// Runs `start` again, `pause` after each failure, while it fails because a port was taken, up
+/// to `attempts` runs in all. With a pause it serves a process that must come back on the port
+/// it had: an outbound connection that took the port meanwhile is usually short.
+pub(crate) async fn while_port_taken<T, F, Fut>(
+    attempts: u32,
+    pause: Duration,
+    mut start: F,
+) -> Result<T, TestEnvError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, TestEnvError>>,
@@ -188,7 +203,10 @@ where
     let mut attempt = 1;
     loop {
         match start().await {
-            Err(e) if attempt < PORT_ATTEMPTS && port_was_taken(&e) => attempt += 1,
+            Err(e) if attempt < attempts && port_was_taken(&e) => {
+                attempt += 1;
+                tokio::time::sleep(pause).await;
+            }
             other => return other,
         }
     }
