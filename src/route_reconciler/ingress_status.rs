@@ -244,7 +244,7 @@ mod tests {
                 hostname: "app.example.com".into(),
                 path: None,
                 service: "http://web.shop.svc:80".into(),
-                source,
+                source: source.into(),
                 reason,
                 message: String::new(),
             })],

@@ -4,6 +4,7 @@
 //! written by [`super::ingress_status`]). Writes happen only when something changed.
 use super::give_way::GiveWay;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::networking::v1::Ingress;
@@ -28,7 +29,7 @@ use cftunnel_types::{TunnelIdentity, TunnelKind};
 /// Remembers what was last reported on Services, so each change gives one Event.
 #[derive(Default)]
 pub(crate) struct StatusWriter {
-    reported: HashMap<SourceRef, (String, String)>,
+    reported: HashMap<Arc<SourceRef>, (String, String)>,
     /// Ingress (uid, generation, notice) already told (TLS at the edge, wildcard depth).
     ingress_told: std::collections::HashSet<(String, i64, super::ingress_status::Notice)>,
 }
@@ -366,7 +367,7 @@ mod tests {
                 hostname: host.into(),
                 path: None,
                 service: "http://web.shop.svc:80".into(),
-                source,
+                source: source.into(),
                 reason: RouteReason::Routed,
                 message: String::new(),
             })],

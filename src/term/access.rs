@@ -153,7 +153,8 @@ mod tests {
                     namespace: "shop".into(),
                     name: "web".into(),
                     uid: String::new(),
-                },
+                }
+                .into(),
                 tunnel: tunnel(on),
                 protection,
             },

@@ -77,7 +77,7 @@ pub struct Guarded {
     pub policy: PolicyKey,
     pub target: TargetKey,
     /// The object whose route serves it.
-    pub source: SourceRef,
+    pub source: Arc<SourceRef>,
     /// The tunnel serving it.
     pub tunnel: TunnelIdentity,
     pub protection: Protection,
@@ -176,7 +176,7 @@ pub fn guard(policies: &[Arc<AccessPolicy>], table: &RouteTable) -> AccessGuard 
         key(a).cmp(&key(b))
     });
     let mut out = AccessGuard::default();
-    let mut claimed: BTreeMap<SourceRef, PolicyKey> = BTreeMap::new();
+    let mut claimed: BTreeMap<Arc<SourceRef>, PolicyKey> = BTreeMap::new();
     for policy in live {
         let key = PolicyKey::of(policy);
         for target in &policy.spec.target_refs {
@@ -217,7 +217,7 @@ pub fn guard(policies: &[Arc<AccessPolicy>], table: &RouteTable) -> AccessGuard 
                 out.refused.push(refuse(REASON_UNSUPPORTED_KIND, message));
                 continue;
             };
-            let sources: Vec<(&SourceRef, _)> = table
+            let sources: Vec<(&Arc<SourceRef>, _)> = table
                 .sources
                 .iter()
                 .filter(|(s, _)| {

@@ -26,7 +26,7 @@ fn binding(name: &str) -> SourceRef {
 fn table(routes: &[(&str, &str, RouteReason)]) -> RouteTable {
     let mut table = RouteTable::default();
     for (source, host, reason) in routes {
-        let source = binding(source);
+        let source = Arc::new(binding(source));
         let entry = RouteEntry {
             hostname: host.to_string(),
             path: None,

@@ -1,6 +1,8 @@
 //! The hostnames Ingresses and Gateway API routes claim, as the admission view holds them: so
 //! a binding, a labelled Service or an Ingress applied later is refused at admission when one
 //! of them already owns its hostname, as the route model would make it lose.
+use std::sync::Arc;
+
 use super::model::walk;
 use super::route::ANY_HOST;
 use super::table::RouteReason;
@@ -15,7 +17,7 @@ use crate::rules::HostnameClaim;
 /// object (tens of megabytes with ten thousand routes, built at every rebuild of the view).
 /// In the order the table's sources would give them: by object, then as declared.
 pub fn model_claims(world: &RouteWorld) -> Vec<HostnameClaim> {
-    let mut keyed: Vec<(SourceRef, HostnameClaim)> = Vec::new();
+    let mut keyed: Vec<(Arc<SourceRef>, HostnameClaim)> = Vec::new();
     walk(world, |source, _, routed| {
         let reference = &source.reference;
         if !matches!(

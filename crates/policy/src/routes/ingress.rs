@@ -18,6 +18,7 @@
 //!   apply to every route of the Ingress; hostname, path and port come from the rules.
 //! - A missing Service or port answers 404, as for bindings.
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend, IngressClass};
 
@@ -130,7 +131,7 @@ pub(super) fn from_ingress<'w>(
     services: &ServiceIndex<'w>,
 ) -> Option<Source<'w>> {
     let class = our_class(ingress, classes)?;
-    let reference = SourceRef::of(SourceKind::Ingress, &ingress.metadata);
+    let reference = Arc::new(SourceRef::of(SourceKind::Ingress, &ingress.metadata));
     let namespace = ingress.metadata.namespace.as_deref().unwrap_or("");
     static EMPTY: BTreeMap<String, String> = BTreeMap::new();
     let annotations = ingress.metadata.annotations.as_ref().unwrap_or(&EMPTY);

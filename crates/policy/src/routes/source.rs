@@ -1,6 +1,7 @@
 //! TunnelBindings and labelled Services as route sources: the declared routes (read by the very
 //! functions admission uses), the tunnel they name and the field paths messages point at.
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::path::typed_path;
 use super::route::PathKind;
@@ -18,7 +19,7 @@ use cftunnel_types::{ServicePorts, TunnelBinding};
 
 /// One object that declares routes.
 pub(super) struct Source<'w> {
-    pub reference: SourceRef,
+    pub reference: Arc<SourceRef>,
     pub age: Age,
     /// `None` when `tunnelRef.kind` is not a tunnel kind (a problem in `problems`).
     pub tunnel: Option<TunnelIdentity>,
@@ -67,7 +68,7 @@ pub(super) fn from_binding<'w>(
     binding: &'w TunnelBinding,
     services: &ServiceIndex<'w>,
 ) -> Source<'w> {
-    let reference = SourceRef::of(SourceKind::TunnelBinding, &binding.metadata);
+    let reference = Arc::new(SourceRef::of(SourceKind::TunnelBinding, &binding.metadata));
     let namespace = binding.metadata.namespace.as_deref().unwrap_or("");
     let fields = &binding.spec;
     let mut problems = Verdict::default();
@@ -153,7 +154,7 @@ fn legacy_subject(
 pub(super) fn from_service(svc: &ServicePorts) -> Option<Source<'_>> {
     let labels = svc.metadata.labels.as_ref()?;
     let (kind, tunnel_name) = service::exposure(labels)?;
-    let reference = SourceRef::of(SourceKind::Service, &svc.metadata);
+    let reference = Arc::new(SourceRef::of(SourceKind::Service, &svc.metadata));
     let namespace = svc.metadata.namespace.as_deref().unwrap_or("");
     let name = svc.metadata.name.as_deref().unwrap_or("");
     static EMPTY: BTreeMap<String, String> = BTreeMap::new();

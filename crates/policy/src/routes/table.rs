@@ -73,7 +73,8 @@ pub struct RouteEntry {
     /// The cloudflared service it goes (or would go) to, e.g. `http://web.shop.svc:80`;
     /// `http_status:404` while its Service or port is missing.
     pub service: String,
-    pub source: SourceRef,
+    /// Shared with its source's key in [`RouteTable::sources`] and its age.
+    pub source: Arc<SourceRef>,
     pub reason: RouteReason,
     /// `<field>: <what is wrong>; <how to fix it>`; empty when `reason` is `Routed`.
     pub message: String,
@@ -160,7 +161,7 @@ pub struct RouteTable {
     /// the routes of every tunnel that did not change with the one before it
     /// ([`RouteTable::share_unchanged`]).
     pub tunnels: BTreeMap<TunnelIdentity, Arc<TunnelRoutes>>,
-    pub sources: BTreeMap<SourceRef, SourceStatus>,
+    pub sources: BTreeMap<Arc<SourceRef>, SourceStatus>,
 }
 
 impl RouteTable {

@@ -99,23 +99,22 @@ impl fmt::Display for SourceRef {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Age(Arc<AgeParts>);
 
+/// The creation time and the source itself, shared with the source's status key and its routes'
+/// entries (not a copy of its names).
 #[derive(Debug, PartialEq, Eq)]
 struct AgeParts {
     created: Option<Time>,
-    namespace: String,
-    name: String,
-    uid: String,
-    kind: SourceKind,
+    source: Arc<SourceRef>,
 }
 
 impl AgeParts {
     fn key(&self) -> AgeKey<'_> {
         AgeKey {
             created: self.created.as_ref(),
-            namespace: &self.namespace,
-            name: &self.name,
-            uid: &self.uid,
-            kind: self.kind,
+            namespace: &self.source.namespace,
+            name: &self.source.name,
+            uid: &self.source.uid,
+            kind: self.source.kind,
         }
     }
 }
@@ -158,18 +157,19 @@ impl<'a> AgeKey<'a> {
 }
 
 impl Age {
-    pub(super) fn of(source: &SourceRef, metadata: &ObjectMeta) -> Age {
-        Age::new(metadata.creation_timestamp.clone(), source)
+    /// The age of the object `metadata` describes, sharing its `source`.
+    pub(super) fn of(source: &Arc<SourceRef>, metadata: &ObjectMeta) -> Age {
+        Age(Arc::new(AgeParts {
+            created: metadata.creation_timestamp.clone(),
+            source: source.clone(),
+        }))
     }
 
     /// The age of `source`, created at `created`.
     pub fn new(created: Option<Time>, source: &SourceRef) -> Age {
         Age(Arc::new(AgeParts {
             created,
-            namespace: source.namespace.clone(),
-            name: source.name.clone(),
-            uid: source.uid.clone(),
-            kind: source.kind,
+            source: Arc::new(source.clone()),
         }))
     }
 }

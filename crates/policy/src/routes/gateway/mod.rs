@@ -37,6 +37,7 @@ pub mod status;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::route::PathKind;
 use super::source::{Declared, ServiceIndex, Source};
@@ -154,7 +155,7 @@ fn sources_of<'w>(
     if !analysis.unsupported.is_empty() {
         return Vec::new();
     }
-    let reference = SourceRef::of(kind, metadata);
+    let reference = Arc::new(SourceRef::of(kind, metadata));
     let mut feeds: BTreeMap<Feed, (String, Hostnames<'w>)> = BTreeMap::new();
     for parent in parents {
         let (Ok(tunnel), Ok(hosts)) = (&parent.tunnel, &parent.hostnames) else {

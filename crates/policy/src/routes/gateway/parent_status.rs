@@ -44,7 +44,7 @@ pub(super) fn served_entries<'a>(
         .map(|t| t.entries.as_slice())
         .unwrap_or_default()
         .iter()
-        .filter(|e| e.source == *source)
+        .filter(|e| *e.source == *source)
         .filter(|e| {
             !matches!(
                 e.reason,
