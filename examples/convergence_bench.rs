@@ -15,6 +15,7 @@
 //! [--routes-per-tunnel 10] [--routes-as bindings|httproute] [--budget default|N/SECONDS]
 //! [--cloudflare-budget 900/5m] [--probes] [--steady 720] [--out-dir DIR]`
 use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -556,7 +557,10 @@ impl Operator {
             }
             None => Command::new(binary),
         };
+        // A process group of its own: a wrapper (`--restart-under heaptrack …`, a script) is
+        // stopped with what it runs, not leaving the operator behind it running.
         let child = command
+            .process_group(0)
             .args(["run", "--webhook-listen", &webhook.to_string()])
             .args(["--health-listen", "127.0.0.1:0"])
             .arg("--tls-cert-file")
@@ -619,13 +623,12 @@ impl Operator {
         let Some(mut child) = self.child.take() else {
             return Ok(());
         };
-        Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()?;
+        signal_group(&child, "-TERM")?;
         let deadline = Instant::now() + Duration::from_secs(60);
         while child.try_wait()?.is_none() {
             if Instant::now() > deadline {
-                child.kill()?;
+                signal_group(&child, "-KILL")?;
+                let _ = child.wait();
                 bail!("cftunnel run ignored SIGTERM for 60 s");
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -637,10 +640,19 @@ impl Operator {
 impl Drop for Operator {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
+            let _ = signal_group(&child, "-KILL");
             let _ = child.wait();
         }
     }
+}
+
+/// Sends `signal` to the operator's process group (it leads its own), with the `kill` command:
+/// sending it from Rust would need libc and unsafe.
+fn signal_group(child: &Child, signal: &str) -> anyhow::Result<()> {
+    Command::new("kill")
+        .args([signal, "--", &format!("-{}", child.id())])
+        .status()?;
+    Ok(())
 }
 
 fn unique() -> u128 {
