@@ -91,8 +91,9 @@ struct Args {
     /// not given. The floor is computed from it.
     #[arg(long)]
     cloudflare_budget: Option<String>,
-    /// Once half of the tunnels are Ready, create one more Tunnel (`late`) and delete a Ready
-    /// one (`gone`); report how long until `late` is Ready and `gone` deleted at Cloudflare.
+    /// Once half of the tunnels are Ready, create one more Tunnel (`late`) with its routes and
+    /// delete a Ready one (`gone`); report how long until `late` is Ready with a record for
+    /// each of its hostnames, and until `gone` is deleted at Cloudflare.
     #[arg(long)]
     probes: bool,
     /// After the restart, leave the operator untouched this many seconds and count its calls
@@ -364,77 +365,91 @@ impl Plan {
             objects.push(self.tunnel(&ns, &tunnel));
         }
         if self.gateway_api {
-            self.gateway_objects(client, &mut objects).await?;
-            return create_all(client, objects).await;
+            create_gateway_class(client).await?;
         }
         for (ns, tunnel) in self.tunnels() {
-            let mut subjects = Vec::new();
-            for (service, bound) in self.services(&tunnel) {
-                let hostname = format!("{ns}-{service}.{ZONE}");
-                let metadata = match bound {
-                    true => json!({"name": service, "namespace": ns}),
-                    false => json!({"name": service, "namespace": ns,
-                        "labels": {LABEL_EXPOSE_TUNNEL: tunnel},
-                        "annotations": {service_annotations::HOSTNAME: hostname}}),
-                };
-                objects.push(object::<Service>(
-                    metadata,
-                    json!({"spec": {"ports": [{"name": "http", "port": 80}]}}),
-                ));
-                if bound {
-                    subjects.push(json!({"name": service, "spec": {"fqdn": hostname}}));
-                }
-            }
-            if !subjects.is_empty() {
-                objects.push(object::<TunnelBinding>(
-                    json!({"name": tunnel, "namespace": ns}),
-                    json!({"subjects": subjects, "tunnelRef": {"kind": "Tunnel", "name": tunnel}}),
-                ));
-            }
+            objects.extend(self.routes_of(&ns, &tunnel));
         }
         create_all(client, objects).await
     }
 
-    /// A GatewayClass, one Gateway per tunnel (its own `infrastructure.parametersRef`), and one
-    /// Service and HTTPRoute per route.
-    async fn gateway_objects(
-        &self,
-        client: &Client,
-        objects: &mut Vec<(ApiResource, serde_json::Value)>,
-    ) -> anyhow::Result<()> {
-        let class = ApiResource::erase::<GatewayClass>(&());
-        create_object(
-            client,
-            (
-                class,
-                json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
-                       "metadata": {"name": "bench"},
-                       "spec": {"controllerName": CONTROLLER_NAME}}),
-            ),
-        )
-        .await?;
-        for (ns, tunnel) in self.tunnels() {
-            objects.push(object::<Gateway>(
-                json!({"name": tunnel, "namespace": ns}),
-                json!({"spec": {"gatewayClassName": "bench",
-                    "infrastructure": {"parametersRef": {"group": "networking.cfargotunnel.com", "kind": "Tunnel", "name": tunnel}},
-                    "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}}),
+    /// The objects that route one tunnel's hostnames: its Services with a binding of half of
+    /// them and labels on the others, or with `--routes-as httproute` its Gateway, Services and
+    /// HTTPRoutes.
+    fn routes_of(&self, ns: &str, tunnel: &str) -> Vec<(ApiResource, serde_json::Value)> {
+        let mut objects = Vec::new();
+        if self.gateway_api {
+            self.gateway_objects(ns, tunnel, &mut objects);
+            return objects;
+        }
+        let mut subjects = Vec::new();
+        for (service, bound) in self.services(tunnel) {
+            let hostname = format!("{ns}-{service}.{ZONE}");
+            let metadata = match bound {
+                true => json!({"name": service, "namespace": ns}),
+                false => json!({"name": service, "namespace": ns,
+                    "labels": {LABEL_EXPOSE_TUNNEL: tunnel},
+                    "annotations": {service_annotations::HOSTNAME: hostname}}),
+            };
+            objects.push(object::<Service>(
+                metadata,
+                json!({"spec": {"ports": [{"name": "http", "port": 80}]}}),
             ));
-            for (service, _) in self.services(&tunnel) {
-                let hostname = format!("{ns}-{service}.{ZONE}");
-                objects.push(object::<Service>(
-                    json!({"name": service, "namespace": ns}),
-                    json!({"spec": {"ports": [{"name": "http", "port": 80}]}}),
-                ));
-                objects.push(object::<HTTPRoute>(
-                    json!({"name": service, "namespace": ns}),
-                    json!({"spec": {"parentRefs": [{"name": tunnel}], "hostnames": [hostname],
-                        "rules": [{"backendRefs": [{"name": service, "port": 80}]}]}}),
-                ));
+            if bound {
+                subjects.push(json!({"name": service, "spec": {"fqdn": hostname}}));
             }
         }
-        Ok(())
+        if !subjects.is_empty() {
+            objects.push(object::<TunnelBinding>(
+                json!({"name": tunnel, "namespace": ns}),
+                json!({"subjects": subjects, "tunnelRef": {"kind": "Tunnel", "name": tunnel}}),
+            ));
+        }
+        objects
     }
+
+    /// One tunnel's Gateway (its own `infrastructure.parametersRef`), and one Service and
+    /// HTTPRoute per route.
+    fn gateway_objects(
+        &self,
+        ns: &str,
+        tunnel: &str,
+        objects: &mut Vec<(ApiResource, serde_json::Value)>,
+    ) {
+        objects.push(object::<Gateway>(
+            json!({"name": tunnel, "namespace": ns}),
+            json!({"spec": {"gatewayClassName": "bench",
+                "infrastructure": {"parametersRef": {"group": "networking.cfargotunnel.com", "kind": "Tunnel", "name": tunnel}},
+                "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}}),
+        ));
+        for (service, _) in self.services(tunnel) {
+            let hostname = format!("{ns}-{service}.{ZONE}");
+            objects.push(object::<Service>(
+                json!({"name": service, "namespace": ns}),
+                json!({"spec": {"ports": [{"name": "http", "port": 80}]}}),
+            ));
+            objects.push(object::<HTTPRoute>(
+                json!({"name": service, "namespace": ns}),
+                json!({"spec": {"parentRefs": [{"name": tunnel}], "hostnames": [hostname],
+                    "rules": [{"backendRefs": [{"name": service, "port": 80}]}]}}),
+            ));
+        }
+    }
+}
+
+/// The benchmark's GatewayClass.
+async fn create_gateway_class(client: &Client) -> anyhow::Result<()> {
+    let class = ApiResource::erase::<GatewayClass>(&());
+    create_object(
+        client,
+        (
+            class,
+            json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+                   "metadata": {"name": "bench"},
+                   "spec": {"controllerName": CONTROLLER_NAME}}),
+        ),
+    )
+    .await
 }
 
 async fn create_all(

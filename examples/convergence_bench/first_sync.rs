@@ -43,7 +43,7 @@ pub struct Probes {
     pub at: Duration,
     /// `namespace/name` of the deleted tunnel.
     pub gone: String,
-    /// From the probes until `late` was Ready.
+    /// From the probes until `late` was Ready and each of its hostnames had its record.
     pub late_ready: Duration,
     /// From the probes until `gone` was deleted at Cloudflare.
     pub gone_deleted: Duration,
@@ -54,6 +54,7 @@ struct Pending {
     at: Duration,
     gone: String,
     gone_cloudflare_name: String,
+    late_hostnames: Vec<String>,
     late_ready: Option<Duration>,
     gone_deleted: Option<Duration>,
 }
@@ -122,7 +123,14 @@ pub async fn first_sync(
             let gone = live()
                 .find(|t| t.ready)
                 .context("no Ready tunnel to delete")?;
+            // The late tunnel comes with its routes, as a user's new application would.
             create_object(client, plan.tunnel(LATE.0, LATE.1)).await?;
+            for object in plan.routes_of(LATE.0, LATE.1) {
+                create_object(client, object).await?;
+            }
+            let late_hostnames = plan.hostnames_of(LATE.0, LATE.1);
+            expected_hostnames.extend(late_hostnames.iter().cloned());
+            expected_routes += late_hostnames.len();
             Api::<Tunnel>::namespaced(client.clone(), &gone.namespace)
                 .delete(&gone.name, &DeleteParams::default())
                 .await?;
@@ -142,6 +150,7 @@ pub async fn first_sync(
                 at: now,
                 gone_cloudflare_name: format!("{}-{}", gone.namespace, gone.name),
                 gone: name,
+                late_hostnames,
                 late_ready: None,
                 gone_deleted: None,
             });
@@ -150,7 +159,8 @@ pub async fn first_sync(
         if let Some(p) = pending.as_mut() {
             let late = states
                 .iter()
-                .any(|t| t.namespace == LATE.0 && t.name == LATE.1 && t.ready);
+                .any(|t| t.namespace == LATE.0 && t.name == LATE.1 && t.ready)
+                && p.late_hostnames.iter().all(|h| cnames.contains(h.as_str()));
             if p.late_ready.is_none() && late {
                 p.late_ready = Some(p.started.elapsed());
             }

@@ -167,7 +167,7 @@ pub fn report(
     if let Some(p) = &sync.probes {
         let _ = writeln!(
             w,
-            "probes after {:.0} s: `late` Ready {:.1} s later; `gone` ({}) deleted at Cloudflare {:.1} s later",
+            "probes after {:.0} s: `late` Ready with its DNS records {:.1} s later; `gone` ({}) deleted at Cloudflare {:.1} s later",
             secs(p.at),
             secs(p.late_ready),
             p.gone,

@@ -10,7 +10,7 @@ use crate::dns_sync::schedule::{
 };
 use crate::dns_sync::sync_zone;
 use crate::term::Context;
-use cftunnel_cloudflare::Priority;
+use cftunnel_cloudflare::{Priority, Work};
 use cftunnel_policy::dns::{DnsOptions, SharedHostname, ZoneDns};
 use cftunnel_types::TunnelIdentity;
 
@@ -72,8 +72,10 @@ pub(super) async fn sync_once(
         Ok(credentials) => credentials.clone(),
         Err(error) => return everyone(format!("DNS records not synced: {error}")),
     };
+    // The sync's calls are one piece of work, dated when it starts: a newer request of a user
+    // arriving meanwhile takes its lane's newest turn from it, not the other way round.
     let client = match ctx.cloudflare_at(credentials, priority) {
-        Ok(client) => client,
+        Ok(client) => client.for_work(Work::starting()),
         Err(error) => return everyone(format!("DNS records not synced: {error}")),
     };
     // Tunnels being deleted are left out once their deletion has the zone (see `DnsGuard`).

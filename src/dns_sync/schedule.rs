@@ -348,9 +348,11 @@ impl DnsSync {
                 }
             };
             // A clean group whose input did not change is synced for drift: behind every change.
+            // Any other sync publishes or removes what users asked for (a route created, edited
+            // or deleted): it goes in the interactive lane (docs/design.md §3.8).
             let priority = match self.groups.get(&key) {
                 Some(state) if state.clean && state.input == zone => Priority::Background,
-                _ => Priority::Normal,
+                _ => Priority::Interactive,
             };
             if due && priority == Priority::Background && self.changes_wait(ctx, &key) {
                 // A drift sync would hold the zone (and this task) behind every change waiting

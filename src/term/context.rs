@@ -144,8 +144,10 @@ pub struct Context {
     /// connection pool and TLS session cache, not one per reconcile (each cost ~10 KiB held and
     /// a new connection to Cloudflare).
     http: std::sync::OnceLock<Transport>,
-    /// Reconciles talking to the API server at once (see [`API_SLOTS`]).
-    pub api_slots: tokio::sync::Semaphore,
+    /// Reconciles talking to the API server at once (see [`API_SLOTS`]), served by lane.
+    pub api_slots: super::slots::Slots,
+    /// The open request of each tunnel object: the lane and date of its reconciles.
+    pub asks: super::asks::Asks,
     /// Consecutive failures per object, for exponential backoff (no hot loop).
     failures: Mutex<Failures>,
     /// When each object's next drift check is due, by uid (in memory: a restart only delays it).
@@ -187,7 +189,8 @@ impl Context {
             dns_guard: Default::default(),
             claims: Default::default(),
             http: std::sync::OnceLock::new(),
-            api_slots: tokio::sync::Semaphore::new(API_SLOTS),
+            api_slots: super::slots::Slots::new(API_SLOTS),
+            asks: Default::default(),
             failures: Mutex::new(Failures::default()),
             drift_due: Mutex::new(DriftSchedule::default()),
         }
@@ -322,6 +325,8 @@ impl Context {
         drop(failures);
         let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
         due.retain(|uid| uids.contains(uid));
+        drop(due);
+        self.asks.retain(|uid| uids.contains(uid));
     }
 
     /// How many objects have a failure count and a drift schedule in memory.

@@ -7,6 +7,7 @@
 //! reconciler and the route reconciler both use it; neither reaches into the other.
 pub mod access;
 pub mod adapters;
+pub mod asks;
 pub mod claims;
 pub mod cluster;
 pub mod conditions;
@@ -19,6 +20,7 @@ pub mod finalizer;
 pub mod memory;
 pub mod recorder;
 pub mod shared;
+pub mod slots;
 pub mod tunnel_lists;
 pub mod zones;
 

@@ -10,10 +10,11 @@ use super::render_input::{TunnelFacts, render_options, tunnel_input, with_config
 use super::{apply, deletion, drift, go_cluster_workload, remote, secret_guard, setup, status};
 use crate::term::ReconcileError;
 use crate::term::adapters::TunnelKindAdapter;
+use crate::term::asks::Lane;
 use crate::term::conditions::ReadyReason;
 use crate::term::context::Context;
 use crate::term::{credentials, events, finalizer};
-use cftunnel_cloudflare::{Priority, Work};
+use cftunnel_cloudflare::Priority;
 use cftunnel_policy::render;
 use cftunnel_types::names::{ANNOTATION_ABANDON_CLEANUP, FINALIZER};
 
@@ -124,12 +125,26 @@ async fn delete<K: TunnelKindAdapter>(
 }
 
 /// Has the spec changed since the object was last Ready (or was it never Ready)?
-fn spec_changed<K: TunnelKindAdapter>(obj: &K) -> bool {
+pub(super) fn spec_changed<K: TunnelKindAdapter>(obj: &K) -> bool {
     let status = obj.tunnel_status();
     let observed = status.and_then(|s| s.observed_generation);
     let ready = crate::term::conditions::find_ready(status.and_then(|s| s.conditions.as_ref()))
         .is_some_and(|c| c.reason == ReadyReason::Ready.as_str());
     !ready || observed.is_none() || observed != obj.meta().generation
+}
+
+/// The lane of a reconcile of `obj`: its open request's, or routine once it converged.
+fn lane_of<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Lane {
+    let uid = obj.uid().unwrap_or_default();
+    match spec_changed(obj) {
+        true => ctx
+            .asks
+            .ask(&uid, obj.meta().generation.unwrap_or_default()),
+        false => {
+            ctx.asks.met(&uid);
+            Lane::routine()
+        }
+    }
 }
 
 /// Steps 2–5 of docs/design.md §3.1 for a live object.
@@ -141,9 +156,10 @@ async fn converge<K: TunnelKindAdapter>(
     current: &mut K,
     ctx: &Context,
 ) -> Result<Action, ReconcileError> {
-    // Every Cloudflare call of this reconcile waits as old as the reconcile (see `Work`).
-    let work = Work::starting();
     let obj = &*current;
+    // Every Cloudflare call and API slot of this reconcile waits in its request's lane, as old
+    // as the request (docs/design.md §3.8).
+    let lane = lane_of(obj, ctx);
     let Some(routes) = ctx.routes.tunnel(&obj.route_identity()) else {
         // The route caches are still listing: rendering now would drop every ingress rule.
         return Ok(Action::requeue(ROUTES_WAIT));
@@ -158,9 +174,8 @@ async fn converge<K: TunnelKindAdapter>(
     }
     let namespace = obj.managed_namespace(ctx);
     // The API server's part before Cloudflare takes a slot (see `Context::api_slots`); the
-    // wait at the Cloudflare pacer holds none. (The semaphore is never closed: `None` cannot
-    // happen.)
-    let reading = ctx.api_slots.acquire().await.ok();
+    // wait at the Cloudflare pacer holds none.
+    let reading = ctx.api_slots.acquire(lane).await;
     // Both kinds hold the finalizer: a new tunnel is deleted on Cloudflare, and the DNS records
     // cftunnel wrote for an existing one are removed (the tunnel itself stays).
     Box::pin(finalizer::add(obj, ctx)).await?;
@@ -204,7 +219,8 @@ async fn converge<K: TunnelKindAdapter>(
     let cf = ctx
         .cloudflare(api_secret.credentials.clone())
         .map_err(|source| ReconcileError::cloudflare("building the Cloudflare client", source))?
-        .for_work(work);
+        .with_priority(lane.priority)
+        .for_work(lane.work);
     drop(reading);
     // Drift checks queue behind every change of the credential (and spend at most half of it).
     let drift_checked = Box::pin(drift::check(
@@ -238,7 +254,7 @@ async fn converge<K: TunnelKindAdapter>(
     ctx.dns_guard
         .readmit(&resolved.tunnel_id, &current.uid().unwrap_or_default());
     let origin_ca_pem = {
-        let _reading = ctx.api_slots.acquire().await.ok();
+        let _reading = ctx.api_slots.acquire(lane).await;
         Box::pin(setup::origin_ca(
             ctx,
             &namespace,
@@ -256,7 +272,7 @@ async fn converge<K: TunnelKindAdapter>(
     // render input: a first sync parks a reconcile per tunnel at the slots, and each would hold
     // its copy there.
     let early_slot = match remote::pushes(&*current, &spec) {
-        false => ctx.api_slots.acquire().await.ok(),
+        false => Some(ctx.api_slots.acquire(lane).await),
         true => None,
     };
     // Protected hostnames are closed or checked by cloudflared (docs/design.md §3.7).
@@ -282,8 +298,8 @@ async fn converge<K: TunnelKindAdapter>(
     // Cloudflare has answered: from here on the reconcile holds rendered objects and API
     // answers, a few at a time however many wait above.
     let _slot = match early_slot {
-        Some(slot) => Some(slot),
-        None => ctx.api_slots.acquire().await.ok(),
+        Some(slot) => slot,
+        None => ctx.api_slots.acquire(lane).await,
     };
     // The rest is a future of its own: one parked at the pacer above does not carry the
     // rendered objects' room (a first sync parks a reconcile per tunnel there).

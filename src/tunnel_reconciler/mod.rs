@@ -63,6 +63,12 @@ pub(crate) async fn run_controllers(
 ) {
     let (tunnel_tx, tunnel_rx) = mpsc::unbounded_channel::<ObjectRef<Tunnel>>();
     let (cluster_tx, cluster_rx) = mpsc::unbounded_channel::<ObjectRef<ClusterTunnel>>();
+    // The requests already waiting when the term begins are its backlog (docs/design.md §3.8):
+    // read once both stores are listed, before the first reconcile.
+    futures::join!(tunnels.listed(), cluster_tunnels.listed());
+    let (listed, cluster_listed) = (tunnels.store().state(), cluster_tunnels.store().state());
+    ctx.asks
+        .begin_term(waiting_requests(&listed).chain(waiting_requests(&cluster_listed)));
     let _ = ctx.claims.set(claims::Claims {
         tunnels: tunnels.store(),
         cluster_tunnels: cluster_tunnels.store(),
@@ -97,6 +103,21 @@ pub(crate) async fn run_controllers(
         run_kind::<Tunnel>(ctx.clone(), tunnels, &children, receiver_stream(tunnel_rx)),
         run_kind::<ClusterTunnel>(ctx, cluster_tunnels, &children, receiver_stream(cluster_rx))
     );
+}
+
+/// `(uid, generation)` of every object in `objects` that is not converged.
+fn waiting_requests<K: TunnelKindAdapter>(
+    objects: &[Arc<K>],
+) -> impl Iterator<Item = (String, i64)> + '_ {
+    objects
+        .iter()
+        .filter(|o| core::spec_changed(o.as_ref()))
+        .filter_map(|o| {
+            Some((
+                o.meta().uid.clone()?,
+                o.meta().generation.unwrap_or_default(),
+            ))
+        })
 }
 
 /// Reconciles of one kind running at once: all that are due (`0`). Each waits for Cloudflare at

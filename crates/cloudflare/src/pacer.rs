@@ -11,23 +11,31 @@ use tokio::time::Instant;
 
 use super::budget::Pace;
 
-/// How urgent a call is. Waiting calls are served by priority, so a deletion never queues
-/// behind a first sync, and drift checks never delay a change. Within a priority they go in
-/// arrival order, except [`Priority::Normal`], which alternates between the oldest and the
-/// newest waiting work: a backlog (the first sync of a thousand tunnels) drains in order at no
-/// less than half the pace, and work that arrives behind it (a user's new tunnel) waits for a
+/// How urgent a call is: its lane. Waiting calls are served lane by lane, so a deletion never
+/// queues behind a first sync, work a user just asked for never queues behind work nobody is
+/// waiting for, and drift checks never delay a change. Within [`Priority::Urgent`] and
+/// [`Priority::Background`] calls go in arrival order. Within [`Priority::Interactive`] and
+/// [`Priority::Normal`] each lane alternates between its oldest and its newest waiting work: a
+/// backlog drains in order at no less than half of what its lane is given, and work that
+/// arrives behind it (a user's new tunnel among a thousand created together) waits for a
 /// token or two instead of the whole backlog.
 ///
 /// A call's age is that of its [`Work`] when it has one (every call of a reconcile shares the
-/// reconcile's): a tunnel's create, token read, configuration read and push are one piece of
-/// work, so a new tunnel keeps the newest place through all of them. Ordered by call alone,
-/// each step of the backlog would arrive newer than the new tunnel's waiting call and take
-/// the newest turn from it, leaving it to wait until it became the oldest.
+/// reconcile's, and every reconcile of one request of a user shares the request's): a
+/// tunnel's create, token read, configuration read and push are one piece of work, so a new
+/// tunnel keeps the newest place through all of them. Ordered by call alone, each step of the
+/// backlog would arrive newer than the new tunnel's waiting call and take the newest turn from
+/// it, leaving it to wait until it became the oldest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum Priority {
     /// A user's removal: deletions and their clean-up.
     Urgent,
-    /// Work that changes what is served: creates, token reads, pushes, DNS writes.
+    /// Work a user asked for while cftunnel runs (a tunnel created or its spec changed), until
+    /// it is done: served before every other change.
+    Interactive,
+    /// Changes nobody is waiting on at this moment: the first sync of what existed before
+    /// cftunnel started, route and DNS follow-ups, retries. Creates, token reads, pushes and
+    /// DNS writes are here unless their work is a user's request.
     #[default]
     Normal,
     /// Checks that find nothing most of the time (drift checks). They never take the bucket's
@@ -82,8 +90,9 @@ struct State {
     bucket: Bucket,
     /// Waiting calls by [`Key`]; only the [`State::head`] may take a token.
     queue: BTreeMap<Key, Arc<Notify>>,
-    /// The next normal call served is the newest waiting one (else the oldest).
-    newest_next: bool,
+    /// Per alternating lane ([`Priority::Interactive`], [`Priority::Normal`]): the next call
+    /// of the lane served is its newest waiting one (else its oldest).
+    newest_next: [bool; 2],
 }
 
 /// The pacer of one credential, shared by every client built with it.
@@ -105,7 +114,7 @@ impl Limiter {
                     background: pace.background_capacity(),
                 },
                 queue: BTreeMap::new(),
-                newest_next: false,
+                newest_next: [false; 2],
             }),
         }
     }
@@ -134,8 +143,10 @@ impl Limiter {
                             None => {
                                 state.queue.remove(&ticket.key);
                                 // Alternate only while there is a choice.
-                                if priority == Priority::Normal && state.normal_waiting() {
-                                    state.newest_next = !state.newest_next;
+                                if let Some(lane) = alternating(priority)
+                                    && state.waiting_in(priority)
+                                {
+                                    state.newest_next[lane] = !state.newest_next[lane];
                                 }
                                 state.wake_head();
                                 drop(state);
@@ -277,19 +288,22 @@ impl State {
     }
 
     /// The call that may take the next token: of the highest priority waiting, the oldest, or
-    /// for normal calls every other time the newest.
+    /// in an alternating lane every other time the newest.
     fn head(&self) -> Option<Key> {
         let (&oldest, _) = self.queue.iter().next()?;
-        if oldest.0 != Priority::Normal || !self.newest_next {
-            return Some(oldest);
+        match alternating(oldest.0) {
+            Some(lane) if self.newest_next[lane] => {
+                let newest = self.queue.range(..lane_end(oldest.0)).next_back();
+                Some(newest.map_or(oldest, |(&key, _)| key))
+            }
+            _ => Some(oldest),
         }
-        let newest = self.queue.range(..BACKGROUND).next_back();
-        Some(newest.map_or(oldest, |(&key, _)| key))
     }
 
-    fn normal_waiting(&self) -> bool {
+    /// Are calls of `priority` waiting?
+    fn waiting_in(&self, priority: Priority) -> bool {
         self.queue
-            .range((Priority::Normal, 0, 0)..BACKGROUND)
+            .range((priority, 0, 0)..lane_end(priority))
             .next()
             .is_some()
     }
@@ -298,6 +312,25 @@ impl State {
         if let Some(notify) = self.head().and_then(|key| self.queue.get(&key)) {
             notify.notify_one();
         }
+    }
+}
+
+/// The lanes that alternate between their oldest and newest work, by index.
+fn alternating(priority: Priority) -> Option<usize> {
+    match priority {
+        Priority::Interactive => Some(0),
+        Priority::Normal => Some(1),
+        Priority::Urgent | Priority::Background => None,
+    }
+}
+
+/// The first key after every call of `priority`.
+fn lane_end(priority: Priority) -> Key {
+    match priority {
+        Priority::Urgent => (Priority::Interactive, 0, 0),
+        Priority::Interactive => (Priority::Normal, 0, 0),
+        Priority::Normal => BACKGROUND,
+        Priority::Background => (Priority::Background, u64::MAX, u64::MAX),
     }
 }
 

@@ -365,3 +365,80 @@ async fn normal_calls_alternate_oldest_and_newest_so_a_late_one_skips_the_backlo
     let order = served_order(&served);
     assert_eq!(order, ["1", "late", "2", "5", "3", "4"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn interactive_calls_go_before_every_normal_one_and_alternate_within_their_lane() {
+    let limiter = Arc::new(Limiter::new(pace(1, 1)));
+    limiter.acquire(Priority::Normal).await;
+    let start = Instant::now();
+    let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut calls = Vec::new();
+    // A backlog nobody waits on, then three requests of users, one after another.
+    calls.extend(spawn_calls(
+        &limiter,
+        "sync",
+        Priority::Normal,
+        3,
+        &served,
+        start,
+    ));
+    for label in ["a", "b", "c"] {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        calls.extend(spawn_calls(
+            &limiter,
+            label,
+            Priority::Interactive,
+            1,
+            &served,
+            start,
+        ));
+    }
+    // A deletion still goes first of all.
+    calls.extend(spawn_calls(
+        &limiter,
+        "delete",
+        Priority::Urgent,
+        1,
+        &served,
+        start,
+    ));
+    for call in calls {
+        call.await.expect("call");
+    }
+    // The interactive lane alternates its oldest and newest; the backlog waits for it.
+    assert_eq!(
+        served_order(&served),
+        ["delete", "a", "c", "b", "sync", "sync", "sync"]
+    );
+}
+
+/// Interactive work behind an interactive backlog of multi-step work (forty tunnels created
+/// together, then one more) keeps the newest turn of its lane through all its calls.
+#[tokio::test(start_paused = true)]
+async fn a_request_behind_a_burst_of_requests_waits_for_a_few_tokens_not_the_burst() {
+    const STEPS: usize = 3;
+    let limiter = Arc::new(Limiter::new(pace(1, 1)));
+    limiter.acquire(Priority::Normal).await;
+    let start = Instant::now();
+    let chain = |work: Work| {
+        let limiter = limiter.clone();
+        tokio::spawn(async move {
+            for _ in 0..STEPS {
+                limiter.acquire_for(Priority::Interactive, Some(work)).await;
+            }
+            start.elapsed()
+        })
+    };
+    let burst: Vec<_> = (0..40).map(|_| chain(Work::starting())).collect();
+    // Each of the burst's own reconciles is dated by its request, so none arrives newer.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let late = chain(Work::starting()).await.expect("late");
+    for work in burst {
+        work.await.expect("burst");
+    }
+    // Five tokens of the burst before it arrived, then every other token is the late one's.
+    assert!(
+        late <= Duration::from_secs(5 + 2 * STEPS as u64),
+        "{late:?}"
+    );
+}

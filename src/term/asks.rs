@@ -1,0 +1,155 @@
+//! The lane of each tunnel reconcile (docs/design.md §3.8): what a user asked for while cftunnel
+//! runs goes first, in everything bounded or queued, from the watch event to the last status
+//! write.
+//!
+//! An *ask* is one generation of an object that is not converged yet (never `Ready`, or `Ready`
+//! for an older generation). Each ask is dated once, when a reconcile first meets it, and every
+//! reconcile of it (the first, the one its own status write triggers, a retry) carries that date
+//! as its [`Work`]: so the work of a tunnel created behind a thousand keeps its place, where
+//! dating each reconcile would let every re-run of the backlog arrive newer than it.
+//!
+//! The lane: an ask that was already waiting when the term began (a first sync after a start or
+//! a failover) is [`Priority::Normal`], the backlog; one made while the term runs is
+//! [`Priority::Interactive`]. A converged object's reconcile (a resync, a route change, a
+//! rotated Secret) is no ask: [`Priority::Normal`], dated when it starts.
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use cftunnel_cloudflare::{Priority, Work};
+
+/// A reconcile's place: its lane and the date of the request it serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lane {
+    pub priority: Priority,
+    pub work: Work,
+}
+
+impl Lane {
+    /// Work nobody asked for just now (a resync, a route follow-up), dated now.
+    pub fn routine() -> Lane {
+        Lane {
+            priority: Priority::Normal,
+            work: Work::starting(),
+        }
+    }
+}
+
+/// One open ask: the generation it is for and its lane.
+#[derive(Debug, Clone, Copy)]
+struct Ask {
+    generation: i64,
+    lane: Lane,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Asks waiting when the term began, `(uid, generation)`; each leaves once it is met.
+    backlog: HashSet<(String, i64)>,
+    /// Open asks by uid.
+    open: HashMap<String, Ask>,
+}
+
+/// The open asks of a term's tunnel objects, by uid. An entry goes when its object converges
+/// or leaves the store (`forget_all_but`).
+#[derive(Debug, Default)]
+pub struct Asks {
+    inner: Mutex<Inner>,
+}
+
+impl Asks {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The asks waiting when the term began (every unconverged object of the stores, listed
+    /// before the first reconcile): these are the backlog.
+    pub fn begin_term(&self, waiting: impl IntoIterator<Item = (String, i64)>) {
+        self.lock().backlog = waiting.into_iter().collect();
+    }
+
+    /// The lane of a reconcile of `uid` at `generation`, an object not converged yet: the
+    /// ask's, dated when it was first met.
+    pub fn ask(&self, uid: &str, generation: i64) -> Lane {
+        let mut inner = self.lock();
+        if let Some(ask) = inner.open.get(uid)
+            && ask.generation == generation
+        {
+            return ask.lane;
+        }
+        let key = (uid.to_string(), generation);
+        let priority = match inner.backlog.remove(&key) {
+            true => Priority::Normal,
+            false => Priority::Interactive,
+        };
+        // An older generation's entry in the backlog is superseded by this one.
+        inner.backlog.retain(|(u, _)| u != uid);
+        let lane = Lane {
+            priority,
+            work: Work::starting(),
+        };
+        inner.open.insert(key.0, Ask { generation, lane });
+        lane
+    }
+
+    /// `uid` converged: its next reconcile is routine.
+    pub fn met(&self, uid: &str) {
+        let mut inner = self.lock();
+        inner.open.remove(uid);
+        inner.backlog.retain(|(u, _)| u != uid);
+    }
+
+    /// Keeps the asks of the uids `live` accepts.
+    pub fn retain(&self, live: impl Fn(&str) -> bool) {
+        let mut inner = self.lock();
+        inner.open.retain(|uid, _| live(uid));
+        inner.backlog.retain(|(uid, _)| live(uid));
+    }
+
+    /// Open asks and backlog entries held.
+    pub fn len(&self) -> (usize, usize) {
+        let inner = self.lock();
+        (inner.open.len(), inner.backlog.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ask_keeps_its_date_through_every_reconcile_until_it_is_met() {
+        let asks = Asks::default();
+        asks.begin_term([("old".to_string(), 1)]);
+        let backlog = asks.ask("old", 1);
+        assert_eq!(backlog.priority, Priority::Normal);
+        let new = asks.ask("new", 1);
+        assert_eq!(new.priority, Priority::Interactive);
+        assert!(new.work > backlog.work);
+        // Re-runs of both keep their lanes and dates: no re-run of the backlog arrives newer.
+        assert_eq!(asks.ask("old", 1), backlog);
+        assert_eq!(asks.ask("new", 1), new);
+        // A new generation of the backlog's object is a user's new request.
+        let edited = asks.ask("old", 2);
+        assert_eq!(edited.priority, Priority::Interactive);
+        assert!(edited.work > new.work);
+        // Met: the next request of it is dated anew.
+        asks.met("new");
+        let again = asks.ask("new", 2);
+        assert!(again.work > edited.work);
+        assert_eq!(asks.len(), (2, 0));
+    }
+
+    #[test]
+    fn departed_objects_leave_nothing() {
+        let asks = Asks::default();
+        asks.begin_term([("a".to_string(), 1), ("b".to_string(), 3)]);
+        asks.ask("a", 1);
+        asks.ask("c", 1);
+        asks.retain(|uid| uid == "c");
+        assert_eq!(asks.len(), (1, 0));
+        // The backlog entry of an object gone before its first reconcile goes too.
+        asks.begin_term([("b".to_string(), 3)]);
+        asks.retain(|_| false);
+        assert_eq!(asks.len(), (0, 0));
+    }
+}
