@@ -27,13 +27,13 @@ pids=()
 for name in "${load[@]}"; do
   exe=$(executable "$name")
   [ -n "$exe" ] || { echo "no test binary named $name" >&2; exit 2; }
-  (while true; do "$exe" >"$logs/load-$name.log" 2>&1 || true; done) &
+  # A process group of its own, so stopping it stops the control planes its tests started too.
+  setsid bash -c 'while true; do "$1" >"$2" 2>&1 || true; done' _ "$exe" "$logs/load-$name.log" &
   pids+=($!)
 done
 stop_load() {
   for pid in "${pids[@]}"; do
-    pkill -P "$pid" 2>/dev/null || true
-    kill "$pid" 2>/dev/null || true
+    kill -- "-$pid" 2>/dev/null || true
   done
 }
 trap stop_load EXIT

@@ -269,13 +269,14 @@ async fn during_a_backlog_a_deletion_and_a_new_tunnel_go_first() {
     probe(&h, false).await;
     // How much of the backlog is done when each has happened: "gone" off Cloudflare, "late"
     // Ready. One queue in arrival order would have finished the backlog first.
+    // Twenty rounds beside two other suites saw at most 4 of the 40 (docs/design.md §3.8).
     let (deleted_after, late_after) = probe_times(&h, &gone_id).await;
     assert!(
-        deleted_after < BACKLOG / 2,
+        deleted_after < BACKLOG / 4,
         "the deletion waited for {deleted_after} of {BACKLOG} tunnels"
     );
     assert!(
-        late_after < BACKLOG / 2,
+        late_after < BACKLOG / 4,
         "the new tunnel waited for {late_after} of {BACKLOG} tunnels"
     );
     poll_until(
