@@ -96,7 +96,7 @@ pub(crate) fn build(
         };
         if let Some(refusal) = guard.refused_of(&key).find(|r| r.target == target_key) {
             entry.reason = Some(refusal.reason.to_string());
-            entry.message = Some(refusal.message.clone());
+            entry.message = Some(bounded(refusal.message.clone()));
         }
         for (hostname, guarded) in guard.of_policy(&key) {
             if guarded.target != target_key {
@@ -117,7 +117,7 @@ pub(crate) fn build(
             problems.push((reason, message.clone()));
             if entry.reason.is_none() {
                 entry.reason = Some(reason.to_string());
-                entry.message = Some(message);
+                entry.message = Some(bounded(message));
             }
         }
         for r in retiring.iter().filter(|r| r.target == target_key) {
@@ -125,11 +125,16 @@ pub(crate) fn build(
         }
         targets.push(entry);
     }
-    // Applications of targets no longer named, until they are deleted.
+    // Applications of targets no longer named, until they are deleted: every hostname of
+    // each (a target with two hosts keeps both records, or the second would be orphaned).
     for r in retiring {
-        if targets.iter().any(|t| {
+        let same = |t: &TargetStatus| {
             t.group == r.target.group && t.kind == r.target.kind && t.name == r.target.name
-        }) {
+        };
+        if let Some(entry) = targets.iter_mut().find(|t| same(t)) {
+            if !entry.hostnames.contains(&r.hostname) {
+                entry.hostnames.push(r.hostname.clone());
+            }
             continue;
         }
         targets.push(TargetStatus {
@@ -205,6 +210,12 @@ pub(crate) fn build(
     }
 }
 
+/// A target's message within the CRD's bound (1,024 bytes): a longer one would make the whole
+/// status write fail, and with it the record of every new application.
+fn bounded(message: String) -> String {
+    crate::term::events::bounded(message)
+}
+
 fn condition(type_: &str, status: bool, reason: &str, message: String) -> Condition {
     Condition {
         type_: type_.to_string(),
@@ -245,4 +256,59 @@ pub(crate) async fn write(
     .await
     .map_err(|e| ReconcileError::kube("writing the AccessPolicy status", e))?;
     Ok(Some(status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorded(target: &str, hostname: &str) -> Recorded {
+        Recorded {
+            target: TargetKey {
+                group: "networking.k8s.io".into(),
+                kind: "Ingress".into(),
+                name: target.into(),
+            },
+            hostname: ProtectedHostname {
+                hostname: hostname.into(),
+                application_id: format!("app-{hostname}"),
+                aud: format!("aud-{hostname}"),
+                ..ProtectedHostname::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_retiring_target_keeps_the_record_of_every_hostname() {
+        let policy: AccessPolicy = serde_json::from_value(json!({
+            "apiVersion": "networking.cfargotunnel.com/v1alpha2",
+            "kind": "AccessPolicy",
+            "metadata": {"name": "p", "namespace": "shop", "generation": 2},
+            "spec": {
+                "targetRefs": [{"group": "networking.k8s.io", "kind": "Ingress", "name": "new"}],
+                "allow": {"emails": ["a@example.com"]},
+            },
+        }))
+        .expect("policy");
+        let retiring = [
+            recorded("old", "h1.example.com"),
+            recorded("old", "h2.example.com"),
+        ];
+        let status = build(
+            &policy,
+            &AccessGuard::default(),
+            &BTreeMap::new(),
+            &retiring,
+            Time(jiff::Timestamp::UNIX_EPOCH),
+        );
+        let old: Vec<_> = status
+            .targets
+            .iter()
+            .flatten()
+            .filter(|t| t.name == "old")
+            .collect();
+        assert_eq!(old.len(), 1);
+        let hostnames: Vec<_> = old[0].hostnames.iter().map(|h| &h.hostname).collect();
+        assert_eq!(hostnames, ["h1.example.com", "h2.example.com"]);
+    }
 }

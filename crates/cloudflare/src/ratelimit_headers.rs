@@ -2,10 +2,12 @@
 //! Cloudflare sends them: `Ratelimit: "default";r=50;t=30`, `Ratelimit-Policy:
 //! "default";q=1200;w=300`). `r` is what is left, `t` the seconds until more is, `q` the
 //! requests of the policy's window of `w` seconds; of several items, the tightest counts.
-//! Anything unreadable is ignored.
+//! Anything unreadable is ignored; `t` is capped at [`MAX_RETRY_AFTER`] like `Retry-After`.
 use std::time::Duration;
 
 use http::HeaderMap;
+
+use crate::retry::MAX_RETRY_AFTER;
 
 /// What is left of the budget: `remaining` calls for `reset` (`Ratelimit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +31,8 @@ pub(crate) fn remaining(headers: &HeaderMap) -> Option<Remaining> {
         .filter_map(|item| {
             Some(Remaining {
                 remaining: u32::try_from(parameter(item, "r")?).unwrap_or(u32::MAX),
-                reset: Duration::from_secs(parameter(item, "t")?),
+                // Capped as `Retry-After` is: one bad header cannot stall a credential.
+                reset: Duration::from_secs(parameter(item, "t")?).min(MAX_RETRY_AFTER),
             })
         })
         .min_by_key(|r| r.remaining)
@@ -137,5 +140,19 @@ mod tests {
             "\"burst\";q=100;w=60, \"default\";q=60;w=300",
         )]);
         assert_eq!(policy(&slower_second).map(|p| p.requests), Some(60));
+    }
+
+    #[test]
+    fn a_reset_is_capped_like_retry_after() {
+        for t in ["86400", "18446744073709551615"] {
+            let h = headers(&[("ratelimit", &format!("\"default\";r=0;t={t}"))]);
+            let left = remaining(&h).expect("read");
+            assert_eq!(left.reset, MAX_RETRY_AFTER);
+        }
+        let h = headers(&[("ratelimit", "\"default\";r=0;t=30")]);
+        assert_eq!(
+            remaining(&h).map(|r| r.reset),
+            Some(Duration::from_secs(30))
+        );
     }
 }

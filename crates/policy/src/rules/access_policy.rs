@@ -39,15 +39,18 @@ fn check_targets(spec: &AccessPolicySpec, namespace: &str, v: &mut Verdict) {
     let mut seen: Vec<(&str, &str, &str)> = Vec::new();
     for (i, target) in spec.target_refs.iter().enumerate() {
         let field = format!("spec.targetRefs[{i}]");
-        if let Some(other) = target
-            .namespace
-            .as_deref()
-            .filter(|ns| !ns.is_empty() && *ns != namespace)
-        {
-            v.deny(
+        match target.namespace.as_deref() {
+            // The guard reads an empty namespace as another one (and would leave the target
+            // unprotected): it is refused like any namespace but the policy's own.
+            Some("") => v.deny(
+                format!("{field}.namespace"),
+                format!("must not be empty; leave it out or set it to {namespace:?}, the AccessPolicy's own namespace"),
+            ),
+            Some(other) if other != namespace => v.deny(
                 format!("{field}.namespace"),
                 format!("an AccessPolicy protects objects of its own namespace only; create the AccessPolicy in namespace {other}"),
-            );
+            ),
+            _ => {}
         }
         let known = TARGET_KINDS
             .iter()

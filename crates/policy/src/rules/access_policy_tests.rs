@@ -52,11 +52,17 @@ fn a_target_in_another_namespace_is_refused_naming_where_to_create_the_policy() 
 }
 
 #[test]
-fn a_target_naming_the_own_namespace_or_an_empty_one_is_allowed() {
+fn a_target_naming_the_own_namespace_is_allowed_and_an_empty_one_refused() {
     let mut value = good();
     value["targetRefs"][0]["namespace"] = json!("shop");
+    assert_eq!(denials(value.clone()), Vec::<String>::new());
     value["targetRefs"][1]["namespace"] = json!("");
-    assert_eq!(denials(value), Vec::<String>::new());
+    assert_eq!(
+        denials(value),
+        [
+            "spec.targetRefs[1].namespace: must not be empty; leave it out or set it to \"shop\", the AccessPolicy's own namespace"
+        ]
+    );
 }
 
 #[test]
@@ -248,7 +254,7 @@ fn target() -> impl Strategy<Value = Value> {
 
 proptest! {
     /// Whatever the targets, the policy is refused exactly when some target is in another
-    /// namespace, of an unknown pair, badly named or repeated; each refusal names its field.
+    /// namespace or an empty one, of an unknown pair, badly named or repeated; each refusal names its field.
     #[test]
     fn refusals_match_the_targets_that_break_a_rule(targets in prop::collection::vec(target(), 1..6)) {
         let mut value = good();
@@ -260,6 +266,7 @@ proptest! {
             let key = (t["group"].clone(), t["kind"].clone(), t["name"].clone());
             let name = t["name"].as_str().unwrap_or_default();
             let bad = t["namespace"] == "other"
+                || t["namespace"] == ""
                 || (t["group"] == "" && t["kind"] == "Ingress")
                 || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
                 || seen.contains(&key);
