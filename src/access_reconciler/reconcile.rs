@@ -14,9 +14,14 @@ use crate::term::finalizer::add_patch;
 use crate::term::{Context, ReconcileError};
 use cftunnel_cloudflare::Priority;
 use cftunnel_policy::access::{AccessGuard, Guarded, PolicyKey};
+use cftunnel_policy::routes::ANY_HOST;
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::access_policy::{AccessPolicy, AccessPolicyStatus};
 use cftunnel_types::names::FINALIZER;
+
+/// Why a catch-all part of a target (an Ingress `defaultBackend`, a rule with no host) is not
+/// protected.
+const CATCH_ALL_MESSAGE: &str = "a rule for every host (an Ingress defaultBackend or a rule without a host) cannot be put behind an Access application, which covers one hostname: it stays closed; give the rule a hostname to protect it";
 
 /// What a pass reads besides the policy.
 pub(crate) struct World<'a> {
@@ -52,6 +57,18 @@ pub(crate) async fn reconcile(
     let mut outcomes: BTreeMap<String, Outcome> = BTreeMap::new();
     let mut by_account: BTreeMap<String, Vec<(&String, &Guarded)>> = BTreeMap::new();
     for (hostname, guarded) in world.guard.of_policy(&key) {
+        if hostname == ANY_HOST {
+            // No application covers every host: refused here, with no Cloudflare call (the
+            // guard keeps its rules closed).
+            outcomes.insert(
+                hostname.clone(),
+                Outcome::Refused {
+                    reason: status::REASON_CATCH_ALL,
+                    message: CATCH_ALL_MESSAGE.to_string(),
+                },
+            );
+            continue;
+        }
         let account = record_of(world.records, &guarded.tunnel)
             .and_then(|r| r.status.account_id.clone())
             .filter(|a| !a.is_empty());

@@ -38,6 +38,8 @@ pub(crate) const REASON_CLOUDFLARE_ERROR: &str = "CloudflareError";
 pub(crate) const REASON_NO_ORGANIZATION: &str = "NoOrganization";
 pub(crate) const REASON_APPLICATION_CONFLICT: &str = "ApplicationConflict";
 pub(crate) const REASON_POLICY_NOT_FOUND: &str = "PolicyNotFound";
+/// A rule for every host: no per-hostname application can cover it.
+pub(crate) const REASON_CATCH_ALL: &str = "CatchAllNotProtectable";
 
 /// One application a policy's status records, with the target it is listed under.
 #[derive(Clone, Debug, PartialEq)]

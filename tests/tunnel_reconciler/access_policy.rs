@@ -558,3 +558,103 @@ async fn a_restart_renders_what_was_rendered_before_and_makes_no_new_application
     assert_eq!(h.sim.calls(Operation::CreateAccessApp), creates);
     assert_eq!(apps_for(&h, "e.example.com"), vec![app]);
 }
+
+/// An Ingress with a host rule and a `defaultBackend` (a rule for every host): the host is
+/// protected behind its application; the catch-all is refused for the target with a reason
+/// that says why, stays closed, and no application for it is ever asked of Cloudflare.
+#[tokio::test]
+async fn a_catch_all_target_is_refused_without_a_cloudflare_call() {
+    use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+    let h = Harness::start("tr-access-catchall").await;
+    setup(&h).await;
+    let ns = h.ns.clone();
+    let class_name = format!("cftunnel-{ns}");
+    let class: IngressClass = serde_json::from_value(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": class_name},
+        "spec": {"controller": "cfargotunnel.com/cftunnel",
+                 "parameters": {"apiGroup": "networking.cfargotunnel.com", "kind": "Tunnel",
+                                "name": "edge", "scope": "Namespace", "namespace": ns}},
+    }))
+    .expect("class json");
+    Api::<IngressClass>::all(h.admin.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .expect("create IngressClass");
+    let backend = json!({"service": {"name": "web", "port": {"number": 80}}});
+    let ingress: Ingress = serde_json::from_value(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "shop"},
+        "spec": {
+            "ingressClassName": class_name,
+            "defaultBackend": backend,
+            "rules": [{"host": "shop.example.com", "http": {"paths": [
+                {"path": "/", "pathType": "Prefix", "backend": backend}]}}],
+        },
+    }))
+    .expect("ingress json");
+    Api::<Ingress>::namespaced(h.admin.clone(), &ns)
+        .create(&PostParams::default(), &ingress)
+        .await
+        .expect("create Ingress");
+    create_policy(
+        &h,
+        "staff",
+        json!([{"group": "networking.k8s.io", "kind": "Ingress", "name": "shop"}]),
+    )
+    .await;
+    wait_app(&h, "shop.example.com").await;
+    let refused = poll_until(
+        "the catch-all refused on the target",
+        WAIT,
+        POLL,
+        || async {
+            let policy = policies(&h).get("staff").await.ok()?;
+            let target = policy.status?.targets?.into_iter().next()?;
+            (target.reason.as_deref() == Some("CatchAllNotProtectable")).then_some(target)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}; apps {:?}", h.sim.access_apps()));
+    let message = refused.message.unwrap_or_default();
+    assert!(message.contains("give the rule a hostname"), "{message}");
+    assert_eq!(
+        refused.hostnames.len(),
+        1,
+        "only shop.example.com is recorded"
+    );
+    // The catch-all rule stays closed.
+    let (_, config) = config(&h).await;
+    let last = config["ingress"]
+        .as_array()
+        .and_then(|rules| {
+            rules
+                .iter()
+                .rev()
+                .find(|r| r["hostname"].is_null())
+                .cloned()
+        })
+        .unwrap_or(Value::Null);
+    assert!(
+        closed(&last) || last["service"] == "http_status:404",
+        "{last}"
+    );
+    // Some passes later, still no application asked for the catch-all.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let creates: Vec<_> = h
+        .sim
+        .request_log()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/access/apps"))
+        .map(|r| {
+            r.request_body
+                .map(|b| b["domain"].clone())
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(
+        creates,
+        [json!("shop.example.com")],
+        "application creations"
+    );
+}
