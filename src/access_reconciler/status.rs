@@ -151,8 +151,16 @@ pub(crate) fn build(
         });
     }
     targets.truncate(cftunnel_types::access_policy::MAX_TARGETS);
-    let refused: Vec<_> = guard.refused_of(&key).collect();
-    let accepted = if !refused.is_empty() && refused.len() >= policy.spec.target_refs.len() {
+    // Targets refused whole: a target refused one hostname (another policy protects it) but
+    // protecting others is still accepted.
+    let refused: Vec<_> = guard
+        .refused_of(&key)
+        .filter(|r| !guard.of_policy(&key).any(|(_, g)| g.target == r.target))
+        .collect();
+    let refused_targets: std::collections::BTreeSet<_> =
+        refused.iter().map(|r| &r.target).collect();
+    let accepted = if !refused.is_empty() && refused_targets.len() >= policy.spec.target_refs.len()
+    {
         condition(
             CONDITION_ACCEPTED,
             false,

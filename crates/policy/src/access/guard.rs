@@ -251,7 +251,23 @@ pub fn guard(policies: &[Arc<AccessPolicy>], table: &RouteTable) -> AccessGuard 
                 };
                 for entry in status.routes.iter().filter(|e| e.reason.is_served()) {
                     let hostname = entry.hostname.to_ascii_lowercase();
-                    if out.hostnames.contains_key(&hostname) {
+                    if let Some(owner) = out.hostnames.get(&hostname) {
+                        // One owner per protected hostname: the older policy's allow list
+                        // decides; a newer one naming it through another source is refused
+                        // for it, not ignored.
+                        if owner.policy != key {
+                            let message = format!(
+                                "{hostname} ({} {}/{}) is protected by the older AccessPolicy {}; protect a hostname with one policy only",
+                                target.kind, key.namespace, target.name, owner.policy
+                            );
+                            if !out
+                                .refused
+                                .iter()
+                                .any(|r| r.policy == key && r.message == message)
+                            {
+                                out.refused.push(refuse(REASON_TARGET_CONFLICT, message));
+                            }
+                        }
                         continue;
                     }
                     let protection = if hostname == ANY_HOST {

@@ -199,3 +199,31 @@ fn a_rule_for_every_host_stays_closed_even_with_a_status() {
         Protection::Closed { .. }
     ));
 }
+
+#[test]
+fn a_second_policy_on_a_protected_hostname_is_refused_for_it_naming_the_first() {
+    // Two bindings serve one hostname (on different paths); each has its own policy.
+    let routes = table(&[
+        ("web", "a.example.com", RouteReason::Routed),
+        ("api", "a.example.com", RouteReason::Routed),
+        ("api", "b.example.com", RouteReason::Routed),
+    ]);
+    let older = policy("older", 0, vec![target("TunnelBinding", "web")]);
+    let newer = policy("newer", 5, vec![target("TunnelBinding", "api")]);
+    let guard = guard(&[Arc::new(newer), Arc::new(older)], &routes);
+    assert_eq!(guard.hostnames["a.example.com"].policy.name, "older");
+    assert_eq!(guard.hostnames["b.example.com"].policy.name, "newer");
+    let refused: Vec<_> = guard
+        .refused
+        .iter()
+        .map(|r| (r.policy.name.as_str(), r.reason, r.target.name.as_str()))
+        .collect();
+    assert_eq!(refused, [("newer", REASON_TARGET_CONFLICT, "api")]);
+    assert!(
+        guard.refused[0]
+            .message
+            .contains("a.example.com (TunnelBinding shop/api) is protected by the older AccessPolicy shop/older"),
+        "{}",
+        guard.refused[0].message
+    );
+}
