@@ -95,6 +95,10 @@ pub async fn run(
         let protections_changed = ctx.access.publish(guard);
         let previous = ctx.routes.publish(table.clone());
         for tunnel in changed_tunnels(previous.as_deref(), &table) {
+            // A change after the term's first table is a user's (docs/design.md §3.8).
+            if previous.is_some() {
+                ctx.asks.routes_changed(tunnel.to_string());
+            }
             let _ = triggers.send(tunnel);
         }
         drop(previous);

@@ -10,8 +10,14 @@
 //!
 //! The lane: an ask that was already waiting when the term began (a first sync after a start or
 //! a failover) is [`Priority::Normal`], the backlog; one made while the term runs is
-//! [`Priority::Interactive`]. A converged object's reconcile (a resync, a route change, a
-//! rotated Secret) is no ask: [`Priority::Normal`], dated when it starts.
+//! [`Priority::Interactive`].
+//!
+//! A *route ask* is a change of a converged tunnel's routes (a binding, an Ingress, a route
+//! created, edited or deleted) in any route table after the term's first: dated when the table
+//! that had it was published, [`Priority::Interactive`] until a reconcile of the tunnel that
+//! began after it succeeds. The first table of a term asks nothing: it is what the term found.
+//! Any other reconcile of a converged object (a resync, a rotated Secret, its own children) is
+//! no ask: [`Priority::Normal`], dated when it starts.
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
@@ -47,6 +53,8 @@ struct Inner {
     backlog: HashSet<(String, i64)>,
     /// Open asks by uid.
     open: HashMap<String, Ask>,
+    /// Open route asks by tunnel (`Kind namespace/name`), dated by their first change.
+    routes: HashMap<String, Work>,
 }
 
 /// The open asks of a term's tunnel objects, by uid. An entry goes when its object converges
@@ -98,17 +106,48 @@ impl Asks {
         inner.backlog.retain(|(u, _)| u != uid);
     }
 
-    /// Keeps the asks of the uids `live` accepts.
-    pub fn retain(&self, live: impl Fn(&str) -> bool) {
+    /// The routes of `tunnel` (`Kind namespace/name`) changed in a table after the term's
+    /// first. A change while one is open keeps the open one's date.
+    pub fn routes_changed(&self, tunnel: String) {
+        self.lock()
+            .routes
+            .entry(tunnel)
+            .or_insert_with(Work::starting);
+    }
+
+    /// The lane of a reconcile of the converged `tunnel`: its open route ask's, else routine.
+    pub fn routine_or_routes(&self, tunnel: &str) -> Lane {
+        match self.lock().routes.get(tunnel) {
+            Some(work) => Lane {
+                priority: Priority::Interactive,
+                work: *work,
+            },
+            None => Lane::routine(),
+        }
+    }
+
+    /// A reconcile of `tunnel` in `lane` succeeded: a route ask it served is met (one that
+    /// changed after it began is newer and stays).
+    pub fn routes_met(&self, tunnel: &str, lane: Lane) {
+        let mut inner = self.lock();
+        if inner.routes.get(tunnel) == Some(&lane.work) {
+            inner.routes.remove(tunnel);
+        }
+    }
+
+    /// Keeps the asks of the uids `live` accepts, and the route asks of the tunnels `tunnels`
+    /// accepts (by `Kind namespace/name`).
+    pub fn retain(&self, live: impl Fn(&str) -> bool, tunnels: impl Fn(&str) -> bool) {
         let mut inner = self.lock();
         inner.open.retain(|uid, _| live(uid));
         inner.backlog.retain(|(uid, _)| live(uid));
+        inner.routes.retain(|tunnel, _| tunnels(tunnel));
     }
 
-    /// Open asks and backlog entries held.
-    pub fn len(&self) -> (usize, usize) {
+    /// Open asks, backlog entries and route asks held.
+    pub fn len(&self) -> (usize, usize, usize) {
         let inner = self.lock();
-        (inner.open.len(), inner.backlog.len())
+        (inner.open.len(), inner.backlog.len(), inner.routes.len())
     }
 }
 
@@ -136,7 +175,7 @@ mod tests {
         asks.met("new");
         let again = asks.ask("new", 2);
         assert!(again.work > edited.work);
-        assert_eq!(asks.len(), (2, 0));
+        assert_eq!(asks.len(), (2, 0, 0));
     }
 
     #[test]
@@ -145,11 +184,31 @@ mod tests {
         asks.begin_term([("a".to_string(), 1), ("b".to_string(), 3)]);
         asks.ask("a", 1);
         asks.ask("c", 1);
-        asks.retain(|uid| uid == "c");
-        assert_eq!(asks.len(), (1, 0));
+        asks.routes_changed("Tunnel ns/x".into());
+        asks.routes_changed("Tunnel ns/y".into());
+        asks.retain(|uid| uid == "c", |t| t == "Tunnel ns/y");
+        assert_eq!(asks.len(), (1, 0, 1));
         // The backlog entry of an object gone before its first reconcile goes too.
         asks.begin_term([("b".to_string(), 3)]);
-        asks.retain(|_| false);
-        assert_eq!(asks.len(), (0, 0));
+        asks.retain(|_| false, |_| false);
+        assert_eq!(asks.len(), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_route_change_is_interactive_until_a_reconcile_that_began_after_it_succeeds() {
+        let asks = Asks::default();
+        let tunnel = "Tunnel ns/edge";
+        assert_eq!(asks.routine_or_routes(tunnel).priority, Priority::Normal);
+        asks.routes_changed(tunnel.into());
+        let lane = asks.routine_or_routes(tunnel);
+        assert_eq!(lane.priority, Priority::Interactive);
+        // More changes while it waits keep its date.
+        asks.routes_changed(tunnel.into());
+        assert_eq!(asks.routine_or_routes(tunnel), lane);
+        // A reconcile that began before a newer change does not meet it.
+        asks.routes_met(tunnel, Lane::routine());
+        assert_eq!(asks.routine_or_routes(tunnel), lane);
+        asks.routes_met(tunnel, lane);
+        assert_eq!(asks.routine_or_routes(tunnel).priority, Priority::Normal);
     }
 }

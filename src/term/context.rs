@@ -326,7 +326,8 @@ impl Context {
         let mut due = self.drift_due.lock().unwrap_or_else(|p| p.into_inner());
         due.retain(|uid| uids.contains(uid));
         drop(due);
-        self.asks.retain(|uid| uids.contains(uid));
+        self.asks
+            .retain(|uid| uids.contains(uid), |tunnel| keys.contains(tunnel));
     }
 
     /// How many objects have a failure count and a drift schedule in memory.

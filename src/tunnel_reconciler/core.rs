@@ -133,7 +133,8 @@ pub(super) fn spec_changed<K: TunnelKindAdapter>(obj: &K) -> bool {
     !ready || observed.is_none() || observed != obj.meta().generation
 }
 
-/// The lane of a reconcile of `obj`: its open request's, or routine once it converged.
+/// The lane of a reconcile of `obj`: its open request's; once it converged, its open route
+/// change's, or routine.
 fn lane_of<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Lane {
     let uid = obj.uid().unwrap_or_default();
     match spec_changed(obj) {
@@ -142,7 +143,7 @@ fn lane_of<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Lane {
             .ask(&uid, obj.meta().generation.unwrap_or_default()),
         false => {
             ctx.asks.met(&uid);
-            Lane::routine()
+            ctx.asks.routine_or_routes(&obj.display())
         }
     }
 }
@@ -311,6 +312,8 @@ async fn converge<K: TunnelKindAdapter>(
         let obj = &*current;
         status::ensure_labels(obj, ctx, &input).await?;
         status::report_ready(obj, ctx, &resolved, &routes.entries).await?;
+        // What a user asked of its routes is served (a newer change stays asked).
+        ctx.asks.routes_met(&display, lane);
         if let Some(wait) = go_cluster_workload::retire(obj, ctx, &input.identity).await? {
             return Ok(wait);
         }
