@@ -55,6 +55,8 @@ struct Pending {
     gone: String,
     gone_cloudflare_name: String,
     late_hostnames: Vec<String>,
+    late_tunnel_ready: Option<Duration>,
+    late_records: Option<Duration>,
     late_ready: Option<Duration>,
     gone_deleted: Option<Duration>,
 }
@@ -151,17 +153,33 @@ pub async fn first_sync(
                 gone_cloudflare_name: format!("{}-{}", gone.namespace, gone.name),
                 gone: name,
                 late_hostnames,
+                late_tunnel_ready: None,
+                late_records: None,
                 late_ready: None,
                 gone_deleted: None,
             });
             continue;
         }
         if let Some(p) = pending.as_mut() {
-            let late = states
+            let tunnel_ready = states
                 .iter()
-                .any(|t| t.namespace == LATE.0 && t.name == LATE.1 && t.ready)
-                && p.late_hostnames.iter().all(|h| cnames.contains(h.as_str()));
-            if p.late_ready.is_none() && late {
+                .any(|t| t.namespace == LATE.0 && t.name == LATE.1 && t.ready);
+            if p.late_tunnel_ready.is_none() && tunnel_ready {
+                p.late_tunnel_ready = Some(p.started.elapsed());
+                println!(
+                    "  late tunnel Ready {:.1}s after the probes",
+                    p.started.elapsed().as_secs_f64()
+                );
+            }
+            let records = p.late_hostnames.iter().all(|h| cnames.contains(h.as_str()));
+            if p.late_records.is_none() && records {
+                p.late_records = Some(p.started.elapsed());
+                println!(
+                    "  late tunnel's records all published {:.1}s after the probes",
+                    p.started.elapsed().as_secs_f64()
+                );
+            }
+            if p.late_ready.is_none() && tunnel_ready && records {
                 p.late_ready = Some(p.started.elapsed());
             }
             if p.gone_deleted.is_none()

@@ -12,7 +12,7 @@ use super::{AccessError, Next, STEP_WAIT, deletion, record_of};
 use crate::dns_sync::TunnelRecord;
 use crate::term::finalizer::add_patch;
 use crate::term::{Context, ReconcileError};
-use cftunnel_cloudflare::Priority;
+use cftunnel_cloudflare::{Priority, Work};
 use cftunnel_policy::access::{AccessGuard, Guarded, PolicyKey};
 use cftunnel_policy::routes::ANY_HOST;
 use cftunnel_types::TunnelIdentity;
@@ -54,6 +54,9 @@ pub(crate) async fn reconcile(
         .await
         .map_err(|e| ReconcileError::kube("adding the AccessPolicy finalizer", e))?;
     }
+    // A protected hostname stays out of DNS until its application exists: programming it is
+    // what a user waits for, in the interactive lane, one piece of work per pass.
+    let work = Work::starting();
     let mut outcomes: BTreeMap<String, Outcome> = BTreeMap::new();
     let mut by_account: BTreeMap<String, Vec<(&String, &Guarded)>> = BTreeMap::new();
     for (hostname, guarded) in world.guard.of_policy(&key) {
@@ -102,8 +105,9 @@ pub(crate) async fn reconcile(
             continue;
         };
         let cf = ctx
-            .cloudflare_at(credentials, Priority::Normal)
-            .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?;
+            .cloudflare_at(credentials, Priority::Interactive)
+            .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?
+            .for_work(work);
         let done = account::program(ctx, &cf, orgs, &key, &policy.spec, account, hosts).await;
         outcomes.extend(done);
     }

@@ -28,6 +28,7 @@ use crate::term::Context;
 use crate::term::ReadyReason;
 use crate::term::conditions::find_ready;
 use crate::term::zones::{ZONE_LIST_MAX_AGE, ZONE_LIST_MIN_REFRESH, list_account_zones};
+use cftunnel_cloudflare::{Priority, Work};
 use cftunnel_policy::dns::{
     AccountZone, TunnelDns, ZoneDns, no_zone_message, normalize_name, pending_zone, place,
 };
@@ -335,9 +336,12 @@ pub(super) async fn refresh(
         let Some(credentials) = resolved.of(&key.0) else {
             continue;
         };
-        let Ok(client) = ctx.cloudflare(credentials.clone()) else {
+        // The DNS sync waits for this list: it goes in the sync's lane (docs/design.md §3.8),
+        // not behind every new tunnel of a burst.
+        let Ok(client) = ctx.cloudflare_at(credentials.clone(), Priority::Interactive) else {
             continue;
         };
+        let client = client.for_work(Work::starting());
         let account = key.1.clone();
         let previous = listed.get(&key).map(|(z, _)| z.clone());
         let missed_now = previous.as_deref().is_some_and(|z| missed(z));

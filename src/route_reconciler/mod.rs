@@ -94,6 +94,11 @@ pub async fn run(
         let held = Arc::new(guard.held());
         let protections_changed = ctx.access.publish(guard);
         let previous = ctx.routes.publish(table.clone());
+        // A tunnel new since the last table: its routes (a binding applied with it) usually
+        // arrive a moment after it, so the next table comes soon (docs/design.md §3.8).
+        let grew = previous
+            .as_ref()
+            .is_some_and(|p| table.tunnels.keys().any(|t| !p.tunnels.contains_key(t)));
         for tunnel in changed_tunnels(previous.as_deref(), &table) {
             // A change after the term's first table is a user's (docs/design.md §3.8).
             if previous.is_some() {
@@ -123,7 +128,7 @@ pub async fn run(
         let gateway = gateway_status::gateway_writes(&mut world, &table, &records, &view);
         drop(world);
         let mut give_way = give_way::GiveWay::new(give_way::WRITE_SLICE, || {
-            tunnels_differ(&cache.live_tunnels(), &table)
+            (grew && cache.has_changed()) || tunnels_differ(&cache.live_tunnels(), &table)
         });
         statuses
             .write(&ctx, &table, &view, &records, bindings, &mut give_way)
@@ -139,7 +144,10 @@ pub async fn run(
         drop((records, view));
         let took = started.elapsed();
         tracing::debug!(took_ms = took.as_millis() as u64, "route iteration");
-        let pause = pause_after(took);
+        let pause = match grew {
+            true => DEBOUNCE,
+            false => pause_after(took),
+        };
         tokio::select! {
             _ = cache.changed() => wait_out(&mut cache, &table, pause).await,
             changed = view_rx.changed() => {

@@ -40,6 +40,11 @@ impl RouteCache {
         }
     }
 
+    /// Whether a watch event arrived since the last [`RouteCache::mark_seen`].
+    pub(crate) fn has_changed(&self) -> bool {
+        self.changes.has_changed().unwrap_or(false)
+    }
+
     /// Marks everything seen so far as handled.
     pub(crate) fn mark_seen(&mut self) {
         self.changes.borrow_and_update();
