@@ -404,7 +404,7 @@ async fn an_account_without_zero_trust_keeps_the_routes_closed_and_says_so() {
 
 #[tokio::test]
 async fn labelled_service_and_ingress_targets_are_protected_like_a_binding() {
-    use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+    use k8s_openapi::api::networking::v1::Ingress;
     let h = Harness::start("tr-access-kinds").await;
     setup(&h).await;
     let ns = h.ns.clone();
@@ -416,19 +416,7 @@ async fn labelled_service_and_ingress_targets_are_protected_like_a_binding() {
         json!({"cfargotunnel.com/hostname": "api.example.com"}),
     )
     .await;
-    let class_name = format!("cftunnel-{ns}");
-    let class: IngressClass = serde_json::from_value(json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
-        "metadata": {"name": class_name},
-        "spec": {"controller": "cfargotunnel.com/cftunnel",
-                 "parameters": {"apiGroup": "networking.cfargotunnel.com", "kind": "Tunnel",
-                                "name": "edge", "scope": "Namespace", "namespace": ns}},
-    }))
-    .expect("class json");
-    Api::<IngressClass>::all(h.admin.clone())
-        .create(&PostParams::default(), &class)
-        .await
-        .expect("create IngressClass");
+    let class_name = h.create_ingress_class("edge").await;
     let ingress: Ingress = serde_json::from_value(json!({
         "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
         "metadata": {"name": "shop"},
@@ -564,23 +552,11 @@ async fn a_restart_renders_what_was_rendered_before_and_makes_no_new_application
 /// that says why, stays closed, and no application for it is ever asked of Cloudflare.
 #[tokio::test]
 async fn a_catch_all_target_is_refused_without_a_cloudflare_call() {
-    use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+    use k8s_openapi::api::networking::v1::Ingress;
     let h = Harness::start("tr-access-catchall").await;
     setup(&h).await;
     let ns = h.ns.clone();
-    let class_name = format!("cftunnel-{ns}");
-    let class: IngressClass = serde_json::from_value(json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
-        "metadata": {"name": class_name},
-        "spec": {"controller": "cfargotunnel.com/cftunnel",
-                 "parameters": {"apiGroup": "networking.cfargotunnel.com", "kind": "Tunnel",
-                                "name": "edge", "scope": "Namespace", "namespace": ns}},
-    }))
-    .expect("class json");
-    Api::<IngressClass>::all(h.admin.clone())
-        .create(&PostParams::default(), &class)
-        .await
-        .expect("create IngressClass");
+    let class_name = h.create_ingress_class("edge").await;
     let backend = json!({"service": {"name": "web", "port": {"number": 80}}});
     let ingress: Ingress = serde_json::from_value(json!({
         "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",

@@ -192,6 +192,26 @@ impl Harness {
         }
     }
 
+    /// An IngressClass of cftunnel's controller whose parameters name the test namespace's
+    /// Tunnel `tunnel`; its name (`cftunnel-<namespace>`).
+    pub async fn create_ingress_class(&self, tunnel: &str) -> String {
+        use k8s_openapi::api::networking::v1::IngressClass;
+        let name = format!("cftunnel-{}", self.ns);
+        let class: IngressClass = serde_json::from_value(json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+            "metadata": {"name": name},
+            "spec": {"controller": "cfargotunnel.com/cftunnel",
+                     "parameters": {"apiGroup": "networking.cfargotunnel.com", "kind": "Tunnel",
+                                    "name": tunnel, "scope": "Namespace", "namespace": self.ns}},
+        }))
+        .expect("class json");
+        Api::<IngressClass>::all(self.admin.clone())
+            .create(&PostParams::default(), &class)
+            .await
+            .expect("create IngressClass");
+        name
+    }
+
     pub fn tunnels(&self) -> Api<Tunnel> {
         Api::namespaced(self.admin.clone(), &self.ns)
     }

@@ -32,20 +32,7 @@ async fn an_ingress_is_routed_shares_one_owner_per_hostname_and_leaves_nothing_b
     h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
     let ns = h.ns.clone();
-    let class_name = format!("cftunnel-{ns}");
-    let classes: Api<IngressClass> = Api::all(h.admin.clone());
-    let class: IngressClass = serde_json::from_value(json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
-        "metadata": {"name": class_name},
-        "spec": {"controller": "cfargotunnel.com/cftunnel",
-                 "parameters": {"apiGroup": "networking.cfargotunnel.com", "kind": "Tunnel",
-                                "name": "edge", "scope": "Namespace", "namespace": ns}},
-    }))
-    .expect("class json");
-    classes
-        .create(&PostParams::default(), &class)
-        .await
-        .expect("create IngressClass");
+    let class_name = h.create_ingress_class("edge").await;
     create_service(&h, "web", 80, json!({}), json!({})).await;
     create_service(&h, "api", 8080, json!({}), json!({})).await;
     // The binding is older: it owns shared.example.com.
@@ -136,7 +123,7 @@ async fn an_ingress_is_routed_shares_one_owner_per_hostname_and_leaves_nothing_b
     })
     .await;
     assert_eq!(records(&h, "shared.example.com").len(), 1);
-    classes
+    Api::<IngressClass>::all(h.admin.clone())
         .delete(&class_name, &DeleteParams::default())
         .await
         .expect("delete IngressClass");
@@ -148,20 +135,7 @@ async fn an_ingress_moved_to_another_class_loses_the_load_balancer_cftunnel_wrot
     h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
     let ns = h.ns.clone();
-    let class_name = format!("cftunnel-{ns}");
-    let classes: Api<IngressClass> = Api::all(h.admin.clone());
-    let class: IngressClass = serde_json::from_value(json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
-        "metadata": {"name": class_name},
-        "spec": {"controller": "cfargotunnel.com/cftunnel",
-                 "parameters": {"apiGroup": "networking.cfargotunnel.com", "kind": "Tunnel",
-                                "name": "edge", "scope": "Namespace", "namespace": ns}},
-    }))
-    .expect("class json");
-    classes
-        .create(&PostParams::default(), &class)
-        .await
-        .expect("create IngressClass");
+    let class_name = h.create_ingress_class("edge").await;
     create_service(&h, "web", 80, json!({}), json!({})).await;
     h.create_tunnel(
         "edge",
@@ -213,7 +187,7 @@ async fn an_ingress_moved_to_another_class_loses_the_load_balancer_cftunnel_wrot
     .await
     .unwrap_or_else(|e| panic!("{e}"));
     wait_records(&h, "*.wild.example.com", 0).await;
-    classes
+    Api::<IngressClass>::all(h.admin.clone())
         .delete(&class_name, &DeleteParams::default())
         .await
         .expect("delete IngressClass");
