@@ -184,6 +184,21 @@ async fn setup(h: &Harness) {
     .await;
 }
 
+/// The Ingress `shop` of the test namespace with `spec`.
+async fn create_ingress(h: &Harness, spec: Value) {
+    use k8s_openapi::api::networking::v1::Ingress;
+    let ingress: Ingress = serde_json::from_value(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "shop"},
+        "spec": spec,
+    }))
+    .expect("ingress json");
+    Api::<Ingress>::namespaced(h.admin.clone(), &h.ns)
+        .create(&PostParams::default(), &ingress)
+        .await
+        .expect("create Ingress");
+}
+
 async fn route(h: &Harness, binding: &str, host: &str) {
     create_binding(h, binding, json!([{"name": "web", "spec": {"fqdn": host}}])).await;
 }
@@ -404,10 +419,8 @@ async fn an_account_without_zero_trust_keeps_the_routes_closed_and_says_so() {
 
 #[tokio::test]
 async fn labelled_service_and_ingress_targets_are_protected_like_a_binding() {
-    use k8s_openapi::api::networking::v1::Ingress;
     let h = Harness::start("tr-access-kinds").await;
     setup(&h).await;
-    let ns = h.ns.clone();
     create_service(
         &h,
         "api",
@@ -417,21 +430,16 @@ async fn labelled_service_and_ingress_targets_are_protected_like_a_binding() {
     )
     .await;
     let class_name = h.create_ingress_class("edge").await;
-    let ingress: Ingress = serde_json::from_value(json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": "shop"},
-        "spec": {
+    create_ingress(
+        &h,
+        json!({
             "ingressClassName": class_name,
             "rules": [{"host": "shop.example.com", "http": {"paths": [
                 {"path": "/", "pathType": "Prefix",
                  "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}],
-        },
-    }))
-    .expect("ingress json");
-    Api::<Ingress>::namespaced(h.admin.clone(), &ns)
-        .create(&PostParams::default(), &ingress)
-        .await
-        .expect("create Ingress");
+        }),
+    )
+    .await;
     create_policy(
         &h,
         "staff",
@@ -552,27 +560,20 @@ async fn a_restart_renders_what_was_rendered_before_and_makes_no_new_application
 /// that says why, stays closed, and no application for it is ever asked of Cloudflare.
 #[tokio::test]
 async fn a_catch_all_target_is_refused_without_a_cloudflare_call() {
-    use k8s_openapi::api::networking::v1::Ingress;
     let h = Harness::start("tr-access-catchall").await;
     setup(&h).await;
-    let ns = h.ns.clone();
     let class_name = h.create_ingress_class("edge").await;
     let backend = json!({"service": {"name": "web", "port": {"number": 80}}});
-    let ingress: Ingress = serde_json::from_value(json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": "shop"},
-        "spec": {
+    create_ingress(
+        &h,
+        json!({
             "ingressClassName": class_name,
             "defaultBackend": backend,
             "rules": [{"host": "shop.example.com", "http": {"paths": [
                 {"path": "/", "pathType": "Prefix", "backend": backend}]}}],
-        },
-    }))
-    .expect("ingress json");
-    Api::<Ingress>::namespaced(h.admin.clone(), &ns)
-        .create(&PostParams::default(), &ingress)
-        .await
-        .expect("create Ingress");
+        }),
+    )
+    .await;
     create_policy(
         &h,
         "staff",
