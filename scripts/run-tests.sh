@@ -14,6 +14,8 @@ logs=${CFTUNNEL_TEST_LOGS:-${CARGO_TARGET_DIR:-target}/test-logs}
 rm -rf "$logs"
 mkdir -p "$logs"
 logs=$(cd "$logs" && pwd)
+# A failing test of the operator writes the operator's log there too (tests' harness).
+export CFTUNNEL_TEST_LOG_DIR=$logs
 
 cargo test --workspace --all-targets "$@" --no-run --message-format=json-render-diagnostics >"$logs/build.json"
 # Test executables of every crate (each library's unit tests, each binary's, each tests/*.rs,

@@ -72,6 +72,7 @@ struct State {
     ratelimit_paused: Duration,
     dns_writes: BTreeMap<(&'static str, &'static str), u64>,
     watch_restarts: BTreeMap<String, u64>,
+    access_unknown: BTreeMap<&'static str, u64>,
     route_sources: BTreeMap<u64, BTreeMap<&'static str, u64>>,
     tunnel_sources: BTreeMap<u64, (&'static str, StateSource)>,
 }
@@ -134,6 +135,12 @@ impl Metrics {
     pub(crate) fn watch_restarted(&self, what: &str) {
         let kind = short_type_name(what);
         self.with(|s| *s.watch_restarts.entry(kind).or_default() += 1);
+    }
+
+    /// The AccessPolicies became unknown (`cause`: `forbidden`, `watch_error`, `undecodable`):
+    /// hostnames not served in the open before stay closed until they are known again.
+    pub(crate) fn access_policies_unknown(&self, cause: &'static str) {
+        self.with(|s| *s.access_unknown.entry(cause).or_default() += 1);
     }
 
     /// Counts a controller event that is a failed watch of its queue (the controller restarts
@@ -404,6 +411,18 @@ fn encode_state(state: &State, out: &mut String) {
         let _ = writeln!(
             out,
             "cftunnel_watch_restarts_total{{kind=\"{kind}\"}} {value}"
+        );
+    }
+    header(
+        out,
+        "cftunnel_access_policies_unknown_total",
+        "counter",
+        "Times the AccessPolicies became unknown (RBAC forbids reading them, their watch fails, one does not decode), by cause.",
+    );
+    for (cause, value) in &state.access_unknown {
+        let _ = writeln!(
+            out,
+            "cftunnel_access_policies_unknown_total{{cause=\"{cause}\"}} {value}"
         );
     }
 }

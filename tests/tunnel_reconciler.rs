@@ -4,6 +4,8 @@
 mod access;
 #[path = "tunnel_reconciler/access_policy.rs"]
 mod access_policy;
+#[path = "tunnel_reconciler/access_rbac.rs"]
+mod access_rbac;
 #[path = "tunnel_reconciler/api_secret.rs"]
 mod api_secret;
 #[path = "tunnel_reconciler/binding_deletion.rs"]

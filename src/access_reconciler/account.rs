@@ -140,10 +140,13 @@ pub(crate) async fn program(
     let mut out = BTreeMap::new();
     for (hostname, guarded) in hosts {
         let hostname = hostname.as_str();
-        let outcome = if !ctx.access.applied_protected(&guarded.tunnel, hostname) {
+        let open_on = guarded
+            .tunnels
+            .iter()
+            .find(|t| !ctx.access.applied_protected(t, hostname));
+        let outcome = if let Some(tunnel) = open_on {
             Outcome::Waiting(format!(
-                "{hostname}: waiting for {} to close its rules before the application is made",
-                guarded.tunnel
+                "{hostname}: waiting for {tunnel} to close its rules before the application is made"
             ))
         } else {
             one_app(ctx, cf, key, spec, account, hostname, &ids, &apps, &team).await

@@ -170,12 +170,14 @@ fn fingerprint(
     policy.metadata.finalizers.hash(&mut hasher);
     for (hostname, guarded) in guard.of_policy(&key) {
         hostname.hash(&mut hasher);
-        guarded.tunnel.hash(&mut hasher);
         guarded.target.hash(&mut hasher);
-        ctx.access
-            .applied_protected(&guarded.tunnel, hostname)
-            .hash(&mut hasher);
-        ctx.access.has_applied(&guarded.tunnel).hash(&mut hasher);
+        for tunnel in &guarded.tunnels {
+            tunnel.hash(&mut hasher);
+            ctx.access
+                .applied_protected(tunnel, hostname)
+                .hash(&mut hasher);
+            ctx.access.has_applied(tunnel).hash(&mut hasher);
+        }
     }
     for refusal in guard.refused_of(&key) {
         refusal.message.hash(&mut hasher);

@@ -72,22 +72,13 @@ pub(crate) async fn reconcile(
             );
             continue;
         }
-        let account = record_of(world.records, &guarded.tunnel)
-            .and_then(|r| r.status.account_id.clone())
-            .filter(|a| !a.is_empty());
-        match account {
-            Some(account) => by_account
+        match account_of(world.records, hostname, guarded) {
+            Ok(account) => by_account
                 .entry(account)
                 .or_default()
                 .push((hostname, guarded)),
-            None => {
-                outcomes.insert(
-                    hostname.clone(),
-                    Outcome::Waiting(format!(
-                        "{hostname}: {} has no Cloudflare account in its status yet",
-                        guarded.tunnel
-                    )),
-                );
+            Err(outcome) => {
+                outcomes.insert(hostname.clone(), outcome);
             }
         }
     }
@@ -98,7 +89,7 @@ pub(crate) async fn reconcile(
                     (*hostname).clone(),
                     Outcome::Waiting(format!(
                         "{hostname}: the API Secret of {} cannot be read yet",
-                        guarded.tunnel
+                        names(&guarded.tunnels)
                     )),
                 );
             }
@@ -177,4 +168,53 @@ pub(crate) async fn reconcile(
         }
     };
     Ok((next, written))
+}
+
+/// The Cloudflare account of the application of `hostname`: the one every tunnel serving it
+/// records in its status. A tunnel without one yet makes the hostname wait; tunnels of two
+/// accounts refuse it (an application lives in one account and covers its hostname there only).
+fn account_of(
+    records: &[TunnelRecord],
+    hostname: &str,
+    guarded: &Guarded,
+) -> Result<String, Outcome> {
+    let mut accounts: BTreeMap<String, &TunnelIdentity> = BTreeMap::new();
+    for tunnel in &guarded.tunnels {
+        let account = record_of(records, tunnel)
+            .and_then(|r| r.status.account_id.as_deref())
+            .filter(|a| !a.is_empty())
+            .map(str::to_string);
+        match account {
+            Some(account) => {
+                accounts.entry(account).or_insert(tunnel);
+            }
+            None => {
+                return Err(Outcome::Waiting(format!(
+                    "{hostname}: {tunnel} has no Cloudflare account in its status yet"
+                )));
+            }
+        }
+    }
+    let mut accounts = accounts.into_iter();
+    match (accounts.next(), accounts.next()) {
+        (Some((account, _)), None) => Ok(account),
+        (Some((first, a)), Some((second, b))) => Err(Outcome::Refused {
+            reason: status::REASON_ACCOUNTS_DIFFER,
+            message: format!(
+                "{hostname} is served by {a} (Cloudflare account {first}) and {b} (account {second}): an Access application protects a hostname in one account only; serve it through tunnels of one account"
+            ),
+        }),
+        (None, _) => Err(Outcome::Waiting(format!(
+            "{hostname}: no tunnel serves it yet"
+        ))),
+    }
+}
+
+/// Tunnels named for a message: `Tunnel shop/a, Tunnel shop/b`.
+fn names(tunnels: &BTreeSet<TunnelIdentity>) -> String {
+    tunnels
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }

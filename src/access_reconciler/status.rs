@@ -40,6 +40,8 @@ pub(crate) const REASON_APPLICATION_CONFLICT: &str = "ApplicationConflict";
 pub(crate) const REASON_POLICY_NOT_FOUND: &str = "PolicyNotFound";
 /// A rule for every host: no per-hostname application can cover it.
 pub(crate) const REASON_CATCH_ALL: &str = "CatchAllNotProtectable";
+/// Tunnels of two Cloudflare accounts serve the hostname: no one application covers it.
+pub(crate) const REASON_ACCOUNTS_DIFFER: &str = "AccountsDiffer";
 
 /// One application a policy's status records, with the target it is listed under.
 #[derive(Clone, Debug, PartialEq)]

@@ -5,11 +5,16 @@
 //!
 //! Fail-closed: until the probe has answered, the caches are not synced, so no tunnel renders
 //! before the policies that protect its routes are known (one rendered without them would
-//! serve protected hostnames in the open). "Not installed" (404) is safe to render without:
-//! no AccessPolicy can exist then. A 403 (RBAC without AccessPolicies) is reported at error
-//! level, since the policies that may exist are then invisible.
+//! serve protected hostnames in the open). Only "not installed" (404) is safe to render
+//! without: no AccessPolicy can exist then. Anything else that hides policies makes them
+//! unknown ([`AccessPolicies::unknown`]): a 403 on the probe or the watch (RBAC without
+//! AccessPolicies), a watch that keeps failing, an AccessPolicy that does not decode. While they
+//! are unknown the guard serves no hostname in the open that was not already (see
+//! `cftunnel_policy::access::AccessGuard::close_unknown`), each cause is counted in
+//! `cftunnel_access_policies_unknown_total` and logged once with what to fix.
 use std::sync::Arc;
 
+use futures::StreamExt;
 use kube::api::ListParams;
 use kube::{Api, Client};
 use tokio::sync::watch;
@@ -26,13 +31,46 @@ use cftunnel_types::access_policy::AccessPolicy;
 enum State {
     Probing,
     Absent,
+    /// The probe was refused (403): the message says which permission is missing.
+    Forbidden(String),
     Watching(Shared<AccessPolicy>),
+}
+
+/// What makes a running watch's policies unknown.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Trouble {
+    /// The watch's last error, until it lists or delivers again.
+    watch_error: Option<String>,
+    /// AccessPolicies that do not decode now.
+    undecodable: usize,
 }
 
 /// The AccessPolicies of the watched namespaces, once their CRD is served.
 #[derive(Clone)]
 pub struct AccessPolicies {
     state: watch::Receiver<State>,
+    trouble: watch::Receiver<Trouble>,
+}
+
+/// The message of a 403 on AccessPolicies: what is missing and how to fix it.
+fn forbidden_message(namespace: Option<&str>, error: &str) -> String {
+    format!(
+        "cftunnel may not list and watch accesspolicies.networking.cfargotunnel.com{} (RBAC: {error}): no hostname is newly served in the open until it may; apply the ClusterRole of this cftunnel release",
+        namespace
+            .map(|ns| format!(" in namespace {ns}"))
+            .unwrap_or_default()
+    )
+}
+
+/// Is `error` the API server's 403?
+fn is_forbidden(error: &kube::runtime::watcher::Error) -> bool {
+    use kube::runtime::watcher::Error;
+    match error {
+        Error::InitialListFailed(kube::Error::Api(e))
+        | Error::WatchStartFailed(kube::Error::Api(e)) => e.code == 403,
+        Error::WatchError(status) => status.code == 403,
+        _ => false,
+    }
 }
 
 impl AccessPolicies {
@@ -44,13 +82,40 @@ impl AccessPolicies {
         }
     }
 
+    /// Why the policies cannot be known now (`None`: every AccessPolicy is known, or the kind
+    /// is not installed and none can exist).
+    pub fn unknown(&self) -> Option<String> {
+        match &*self.state.borrow() {
+            State::Forbidden(message) => return Some(message.clone()),
+            // Served at last (after a 403 or while not installed): until the first list is in
+            // the store an empty store is not "no policies".
+            State::Watching(shared) if !shared.is_listed() => {
+                return Some(
+                    "the AccessPolicies are being listed: no hostname is newly served in the open until they are".into(),
+                );
+            }
+            State::Watching(_) => {}
+            _ => return None,
+        }
+        let trouble = self.trouble.borrow();
+        if let Some(error) = &trouble.watch_error {
+            return Some(error.clone());
+        }
+        (trouble.undecodable > 0).then(|| {
+            format!(
+                "{} AccessPolicies do not decode (the log names each and its field): no hostname is newly served in the open until they are fixed or deleted",
+                trouble.undecodable
+            )
+        })
+    }
+
     /// Resolves once the probe answered and, when the kind is served, the watch listed.
     pub async fn synced(&self) {
         let mut state = self.state.clone();
         let shared = loop {
             match &*state.borrow_and_update() {
                 State::Probing => {}
-                State::Absent => return,
+                State::Absent | State::Forbidden(_) => return,
                 State::Watching(shared) => break shared.clone(),
             }
             if state.changed().await.is_err() {
@@ -70,6 +135,8 @@ impl AccessPolicies {
         generation: Arc<watch::Sender<u64>>,
     ) -> AccessPolicies {
         let (tx, state) = watch::channel(State::Probing);
+        let (trouble_tx, trouble) = watch::channel(Trouble::default());
+        let trouble_tx = Arc::new(trouble_tx);
         let (client, namespace, labels, metrics) = (
             client.clone(),
             namespace.map(str::to_string),
@@ -86,42 +153,37 @@ impl AccessPolicies {
                 };
                 match api.list(&ListParams::default().limit(1)).await {
                     Ok(_) => {
-                        let ns = namespace.clone();
-                        let watch_client = client.clone();
-                        let shared = Shared::start(
+                        let shared = watch_policies(
                             &watches,
+                            &client,
+                            namespace.as_deref(),
+                            &labels,
                             &metrics,
-                            "accesspolicies",
-                            |store| {
-                                decode::tolerant::<AccessPolicy, _>(
-                                    &watch_client,
-                                    ns.as_deref(),
-                                    config(&labels),
-                                    store,
-                                )
-                            },
-                            keep,
                             generation.clone(),
+                            trouble_tx.clone(),
                         );
                         tx.send_replace(State::Watching(shared));
                         generation.send_modify(|n| *n = n.wrapping_add(1));
                         return;
                     }
-                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 403 => {
+                    Err(kube::Error::Api(e)) if e.code == 403 => {
+                        let message = forbidden_message(namespace.as_deref(), &e.message);
+                        if !matches!(*tx.borrow(), State::Forbidden(_)) {
+                            tracing::error!("{message}");
+                            metrics.access_policies_unknown("forbidden");
+                            tx.send_replace(State::Forbidden(message));
+                            generation.send_modify(|n| *n = n.wrapping_add(1));
+                        }
+                    }
+                    Err(kube::Error::Api(e)) if e.code == 404 => {
                         if !told {
-                            if e.code == 403 {
-                                tracing::error!(
-                                    "cannot list AccessPolicies: the RBAC does not allow it, so routes they protect would be served without Access; apply the ClusterRole of this cftunnel release"
-                                );
-                            } else {
-                                tracing::info!(
-                                    "the AccessPolicy CRD is not installed; looking again every {}s",
-                                    PROBE_INTERVAL.as_secs()
-                                );
-                            }
+                            tracing::info!(
+                                "the AccessPolicy CRD is not installed; looking again every {}s",
+                                PROBE_INTERVAL.as_secs()
+                            );
                             told = true;
                         }
-                        if matches!(*tx.borrow(), State::Probing) {
+                        if !matches!(*tx.borrow(), State::Absent) {
                             tx.send_replace(State::Absent);
                             generation.send_modify(|n| *n = n.wrapping_add(1));
                         }
@@ -137,6 +199,116 @@ impl AccessPolicies {
                 tokio::time::sleep(wait).await;
             }
         });
-        AccessPolicies { state }
+        AccessPolicies { state, trouble }
+    }
+}
+
+/// The watch of the AccessPolicies, telling `trouble` what hides some of them: a failing watch
+/// (a 403 named as such) until it delivers again, and how many do not decode.
+fn watch_policies(
+    scope: &Scope,
+    client: &Client,
+    namespace: Option<&str>,
+    labels: &str,
+    metrics: &Arc<Metrics>,
+    generation: Arc<watch::Sender<u64>>,
+    trouble: Arc<watch::Sender<Trouble>>,
+) -> Shared<AccessPolicy> {
+    let ns = namespace.map(str::to_string);
+    let told = metrics.clone();
+    let bump = generation.clone();
+    // Their status is read: it records the applications that open their hostnames.
+    Shared::start_with_status(
+        scope,
+        metrics,
+        "accesspolicies",
+        |store| {
+            let counts = trouble.clone();
+            let counted = told.clone();
+            let bumped = bump.clone();
+            let events = decode::tolerant_reporting::<AccessPolicy, _>(
+                client,
+                ns.as_deref(),
+                config(labels),
+                store,
+                move |undecodable| {
+                    let changed = counts.send_if_modified(|t| {
+                        let was = t.undecodable;
+                        t.undecodable = undecodable;
+                        was != undecodable
+                    });
+                    if changed && undecodable > 0 {
+                        counted.access_policies_unknown("undecodable");
+                    }
+                    if changed {
+                        bumped.send_modify(|n| *n = n.wrapping_add(1));
+                    }
+                },
+            );
+            let namespace = ns.clone();
+            let (trouble, told, generation) = (trouble.clone(), told.clone(), generation.clone());
+            events.inspect(move |event| {
+                let next = match event {
+                    Ok(_) => None,
+                    Err(e) if is_forbidden(e) => {
+                        Some(forbidden_message(namespace.as_deref(), &e.to_string()))
+                    }
+                    Err(e) => Some(format!(
+                        "the watch of AccessPolicies fails ({e}): no hostname is newly served in the open until it works again"
+                    )),
+                };
+                let changed = trouble.send_if_modified(|t| {
+                    let was = t.watch_error.replace(next.clone().unwrap_or_default());
+                    if next.is_none() {
+                        t.watch_error = None;
+                    }
+                    was != t.watch_error
+                });
+                if changed {
+                    if let Some(message) = &next {
+                        tracing::error!("{message}");
+                        let cause = match event {
+                            Err(e) if is_forbidden(e) => "forbidden",
+                            _ => "watch_error",
+                        };
+                        told.access_policies_unknown(cause);
+                    }
+                    generation.send_modify(|n| *n = n.wrapping_add(1));
+                }
+            })
+        },
+        keep,
+        bump.clone(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+    use kube::runtime::watcher::Error;
+
+    fn api(code: u16) -> kube::Error {
+        kube::Error::Api(Status::failure("m", "r").with_code(code).boxed())
+    }
+
+    #[test]
+    fn only_the_api_servers_403_counts_as_forbidden() {
+        assert!(is_forbidden(&Error::InitialListFailed(api(403))));
+        assert!(is_forbidden(&Error::WatchStartFailed(api(403))));
+        assert!(!is_forbidden(&Error::InitialListFailed(api(500))));
+        assert!(!is_forbidden(&Error::WatchStartFailed(api(404))));
+    }
+
+    #[test]
+    fn the_forbidden_message_names_the_kind_the_namespace_and_the_fix() {
+        let message = forbidden_message(Some("shop"), "no list");
+        for part in [
+            "accesspolicies.networking.cfargotunnel.com in namespace shop",
+            "no list",
+            "apply the ClusterRole",
+        ] {
+            assert!(message.contains(part), "{part:?} not in {message:?}");
+        }
     }
 }

@@ -42,6 +42,22 @@ where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     S: Keep<K>,
 {
+    tolerant_reporting(client, namespace, config, store, |_| {})
+}
+
+/// Like [`tolerant`]; `undecodable` is told, after every event, how many watched objects do not
+/// decode now (a kind whose every object must be known counts them as unknown).
+pub(crate) fn tolerant_reporting<K, S>(
+    client: &Client,
+    namespace: Option<&str>,
+    config: watcher::Config,
+    store: S,
+    mut undecodable: impl FnMut(usize) + Send + 'static,
+) -> impl Stream<Item = watcher::Result<Event<K>>> + Send + 'static
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    S: Keep<K>,
+{
     let resource = ApiResource::erase::<K>(&());
     let api: Api<DynamicObject> = match namespace {
         Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
@@ -55,6 +71,7 @@ where
                 Err(e) => Some(Err(e)),
                 Ok(event) => decode_event(event, &store, &mut reported).map(Ok),
             };
+            undecodable(reported.len());
             futures::future::ready(decoded)
         })
 }

@@ -94,6 +94,38 @@ where
     where
         E: Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
     {
+        Self::start_reading(scope, metrics, what, events, modify, generation, false)
+    }
+
+    /// Like [`Shared::start`] for a kind whose status its readers read (an AccessPolicy's
+    /// status records the applications that open its hostnames): a status write bumps
+    /// `generation` too.
+    pub fn start_with_status<E>(
+        scope: &Scope,
+        metrics: &Arc<Metrics>,
+        what: &'static str,
+        events: impl FnOnce(S) -> E,
+        modify: fn(&mut K),
+        generation: Arc<watch::Sender<u64>>,
+    ) -> Shared<K, S>
+    where
+        E: Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
+    {
+        Self::start_reading(scope, metrics, what, events, modify, generation, true)
+    }
+
+    fn start_reading<E>(
+        scope: &Scope,
+        metrics: &Arc<Metrics>,
+        what: &'static str,
+        events: impl FnOnce(S) -> E,
+        modify: fn(&mut K),
+        generation: Arc<watch::Sender<u64>>,
+        status_read: bool,
+    ) -> Shared<K, S>
+    where
+        E: Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
+    {
         let (store, mut write) = S::start();
         let events = events(store.clone());
         let (changes, _) = broadcast::channel(FANOUT_BUFFER);
@@ -111,6 +143,7 @@ where
             })
             .map_ok(move |event| {
                 let changed = match &event {
+                    Event::Apply(_) if status_read => true,
                     Event::Apply(new) => before
                         .get(&key_of(new))
                         .is_none_or(|old| changes_more_than_status(old.meta(), new.meta())),
@@ -168,6 +201,11 @@ where
     /// The store (empty until the first list completed: wait with [`Shared::listed`]).
     pub fn store(&self) -> S {
         self.store.clone()
+    }
+
+    /// Is the first list in the store yet?
+    pub fn is_listed(&self) -> bool {
+        *self.listed.borrow()
     }
 
     /// Resolves once the first list is in the store (`false`: the watch stopped before). Every

@@ -328,6 +328,14 @@ impl DnsSync {
         let groups: BTreeMap<GroupKey, Arc<ZoneDns>> =
             groups.into_iter().map(|(k, z)| (k, Arc::new(z))).collect();
         let now = Instant::now();
+        tracing::debug!(
+            groups = groups.len(),
+            unrecorded = unrecorded.len(),
+            held = self.held.len(),
+            unplaced = self.unplaced.len(),
+            zone_lists = self.listed.len(),
+            "DNS round"
+        );
         for (key, zone) in &groups {
             let (key, zone) = (key.clone(), zone.clone());
             if unrecorded.contains(&key) {

@@ -77,6 +77,7 @@ pub async fn run(
     ctx.term
         .spawn("dns", run_dns(ctx.clone(), input_rx, view_tx));
     let mut statuses = status::StatusWriter::default();
+    let mut known: Option<Known> = None;
     let route_gauge = ctx.metrics.track_routes();
     loop {
         let started = Instant::now();
@@ -89,11 +90,26 @@ pub async fn run(
         }
         let table = Arc::new(table);
         route_gauge.set(routes_by_reason(&table));
-        // The guard goes first: a tunnel that finds its routes finds their protections too.
-        let guard = cftunnel_policy::access::guard(&caches.access_policies.all(), &table);
+        // The guard is published with its table: a tunnel renders its routes and their
+        // protections from one table (docs/design.md §3.7).
+        let mut guard = cftunnel_policy::access::guard(&caches.access_policies.all(), &table);
+        // Policies that cannot be known open nothing new (caches/access.rs); the last table
+        // and guard computed while they could be are what was open.
+        let guard = match caches.access_policies.unknown() {
+            Some(why) => {
+                let before = known.as_ref().map(|(t, g): &Known| (&**t, &**g));
+                guard.close_unknown(&table, before, &why);
+                Arc::new(guard)
+            }
+            None => {
+                let guard = Arc::new(guard);
+                known = Some((table.clone(), guard.clone()));
+                guard
+            }
+        };
         let held = Arc::new(guard.held());
-        let protections_changed = ctx.access.publish(guard);
-        let previous = ctx.routes.publish(table.clone());
+        let protections_changed = ctx.access.publish(guard.clone());
+        let previous = ctx.routes.publish(table.clone(), guard);
         // A tunnel new since the last table: its routes (a binding applied with it) usually
         // arrive a moment after it, so the next table comes soon (docs/design.md §3.8).
         let grew = previous
@@ -158,6 +174,9 @@ pub async fn run(
         }
     }
 }
+
+/// The last table and guard computed while every AccessPolicy was known.
+type Known = (Arc<RouteTable>, Arc<cftunnel_policy::access::AccessGuard>);
 
 /// Whether `live` (the tunnels not being deleted) differ from the tunnels `table` was computed
 /// for: one created, or one deleted or being deleted, since. A pause must not hold those back: a

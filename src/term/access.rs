@@ -37,8 +37,7 @@ impl Default for AccessShared {
 
 impl AccessShared {
     /// Installs a new guard; returns the tunnels whose protections changed.
-    pub(crate) fn publish(&self, next: AccessGuard) -> Vec<TunnelIdentity> {
-        let next = Arc::new(next);
+    pub(crate) fn publish(&self, next: Arc<AccessGuard>) -> Vec<TunnelIdentity> {
         let previous = {
             let mut slot = self.guard.write().unwrap_or_else(|p| p.into_inner());
             std::mem::replace(&mut *slot, next.clone())
@@ -47,7 +46,7 @@ impl AccessShared {
             .hostnames
             .values()
             .chain(next.hostnames.values())
-            .map(|g| &g.tunnel)
+            .flat_map(|g| &g.tunnels)
             .collect();
         let changed: Vec<TunnelIdentity> = tunnels
             .into_iter()
@@ -63,11 +62,6 @@ impl AccessShared {
     /// The current guard.
     pub fn guard(&self) -> Arc<AccessGuard> {
         self.guard.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// The protections `tunnel` renders with.
-    pub(crate) fn of_tunnel(&self, tunnel: &TunnelIdentity) -> BTreeMap<String, Protection> {
-        self.guard().of_tunnel(tunnel)
     }
 
     /// Records the protections of the rules `tunnel` just applied.
@@ -155,7 +149,7 @@ mod tests {
                     uid: String::new(),
                 }
                 .into(),
-                tunnel: tunnel(on),
+                tunnels: BTreeSet::from([tunnel(on)]),
                 protection,
             },
         );
@@ -171,16 +165,16 @@ mod tests {
             aud: "aud-1".into(),
         };
         assert_eq!(
-            shared.publish(guard_of("a.example.com", "edge", closed.clone())),
+            shared.publish(Arc::new(guard_of("a.example.com", "edge", closed.clone()))),
             vec![tunnel("edge")]
         );
         assert!(
             shared
-                .publish(guard_of("a.example.com", "edge", closed.clone()))
+                .publish(Arc::new(guard_of("a.example.com", "edge", closed.clone())))
                 .is_empty()
         );
         assert_eq!(
-            shared.publish(guard_of("a.example.com", "other", closed.clone())),
+            shared.publish(Arc::new(guard_of("a.example.com", "other", closed.clone()))),
             vec![tunnel("edge"), tunnel("other")],
             "the tunnel it left and the one it joined"
         );

@@ -27,6 +27,9 @@ pub enum ReadyReason {
     NameConflict,
     RenderFailed,
     KubernetesError,
+    /// Hostnames are served closed because the AccessPolicies cannot be known (the message
+    /// says why and which); everything else is configured.
+    AccessPoliciesUnknown,
     /// Deletion in progress, waiting for something the message names.
     Deleting,
 }
@@ -52,6 +55,7 @@ impl ReadyReason {
             ReadyReason::NameConflict => "NameConflict",
             ReadyReason::RenderFailed => "RenderFailed",
             ReadyReason::KubernetesError => "KubernetesError",
+            ReadyReason::AccessPoliciesUnknown => "AccessPoliciesUnknown",
             ReadyReason::Deleting => "Deleting",
         }
     }

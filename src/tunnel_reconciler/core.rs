@@ -161,10 +161,10 @@ async fn converge<K: TunnelKindAdapter>(
     // Every Cloudflare call and API slot of this reconcile waits in its request's lane, as old
     // as the request (docs/design.md §3.8).
     let lane = lane_of(obj, ctx);
-    let Some(routes) = ctx.routes.tunnel(&obj.route_identity()) else {
+    if ctx.routes.tunnel(&obj.route_identity()).is_none() {
         // The route caches are still listing: rendering now would drop every ingress rule.
         return Ok(Action::requeue(ROUTES_WAIT));
-    };
+    }
     let spec = with_config_source(obj.tunnel_spec(), ctx.options.default_config_source);
     let (is_new, is_existing) = spec.tunnel_sources();
     if is_new == is_existing {
@@ -276,9 +276,15 @@ async fn converge<K: TunnelKindAdapter>(
         false => Some(ctx.api_slots.acquire(lane).await),
         true => None,
     };
-    // Protected hostnames are closed or checked by cloudflared (docs/design.md §3.7).
+    // Protected hostnames are closed or checked by cloudflared (docs/design.md §3.7). Routes
+    // and protections come from one table, the newest: a hostname this tunnel serves in it is
+    // protected by that table's guard.
     let route_identity = current.route_identity();
-    let protections = ctx.access.of_tunnel(&route_identity);
+    let Some(snapshot) = ctx.routes.snapshot(&route_identity) else {
+        return Ok(Action::requeue(ROUTES_WAIT));
+    };
+    let (routes, protections, access_unknown) =
+        (snapshot.routes, snapshot.protections, snapshot.unknown);
     let served = render::protection::protect(&routes.routes, &protections);
     let input = tunnel_input(identity, spec, facts, served);
     if let Some(config) = remote::config_to_push(current, &input)? {
@@ -311,7 +317,14 @@ async fn converge<K: TunnelKindAdapter>(
         ctx.access.applied(&route_identity, protections);
         let obj = &*current;
         status::ensure_labels(obj, ctx, &input).await?;
-        status::report_ready(obj, ctx, &resolved, &routes.entries).await?;
+        status::report_ready(
+            obj,
+            ctx,
+            &resolved,
+            &routes.entries,
+            access_unknown.as_ref(),
+        )
+        .await?;
         // What a user asked of its routes is served (a newer change stays asked).
         ctx.asks.routes_met(&display, lane);
         if let Some(wait) = go_cluster_workload::retire(obj, ctx, &input.identity).await? {

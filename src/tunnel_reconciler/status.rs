@@ -182,6 +182,7 @@ pub(crate) async fn report_ready<K: TunnelKindAdapter>(
     ctx: &Context,
     resolved: &Resolved,
     routes: &[Arc<RouteEntry>],
+    access_unknown: Option<&(String, Vec<String>)>,
 ) -> Result<(), ReconcileError> {
     let mut next = obj.tunnel_status().cloned().unwrap_or_default();
     next.routes = Some(route_statuses(routes));
@@ -219,15 +220,17 @@ pub(crate) async fn report_ready<K: TunnelKindAdapter>(
         tracing::warn!(object = %obj.display(), hostnames = shared.len(), "other clusters route other hostnames through this tunnel");
         events::warning(ctx, obj, SHARED_TUNNEL, is.clone().unwrap_or_default()).await;
     }
-    set_ready(
-        obj,
-        ctx,
-        next,
-        ReadyReason::Ready,
-        &message,
-        Announce::Changes,
-    )
-    .await
+    let reason = match access_unknown {
+        Some((why, hostnames)) => {
+            message = format!(
+                "{} closed (503) because the AccessPolicies cannot be known: {why}; {message}",
+                bounded_list(hostnames)
+            );
+            ReadyReason::AccessPoliciesUnknown
+        }
+        None => ReadyReason::Ready,
+    };
+    set_ready(obj, ctx, next, reason, &message, Announce::Changes).await
 }
 
 /// The tunnel's `SharedTunnel` condition, if it has one.
@@ -321,6 +324,15 @@ pub(crate) async fn ensure_labels<K: TunnelKindAdapter>(
         .await
         .map_err(|e| ReconcileError::kube("labelling the tunnel object", e))?;
     Ok(())
+}
+
+/// Up to five hostnames, and how many more.
+fn bounded_list(hostnames: &[String]) -> String {
+    let shown: Vec<&str> = hostnames.iter().take(5).map(String::as_str).collect();
+    match hostnames.len().saturating_sub(shown.len()) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
+    }
 }
 
 #[cfg(test)]

@@ -404,6 +404,7 @@ async fn gateway_api_installed_while_cftunnel_runs_is_served_and_the_conformance
     crate::parents::grpc_backends_must_speak_tls(&h).await;
     // An HTTPRoute behind Zero Trust Access.
     crate::access::an_httproute_target_is_protected_like_a_binding(&h).await;
+    crate::access::a_route_on_two_tunnels_is_protected_on_both(&h, &class).await;
 
     // The conformance suite's cases: base manifests, a tunnel per Gateway, then each case.
     let base = documents("base/manifests.yaml");

@@ -17,13 +17,13 @@ use serde_json::{Value, json};
 use crate::harness::{Harness, POLL, TOKEN, WAIT};
 use crate::routes::{API_SECRET, bindings, create_binding, create_service, records, wait_records};
 
-const TEAM: &str = "acme";
+pub(crate) const TEAM: &str = "acme";
 
-fn policies(h: &Harness) -> Api<AccessPolicy> {
+pub(crate) fn policies(h: &Harness) -> Api<AccessPolicy> {
     Api::namespaced(h.admin.clone(), &h.ns)
 }
 
-async fn create_policy(h: &Harness, name: &str, targets: Value) {
+pub(crate) async fn create_policy(h: &Harness, name: &str, targets: Value) {
     let policy: AccessPolicy = serde_json::from_value(json!({
         "apiVersion": "networking.cfargotunnel.com/v1alpha2",
         "kind": "AccessPolicy",
@@ -41,7 +41,7 @@ async fn create_policy(h: &Harness, name: &str, targets: Value) {
         .expect("create policy");
 }
 
-fn binding_target(name: &str) -> Value {
+pub(crate) fn binding_target(name: &str) -> Value {
     json!({"group": "networking.cfargotunnel.com", "kind": "TunnelBinding", "name": name})
 }
 
@@ -60,7 +60,7 @@ async fn config(h: &Harness) -> (String, Value) {
 }
 
 /// The rule of `host` in config.yaml (`Null` when it has none).
-async fn rule(h: &Harness, host: &str) -> Value {
+pub(crate) async fn rule(h: &Harness, host: &str) -> Value {
     let (_, config) = config(h).await;
     rule_in(&config, host)
 }
@@ -76,7 +76,12 @@ fn rule_in(config: &Value, host: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
-async fn wait_rule(h: &Harness, host: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn wait_rule(
+    h: &Harness,
+    host: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
     let found = poll_until(what, WAIT, POLL, || async {
         let r = rule(h, host).await;
         check(&r).then_some(r)
@@ -88,16 +93,16 @@ async fn wait_rule(h: &Harness, host: &str, what: &str, check: impl Fn(&Value) -
     }
 }
 
-fn closed(rule: &Value) -> bool {
+pub(crate) fn closed(rule: &Value) -> bool {
     rule["service"] == "http_status:503" && rule["originRequest"]["access"].is_null()
 }
 
-fn public(rule: &Value) -> bool {
+pub(crate) fn public(rule: &Value) -> bool {
     let service = rule["service"].as_str().unwrap_or_default();
     service.starts_with("http://web.") && rule["originRequest"]["access"].is_null()
 }
 
-fn apps_for(h: &Harness, host: &str) -> Vec<cftunnel_sim::SimAccessApp> {
+pub(crate) fn apps_for(h: &Harness, host: &str) -> Vec<cftunnel_sim::SimAccessApp> {
     h.sim
         .access_apps()
         .into_iter()
@@ -172,7 +177,7 @@ fn cloudflared_accepts(text: &str) {
 }
 
 /// The Secret, the Service and the tunnel, with an Access team on the account.
-async fn setup(h: &Harness) {
+pub(crate) async fn setup(h: &Harness) {
     h.sim.set_access_team(Some(TEAM.into()));
     h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
@@ -199,7 +204,7 @@ async fn create_ingress(h: &Harness, spec: Value) {
         .expect("create Ingress");
 }
 
-async fn route(h: &Harness, binding: &str, host: &str) {
+pub(crate) async fn route(h: &Harness, binding: &str, host: &str) {
     create_binding(h, binding, json!([{"name": "web", "spec": {"fqdn": host}}])).await;
 }
 

@@ -43,6 +43,8 @@ pub struct Harness {
     pub running: RunningSim,
     operator: Option<tokio::task::JoinHandle<()>>,
     tweak: fn(&mut ControllerOptions),
+    /// The operator's log, written out if the test fails ([`LogsOnFailure`]).
+    _logs: Option<LogsOnFailure>,
 }
 
 impl Drop for Harness {
@@ -99,6 +101,7 @@ impl Harness {
         zones: &[&str],
         run: bool,
     ) -> Harness {
+        let logs = LogsOnFailure::for_this_test();
         let plane = plane().await;
         let admin = plane.admin_client().expect("admin client");
         let ns = plane.create_namespace(prefix).await.expect("namespace");
@@ -119,6 +122,7 @@ impl Harness {
             running,
             operator: None,
             tweak,
+            _logs: logs,
         };
         if run {
             harness.start_operator();
@@ -433,6 +437,8 @@ pub fn capture_logs() -> (
             Ok(())
         }
     }
+    // The harness then leaves the log to this capture (see [`LogsOnFailure`]).
+    CAPTURING.with(|c| c.set(true));
     let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = Sink(buffer.clone());
     let subscriber = tracing_subscriber::fmt()
@@ -482,5 +488,84 @@ impl HasStatus for Tunnel {
 impl HasStatus for ClusterTunnel {
     fn status_of(&self) -> Option<&TunnelStatus> {
         self.status.as_ref()
+    }
+}
+
+/// Captures what the in-process operator logs (info, cftunnel's own lines at debug) and, when
+/// the test panics, writes it to `$CFTUNNEL_TEST_LOG_DIR/<test name>.log` (nothing is captured
+/// without the variable; scripts/run-tests.sh sets it to its log directory). A failure seen once
+/// in a loaded run can then be read, not guessed.
+pub struct LogsOnFailure {
+    name: String,
+    _guard: tracing::subscriber::DefaultGuard,
+    buffer: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+thread_local! {
+    /// A test of this thread captures the log itself ([`capture_logs`]): a harness must not
+    /// take the lines it searches.
+    static CAPTURING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The most a captured log keeps: its newest half once it grows past this.
+const LOG_CAP: usize = 32 << 20;
+
+impl LogsOnFailure {
+    /// For the test running on this thread (its thread is named after it).
+    pub fn for_this_test() -> Option<LogsOnFailure> {
+        std::env::var_os("CFTUNNEL_TEST_LOG_DIR")?;
+        if CAPTURING.with(std::cell::Cell::get) {
+            return None;
+        }
+        let name = std::thread::current()
+            .name()
+            .unwrap_or("test")
+            .replace("::", "-");
+        #[derive(Clone)]
+        struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                let mut kept = self
+                    .0
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if kept.len() + buf.len() > LOG_CAP {
+                    let drop = kept.len() / 2;
+                    kept.drain(..drop);
+                }
+                kept.extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = Sink(buffer.clone());
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(
+                "debug,h2=info,hyper=info,hyper_util=info,rustls=info,tower=info,kube_client=info",
+            ))
+            .with_ansi(false)
+            .with_writer(move || sink.clone())
+            .finish();
+        Some(LogsOnFailure {
+            name,
+            _guard: tracing::subscriber::set_default(subscriber),
+            buffer,
+        })
+    }
+}
+
+impl Drop for LogsOnFailure {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        if let Some(dir) = std::env::var_os("CFTUNNEL_TEST_LOG_DIR") {
+            let path = std::path::Path::new(&dir).join(format!("{}.operator.log", self.name));
+            let _ = std::fs::write(&path, captured(&self.buffer));
+            eprintln!("operator log: {}", path.display());
+        }
     }
 }

@@ -78,8 +78,10 @@ pub struct Guarded {
     pub target: TargetKey,
     /// The object whose route serves it.
     pub source: Arc<SourceRef>,
-    /// The tunnel serving it.
-    pub tunnel: TunnelIdentity,
+    /// Every tunnel serving it, through any object: protection follows the hostname, so each
+    /// of them renders it closed or behind the application (a route with parents on two
+    /// tunnels is protected on both).
+    pub tunnels: BTreeSet<TunnelIdentity>,
     pub protection: Protection,
 }
 
@@ -98,25 +100,93 @@ pub struct AccessGuard {
     /// Lowercase hostname → how it is protected.
     pub hostnames: BTreeMap<String, Guarded>,
     pub refused: Vec<Refusal>,
+    /// While the AccessPolicies cannot be known: per tunnel, the hostnames it serves closed
+    /// for that reason alone ([`AccessGuard::close_unknown`]).
+    pub unknown: BTreeMap<TunnelIdentity, BTreeSet<String>>,
+    /// Why the AccessPolicies cannot be known (empty when they can).
+    pub unknown_why: String,
 }
 
 impl AccessGuard {
-    /// The protection of each hostname `tunnel` serves that a policy protects.
+    /// The protection of each hostname `tunnel` serves that a policy protects, or that is
+    /// closed because the policies cannot be known.
     pub fn of_tunnel(&self, tunnel: &TunnelIdentity) -> BTreeMap<String, Protection> {
-        self.hostnames
+        let mut out: BTreeMap<String, Protection> = self
+            .hostnames
             .iter()
-            .filter(|(_, g)| &g.tunnel == tunnel)
+            .filter(|(_, g)| g.tunnels.contains(tunnel))
             .map(|(h, g)| (h.clone(), g.protection.clone()))
-            .collect()
+            .collect();
+        for hostname in self.unknown.get(tunnel).into_iter().flatten() {
+            out.entry(hostname.clone())
+                .or_insert_with(|| Protection::Closed {
+                    why: self.unknown_why.clone(),
+                });
+        }
+        out
     }
 
-    /// Hostnames that get no new DNS record: closed, their application not there yet.
+    /// Hostnames that get no new DNS record: closed, their application not there yet, or
+    /// closed while the policies cannot be known.
     pub fn held(&self) -> BTreeSet<String> {
         self.hostnames
             .iter()
             .filter(|(_, g)| matches!(g.protection, Protection::Closed { .. }))
             .map(|(h, _)| h.clone())
+            .chain(self.unknown.values().flatten().cloned())
             .collect()
+    }
+
+    /// The AccessPolicies cannot be known now (`why`): every hostname a tunnel serves in `table`
+    /// that it did not serve in the open in `baseline` (the last table and guard computed while
+    /// they could be known; `None`: none since the process started) is closed, besides what the
+    /// last known policies protect. What was open stays open (a route working before is not
+    /// taken down over an RBAC change), and nothing new is opened: a policy that cannot be read
+    /// may protect it.
+    pub fn close_unknown(
+        &mut self,
+        table: &RouteTable,
+        baseline: Option<(&RouteTable, &AccessGuard)>,
+        why: &str,
+    ) {
+        self.unknown_why = why.to_string();
+        for (tunnel, routes) in &table.tunnels {
+            let was_open: BTreeSet<String> = match baseline {
+                Some((old_table, old_guard)) => {
+                    let closed: BTreeSet<String> = old_guard
+                        .of_tunnel(tunnel)
+                        .into_iter()
+                        .filter(|(_, p)| matches!(p, Protection::Closed { .. }))
+                        .map(|(h, _)| h)
+                        .collect();
+                    old_table
+                        .tunnels
+                        .get(tunnel)
+                        .into_iter()
+                        .flat_map(|r| r.entries.iter())
+                        .filter(|e| e.reason.is_served())
+                        .map(|e| e.hostname.to_ascii_lowercase())
+                        .filter(|h| !closed.contains(h))
+                        .collect()
+                }
+                None => BTreeSet::new(),
+            };
+            let closing: BTreeSet<String> = routes
+                .entries
+                .iter()
+                .filter(|e| e.reason.is_served())
+                .map(|e| e.hostname.to_ascii_lowercase())
+                .filter(|h| !was_open.contains(h))
+                .filter(|h| {
+                    self.hostnames
+                        .get(h)
+                        .is_none_or(|g| !g.tunnels.contains(tunnel))
+                })
+                .collect();
+            if !closing.is_empty() {
+                self.unknown.insert(tunnel.clone(), closing);
+            }
+        }
     }
 
     /// The hostnames `policy` protects.
@@ -175,6 +245,7 @@ pub fn guard(policies: &[Arc<AccessPolicy>], table: &RouteTable) -> AccessGuard 
         };
         key(a).cmp(&key(b))
     });
+    let served_by = tunnels_serving(table);
     let mut out = AccessGuard::default();
     let mut claimed: BTreeMap<Arc<SourceRef>, PolicyKey> = BTreeMap::new();
     for policy in live {
@@ -246,7 +317,7 @@ pub fn guard(policies: &[Arc<AccessPolicy>], table: &RouteTable) -> AccessGuard 
                     continue;
                 }
                 claimed.insert(source.clone(), key.clone());
-                let Some(tunnel) = &status.tunnel else {
+                let Some(own_tunnel) = &status.tunnel else {
                     continue;
                 };
                 for entry in status.routes.iter().filter(|e| e.reason.is_served()) {
@@ -285,18 +356,37 @@ pub fn guard(policies: &[Arc<AccessPolicy>], table: &RouteTable) -> AccessGuard 
                             },
                         }
                     };
+                    let tunnels = served_by
+                        .get(&hostname)
+                        .cloned()
+                        .unwrap_or_else(|| BTreeSet::from([own_tunnel.clone()]));
                     out.hostnames.insert(
                         hostname,
                         Guarded {
                             policy: key.clone(),
                             target: target_key.clone(),
                             source: source.clone(),
-                            tunnel: tunnel.clone(),
+                            tunnels,
                             protection,
                         },
                     );
                 }
             }
+        }
+    }
+    out
+}
+
+/// Lowercase hostname → every tunnel with a served rule for it. A source's status names one
+/// tunnel (an HTTPRoute with parents on two tunnels keeps the first), so the tunnels come
+/// from the tunnels' own entries.
+fn tunnels_serving(table: &RouteTable) -> BTreeMap<String, BTreeSet<TunnelIdentity>> {
+    let mut out: BTreeMap<String, BTreeSet<TunnelIdentity>> = BTreeMap::new();
+    for (tunnel, routes) in &table.tunnels {
+        for entry in routes.entries.iter().filter(|e| e.reason.is_served()) {
+            out.entry(entry.hostname.to_ascii_lowercase())
+                .or_default()
+                .insert(tunnel.clone());
         }
     }
     out

@@ -1,5 +1,5 @@
 use super::*;
-use crate::routes::{RouteEntry, RouteReason, SourceStatus};
+use crate::routes::{RouteEntry, RouteReason, SourceStatus, TunnelRoutes};
 use cftunnel_types::TunnelKind;
 use cftunnel_types::access_policy::{
     AccessAllow, AccessPolicySpec, AccessPolicyStatus, ProtectedHostname, TargetStatus,
@@ -23,26 +23,43 @@ fn binding(name: &str) -> SourceRef {
     }
 }
 
+fn tunnel(name: &str) -> TunnelIdentity {
+    TunnelIdentity {
+        name: name.into(),
+        ..edge()
+    }
+}
+
 fn table(routes: &[(&str, &str, RouteReason)]) -> RouteTable {
+    let on_edge: Vec<_> = routes.iter().map(|&(s, h, r)| (s, h, r, "edge")).collect();
+    table_on(&on_edge)
+}
+
+/// A table of (source, hostname, reason, tunnel) routes; a source's status names the tunnel of
+/// its first route, as the route model's does for a route with parents on two tunnels.
+fn table_on(routes: &[(&str, &str, RouteReason, &str)]) -> RouteTable {
     let mut table = RouteTable::default();
-    for (source, host, reason) in routes {
+    let mut tunnels: BTreeMap<TunnelIdentity, TunnelRoutes> = BTreeMap::new();
+    for (source, host, reason, on) in routes {
         let source = Arc::new(binding(source));
-        let entry = RouteEntry {
+        let entry = Arc::new(RouteEntry {
             hostname: host.to_string(),
             path: None,
             service: "http://web.shop.svc:80".into(),
             source: source.clone(),
             reason: *reason,
             message: String::new(),
-        };
+        });
         let status = table.sources.entry(source).or_insert_with(|| SourceStatus {
-            tunnel: Some(edge()),
+            tunnel: Some(tunnel(on)),
             routes: Vec::new(),
             reason: RouteReason::Routed,
             message: String::new(),
         });
-        status.routes.push(entry.into());
+        status.routes.push(entry.clone());
+        tunnels.entry(tunnel(on)).or_default().entries.push(entry);
     }
+    table.tunnels = tunnels.into_iter().map(|(t, r)| (t, Arc::new(r))).collect();
     table
 }
 
@@ -226,4 +243,102 @@ fn a_second_policy_on_a_protected_hostname_is_refused_for_it_naming_the_first() 
         "{}",
         guard.refused[0].message
     );
+}
+
+#[test]
+fn a_route_served_by_two_tunnels_is_protected_on_each_of_them() {
+    // One HTTPRoute-like source with parents on two tunnels: its status names the first.
+    let routes = table_on(&[
+        ("web", "a.example.com", RouteReason::Routed, "edge"),
+        ("web", "b.example.com", RouteReason::Routed, "other"),
+        // Another, untargeted object serving the protected hostname on a third tunnel.
+        ("api", "a.example.com", RouteReason::Routed, "third"),
+    ]);
+    let p = policy("staff", 0, vec![target("TunnelBinding", "web")]);
+    let guard = guard(&[Arc::new(p)], &routes);
+    let closed = Protection::Closed {
+        why: WAITING.into(),
+    };
+    assert_eq!(
+        guard.of_tunnel(&tunnel("other")),
+        BTreeMap::from([("b.example.com".to_string(), closed.clone())]),
+        "the second tunnel renders its hostname closed"
+    );
+    assert_eq!(
+        guard.of_tunnel(&edge()),
+        BTreeMap::from([("a.example.com".to_string(), closed.clone())])
+    );
+    assert_eq!(
+        guard.of_tunnel(&tunnel("third")),
+        BTreeMap::from([("a.example.com".to_string(), closed)]),
+        "protection follows the hostname, whichever object routes it"
+    );
+    assert_eq!(
+        guard.hostnames["a.example.com"].tunnels,
+        BTreeSet::from([edge(), tunnel("third")])
+    );
+}
+
+#[test]
+fn unknown_policies_close_every_hostname_not_served_open_before_and_keep_what_was() {
+    let before = table_on(&[
+        ("web", "a.example.com", RouteReason::Routed, "edge"),
+        ("web", "p.example.com", RouteReason::Routed, "edge"),
+    ]);
+    let staff = policy("staff", 0, vec![target("TunnelBinding", "api")]);
+    let known_guard = guard(&[Arc::new(staff.clone())], &before);
+    // p is protected (by a binding not routed yet); the policies become unknown, and a new
+    // binding routes n; p moves to another tunnel.
+    let now = table_on(&[
+        ("web", "a.example.com", RouteReason::Routed, "edge"),
+        ("web", "n.example.com", RouteReason::Routed, "edge"),
+        ("web", "p.example.com", RouteReason::Routed, "other"),
+    ]);
+    let mut unknown = guard(&[Arc::new(staff)], &now);
+    unknown.close_unknown(&now, Some((&before, &known_guard)), "RBAC forbids it");
+    let closed = |why: &str| Protection::Closed { why: why.into() };
+    assert_eq!(
+        unknown.of_tunnel(&edge()),
+        BTreeMap::from([("n.example.com".to_string(), closed("RBAC forbids it"))]),
+        "a stays open as it was; n is new and stays closed"
+    );
+    assert_eq!(
+        unknown.of_tunnel(&tunnel("other")),
+        BTreeMap::from([("p.example.com".to_string(), closed("RBAC forbids it"))]),
+        "open on edge before is not open on another tunnel"
+    );
+    assert_eq!(
+        unknown.held(),
+        BTreeSet::from(["n.example.com".to_string(), "p.example.com".to_string()]),
+        "no new DNS record either"
+    );
+    // Since the start: nothing was open, everything is closed.
+    let mut fresh = guard(&[], &now);
+    fresh.close_unknown(&now, None, "RBAC forbids it");
+    assert_eq!(fresh.of_tunnel(&edge()).len(), 2);
+    assert_eq!(fresh.of_tunnel(&tunnel("other")).len(), 1);
+}
+
+#[test]
+fn unknown_policies_keep_a_hostname_protected_by_the_last_known_ones_as_it_is() {
+    let routes = table(&[("web", "a.example.com", RouteReason::Routed)]);
+    let p = recorded(
+        policy("staff", 0, vec![target("TunnelBinding", "web")]),
+        "a.example.com",
+        "aud-a",
+    );
+    let mut g = guard(&[Arc::new(p)], &routes);
+    g.close_unknown(&routes, None, "why");
+    assert_eq!(
+        g.of_tunnel(&edge()),
+        BTreeMap::from([(
+            "a.example.com".to_string(),
+            Protection::Open {
+                team: "acme".into(),
+                aud: "aud-a".into()
+            }
+        )]),
+        "behind its application: cloudflared checks the caller"
+    );
+    assert!(g.unknown.is_empty());
 }
