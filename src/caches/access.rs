@@ -279,6 +279,7 @@ fn watch_policies(
         },
         keep,
         bump.clone(),
+        |_, _| true,
     )
 }
 

@@ -43,6 +43,7 @@ pub use shared::{Shared, keep, typed};
 pub use workload::Workload;
 use workload::strip_workload;
 
+use crate::dns_sync::tunnels::dns_status_changed;
 use crate::metrics::Metrics;
 use crate::scope::Scope;
 use cftunnel_types::names::{ANNOTATION_LEGACY_INGRESS_CLASS, APP_CLOUDFLARED, GROUP, LABEL_APP};
@@ -80,21 +81,25 @@ impl ProcessCaches {
         let generation = Arc::new(watch::channel(0u64).0);
         let labels = watch_scope.label_selector.clone().unwrap_or_default();
         let ns = watch_scope.namespace.as_deref();
-        let tunnels = Shared::start(
+        // The route reconciler reads the ids and zones of their status (DNS is written with
+        // them): a status write that moves those wakes it.
+        let tunnels = Shared::start_with_status(
             scope,
             metrics,
             "tunnels",
             |store| decode::tolerant::<Tunnel, _>(client, ns, config(&labels), store),
             keep,
             generation.clone(),
+            |old, new| dns_status_changed(old.status.as_ref(), new.status.as_ref()),
         );
-        let cluster_tunnels = Shared::start(
+        let cluster_tunnels = Shared::start_with_status(
             scope,
             metrics,
             "clustertunnels",
             |store| decode::tolerant::<ClusterTunnel, _>(client, None, config(&labels), store),
             keep,
             generation.clone(),
+            |old, new| dns_status_changed(old.status.as_ref(), new.status.as_ref()),
         );
         let bindings = Shared::start(
             scope,

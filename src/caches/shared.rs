@@ -94,12 +94,15 @@ where
     where
         E: Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
     {
-        Self::start_reading(scope, metrics, what, events, modify, generation, false)
+        Self::start_reading(scope, metrics, what, events, modify, generation, |_, _| {
+            false
+        })
     }
 
-    /// Like [`Shared::start`] for a kind whose status its readers read (an AccessPolicy's
-    /// status records the applications that open its hostnames): a status write bumps
-    /// `generation` too.
+    /// Like [`Shared::start`] for a kind part of whose status its readers read: a status
+    /// write bumps `generation` too when `read_status(old, new)` says a part they read changed
+    /// (an AccessPolicy's status records the applications that open its hostnames; a tunnel's,
+    /// the tunnel id and zones its DNS records are written with).
     pub fn start_with_status<E>(
         scope: &Scope,
         metrics: &Arc<Metrics>,
@@ -107,11 +110,20 @@ where
         events: impl FnOnce(S) -> E,
         modify: fn(&mut K),
         generation: Arc<watch::Sender<u64>>,
+        read_status: fn(&K, &K) -> bool,
     ) -> Shared<K, S>
     where
         E: Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
     {
-        Self::start_reading(scope, metrics, what, events, modify, generation, true)
+        Self::start_reading(
+            scope,
+            metrics,
+            what,
+            events,
+            modify,
+            generation,
+            read_status,
+        )
     }
 
     fn start_reading<E>(
@@ -121,7 +133,7 @@ where
         events: impl FnOnce(S) -> E,
         modify: fn(&mut K),
         generation: Arc<watch::Sender<u64>>,
-        status_read: bool,
+        read_status: fn(&K, &K) -> bool,
     ) -> Shared<K, S>
     where
         E: Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
@@ -143,10 +155,9 @@ where
             })
             .map_ok(move |event| {
                 let changed = match &event {
-                    Event::Apply(_) if status_read => true,
-                    Event::Apply(new) => before
-                        .get(&key_of(new))
-                        .is_none_or(|old| changes_more_than_status(old.meta(), new.meta())),
+                    Event::Apply(new) => before.get(&key_of(new)).is_none_or(|old| {
+                        changes_more_than_status(old.meta(), new.meta()) || read_status(&old, new)
+                    }),
                     _ => true,
                 };
                 seen.store(changed, Ordering::Relaxed);
@@ -509,6 +520,77 @@ mod tests {
                 .expect("woken")
                 .expect("joined"),
             Some("listed".to_string())
+        );
+        assert!(scope.shutdown(Duration::from_secs(5)).await);
+    }
+
+    /// A tunnel's status write that records its zone wakes the route reconciler (DNS is
+    /// written with the zone); one that moves only what DNS does not read does not.
+    #[tokio::test]
+    async fn a_status_write_wakes_readers_only_when_a_part_they_read_changed() {
+        use crate::dns_sync::tunnels::dns_status_changed;
+        use cftunnel_types::{Tunnel, TunnelStatus};
+        let scope = Scope::root("test");
+        let (events_tx, events_rx) = mpsc::unbounded_channel::<watcher::Result<Event<Tunnel>>>();
+        let events = futures::stream::unfold(events_rx, |mut rx| async move {
+            rx.recv().await.map(|event| (event, rx))
+        });
+        let generation = Arc::new(watch::channel(0u64).0);
+        let mut woken = generation.subscribe();
+        let shared: Shared<Tunnel> = Shared::start_with_status(
+            &scope,
+            &Metrics::process(),
+            "tunnels",
+            |_| events,
+            keep,
+            generation,
+            |old: &Tunnel, new: &Tunnel| {
+                dns_status_changed(old.status.as_ref(), new.status.as_ref())
+            },
+        );
+        let tunnel = |status: TunnelStatus, version: &str| -> Tunnel {
+            let mut t: Tunnel = serde_json::from_value(serde_json::json!({
+                "apiVersion": "networking.cfargotunnel.com/v1alpha2", "kind": "Tunnel",
+                "metadata": {"name": "edge", "namespace": "ns", "generation": 1, "resourceVersion": version},
+                "spec": {"newTunnel": {"name": "edge"}, "cloudflare": {"secret": "cf", "domain": "example.com"}},
+            }))
+            .expect("tunnel");
+            t.status = Some(status);
+            t
+        };
+        let send = |event| events_tx.send(Ok(event)).expect("watch task alive");
+        send(Event::Init);
+        send(Event::InitApply(tunnel(TunnelStatus::default(), "1")));
+        send(Event::InitDone);
+        assert!(shared.listed().await);
+        let wait = Duration::from_secs(10);
+        woken.borrow_and_update();
+        let zoned = TunnelStatus {
+            tunnel_id: Some("id".into()),
+            zone_id: Some("z".into()),
+            ..TunnelStatus::default()
+        };
+        send(Event::Apply(tunnel(zoned.clone(), "2")));
+        tokio::time::timeout(wait, woken.changed())
+            .await
+            .expect("the zone recorded in status wakes the readers")
+            .expect("sender alive");
+        let quiet = TunnelStatus {
+            observed_generation: Some(1),
+            ..zoned
+        };
+        send(Event::Apply(tunnel(quiet, "3")));
+        let key = ObjectRef::new("edge").within("ns");
+        for _ in 0..1000 {
+            let stored = shared.store().get(&key);
+            if stored.is_some_and(|t| t.metadata.resource_version.as_deref() == Some("3")) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(
+            !woken.has_changed().expect("sender alive"),
+            "a status write DNS does not read woke the readers"
         );
         assert!(scope.shutdown(Duration::from_secs(5)).await);
     }
