@@ -6,6 +6,8 @@ mod access;
 mod access_policy;
 #[path = "tunnel_reconciler/access_rbac.rs"]
 mod access_rbac;
+#[path = "tunnel_reconciler/access_retire.rs"]
+mod access_retire;
 #[path = "tunnel_reconciler/api_secret.rs"]
 mod api_secret;
 #[path = "tunnel_reconciler/binding_deletion.rs"]

@@ -13,7 +13,7 @@ use crate::dns_sync::TunnelRecord;
 use crate::term::finalizer::add_patch;
 use crate::term::{Context, ReconcileError};
 use cftunnel_cloudflare::{Priority, Work};
-use cftunnel_policy::access::{AccessGuard, Guarded, PolicyKey};
+use cftunnel_policy::access::{AccessGuard, Guarded, PolicyKey, TargetKey};
 use cftunnel_policy::routes::ANY_HOST;
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::access_policy::{AccessPolicy, AccessPolicyStatus};
@@ -57,9 +57,18 @@ pub(crate) async fn reconcile(
     // A protected hostname stays out of DNS until its application exists: programming it is
     // what a user waits for, in the interactive lane, one piece of work per pass.
     let work = Work::starting();
+    // The guard may come from a table computed before the policy's last edit: only targets
+    // it names now are protected (a target just removed is retired, never made again).
+    let named: BTreeSet<TargetKey> = policy.spec.target_refs.iter().map(TargetKey::of).collect();
+    let guarded = || {
+        world
+            .guard
+            .of_policy(&key)
+            .filter(|(_, g)| named.contains(&g.target))
+    };
     let mut outcomes: BTreeMap<String, Outcome> = BTreeMap::new();
     let mut by_account: BTreeMap<String, Vec<(&String, &Guarded)>> = BTreeMap::new();
-    for (hostname, guarded) in world.guard.of_policy(&key) {
+    for (hostname, guarded) in guarded() {
         if hostname == ANY_HOST {
             // No application covers every host: refused here, with no Cloudflare call (the
             // guard keeps its rules closed).
@@ -104,26 +113,33 @@ pub(crate) async fn reconcile(
     }
     // Applications of hostnames this policy no longer protects: deleted once no tunnel
     // checks their AUD (their routes render public first, or are gone).
-    let protected: BTreeSet<&String> = world.guard.of_policy(&key).map(|(h, _)| h).collect();
+    let protected: BTreeSet<&String> = guarded().map(|(h, _)| h).collect();
     let mut retiring: Vec<Recorded> = Vec::new();
     let mut waiting = false;
     let mut failed = false;
     for recorded in status::recorded_with_targets(policy) {
         let name = recorded.hostname.hostname.to_ascii_lowercase();
-        let still = protected.contains(&name)
-            && !matches!(outcomes.get(&name), Some(Outcome::Protected(p)) if p.application_id != recorded.hostname.application_id);
-        if still {
-            if let Some(Outcome::Refused { .. } | Outcome::Failed(_) | Outcome::Waiting(_)) =
-                outcomes.get(&name)
-            {
-                // Not confirmed this time, but made before: keep the record (and the rules
-                // open behind it) rather than close a working route over one failed read.
-                if !matches!(outcomes.get(&name), Some(Outcome::Refused { .. })) {
-                    outcomes.insert(name, Outcome::Protected(recorded.hostname.clone()));
-                }
-            }
+        let outcome = outcomes.get(&name);
+        if matches!(outcome, Some(Outcome::Protected(p)) if p.application_id == recorded.hostname.application_id)
+        {
+            // Recorded by this pass's outcome (a retiring one protected again included).
             continue;
         }
+        let kept = !recorded.retiring
+            && protected.contains(&name)
+            && matches!(
+                outcome,
+                None | Some(Outcome::Waiting(_) | Outcome::Failed(_))
+            );
+        if kept {
+            // Not confirmed this time, but made before: keep the record (and the rules open
+            // behind it) rather than close a working route over one failed read.
+            outcomes.insert(name, Outcome::Protected(recorded.hostname.clone()));
+            continue;
+        }
+        // No longer protected, refused (its rules close: the status opens nothing with it),
+        // or replaced by another application: deleted once no tunnel checks its AUD, and
+        // listed in `status.retiring` until then.
         if ctx.access.carries(&recorded.hostname.aud, world.live) {
             waiting = true;
             retiring.push(recorded);
@@ -144,7 +160,7 @@ pub(crate) async fn reconcile(
         .flatten()
         .filter_map(|t| t.message.clone())
         .collect();
-    for (hostname, guarded) in world.guard.of_policy(&key) {
+    for (hostname, guarded) in guarded() {
         if let Some(Outcome::Refused { reason, message }) = outcomes.get(hostname)
             && *reason == status::REASON_APPLICATION_CONFLICT
             && !told.contains(message)

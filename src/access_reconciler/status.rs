@@ -48,6 +48,8 @@ pub(crate) const REASON_ACCOUNTS_DIFFER: &str = "AccountsDiffer";
 pub(crate) struct Recorded {
     pub target: TargetKey,
     pub hostname: ProtectedHostname,
+    /// Listed to be deleted: it opens nothing.
+    pub retiring: bool,
 }
 
 /// Every application `policy`'s status records.
@@ -58,9 +60,13 @@ pub(crate) fn recorded(policy: &AccessPolicy) -> Vec<ProtectedHostname> {
         .collect()
 }
 
+/// Every application `policy`'s status records: under its targets (protecting a hostname) and
+/// in `retiring` (to delete), each once. An entry of a target whose reason is `Retiring` is
+/// how an earlier release listed a removed target's applications: retiring too.
 pub(crate) fn recorded_with_targets(policy: &AccessPolicy) -> Vec<Recorded> {
-    let targets = policy.status.as_ref().and_then(|s| s.targets.as_ref());
-    targets
+    let status = policy.status.as_ref();
+    let targets = status.and_then(|s| s.targets.as_ref());
+    let mut out: Vec<Recorded> = targets
         .into_iter()
         .flatten()
         .flat_map(|t| {
@@ -69,13 +75,39 @@ pub(crate) fn recorded_with_targets(policy: &AccessPolicy) -> Vec<Recorded> {
                 kind: t.kind.clone(),
                 name: t.name.clone(),
             };
+            let retiring = t.reason.as_deref() == Some(LEGACY_RETIRING);
             t.hostnames.iter().map(move |h| Recorded {
                 target: target.clone(),
                 hostname: h.clone(),
+                retiring,
             })
         })
-        .collect()
+        .collect();
+    for h in status
+        .and_then(|s| s.retiring.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        if !out
+            .iter()
+            .any(|r| r.hostname.application_id == h.application_id)
+        {
+            out.push(Recorded {
+                target: TargetKey {
+                    group: String::new(),
+                    kind: String::new(),
+                    name: String::new(),
+                },
+                hostname: h.clone(),
+                retiring: true,
+            });
+        }
+    }
+    out
 }
+
+/// The reason an earlier release gave a target entry that listed retiring applications.
+const LEGACY_RETIRING: &str = "Retiring";
 
 /// The status of `policy` after a reconcile: `outcomes` per hostname it protects (by the
 /// guard), `retiring` the applications still to delete.
@@ -124,33 +156,7 @@ pub(crate) fn build(
                 entry.message = Some(bounded(message));
             }
         }
-        for r in retiring.iter().filter(|r| r.target == target_key) {
-            entry.hostnames.push(r.hostname.clone());
-        }
         targets.push(entry);
-    }
-    // Applications of targets no longer named, until they are deleted: every hostname of
-    // each (a target with two hosts keeps both records, or the second would be orphaned).
-    for r in retiring {
-        let same = |t: &TargetStatus| {
-            t.group == r.target.group && t.kind == r.target.kind && t.name == r.target.name
-        };
-        if let Some(entry) = targets.iter_mut().find(|t| same(t)) {
-            if !entry.hostnames.contains(&r.hostname) {
-                entry.hostnames.push(r.hostname.clone());
-            }
-            continue;
-        }
-        targets.push(TargetStatus {
-            group: r.target.group.clone(),
-            kind: r.target.kind.clone(),
-            name: r.target.name.clone(),
-            hostnames: vec![r.hostname.clone()],
-            reason: Some("Retiring".into()),
-            message: Some(
-                "no longer protected: its application is deleted once no tunnel checks it".into(),
-            ),
-        });
     }
     targets.truncate(cftunnel_types::access_policy::MAX_TARGETS);
     // Targets refused whole: a target refused one hostname (another policy protects it) but
@@ -216,9 +222,20 @@ pub(crate) fn build(
             c
         })
         .collect();
+    // Every application still to delete, none dropped: the list shrinks only as they go.
+    let mut retiring_apps: Vec<ProtectedHostname> = Vec::new();
+    for r in retiring {
+        if !retiring_apps
+            .iter()
+            .any(|h| h.application_id == r.hostname.application_id)
+        {
+            retiring_apps.push(r.hostname.clone());
+        }
+    }
     AccessPolicyStatus {
         conditions: Some(conditions),
         targets: Some(targets),
+        retiring: (!retiring_apps.is_empty()).then_some(retiring_apps),
     }
 }
 
@@ -260,10 +277,15 @@ pub(crate) async fn write(
     }
     let api: Api<AccessPolicy> =
         Api::namespaced(ctx.client.clone(), &policy.namespace().unwrap_or_default());
+    // A merge patch keeps what it leaves out: a list that became empty is removed by name.
+    let mut body = json!({"status": status});
+    if status.retiring.is_none() {
+        body["status"]["retiring"] = serde_json::Value::Null;
+    }
     api.patch_status(
         &policy.name_any(),
         &PatchParams::default(),
-        &Patch::Merge(json!({"status": status})),
+        &Patch::Merge(body),
     )
     .await
     .map_err(|e| ReconcileError::kube("writing the AccessPolicy status", e))?;
@@ -287,6 +309,7 @@ mod tests {
                 aud: format!("aud-{hostname}"),
                 ..ProtectedHostname::default()
             },
+            retiring: false,
         }
     }
 
@@ -313,14 +336,65 @@ mod tests {
             &retiring,
             Time(jiff::Timestamp::UNIX_EPOCH),
         );
-        let old: Vec<_> = status
-            .targets
+        let hostnames: Vec<_> = status
+            .retiring
             .iter()
             .flatten()
-            .filter(|t| t.name == "old")
+            .map(|h| &h.hostname)
             .collect();
-        assert_eq!(old.len(), 1);
-        let hostnames: Vec<_> = old[0].hostnames.iter().map(|h| &h.hostname).collect();
         assert_eq!(hostnames, ["h1.example.com", "h2.example.com"]);
+        assert!(
+            status
+                .targets
+                .iter()
+                .flatten()
+                .all(|t| t.hostnames.is_empty()),
+            "a retiring application is never listed where it would open its hostname"
+        );
+    }
+
+    #[test]
+    fn more_retiring_applications_than_targets_are_all_kept_and_a_legacy_entry_is_read_as_retiring()
+    {
+        let mut policy: AccessPolicy = serde_json::from_value(json!({
+            "apiVersion": "networking.cfargotunnel.com/v1alpha2",
+            "kind": "AccessPolicy",
+            "metadata": {"name": "p", "namespace": "shop"},
+            "spec": {
+                "targetRefs": [{"group": "networking.k8s.io", "kind": "Ingress", "name": "new"}],
+                "allow": {"emails": ["a@example.com"]},
+            },
+        }))
+        .expect("policy");
+        let retiring: Vec<Recorded> = (0..40)
+            .map(|i| recorded(&format!("old-{i}"), &format!("h{i}.example.com")))
+            .collect();
+        let status = build(
+            &policy,
+            &AccessGuard::default(),
+            &BTreeMap::new(),
+            &retiring,
+            Time(jiff::Timestamp::UNIX_EPOCH),
+        );
+        assert_eq!(status.retiring.as_ref().map(Vec::len), Some(40));
+        policy.status = Some(status);
+        let read = recorded_with_targets(&policy);
+        assert_eq!(read.len(), 40);
+        assert!(read.iter().all(|r| r.retiring));
+        // A status an earlier release wrote: a removed target's entry, reason Retiring.
+        policy.status = Some(AccessPolicyStatus {
+            targets: Some(vec![TargetStatus {
+                group: "networking.k8s.io".into(),
+                kind: "Ingress".into(),
+                name: "old".into(),
+                hostnames: vec![recorded("old", "h.example.com").hostname],
+                reason: Some("Retiring".into()),
+                message: None,
+            }]),
+            ..AccessPolicyStatus::default()
+        });
+        let read = recorded_with_targets(&policy);
+        assert_eq!(read.len(), 1);
+        assert!(read[0].retiring);
     }
 }

@@ -110,7 +110,7 @@ pub(crate) fn apps_for(h: &Harness, host: &str) -> Vec<cftunnel_sim::SimAccessAp
         .collect()
 }
 
-async fn wait_app(h: &Harness, host: &str) -> cftunnel_sim::SimAccessApp {
+pub(crate) async fn wait_app(h: &Harness, host: &str) -> cftunnel_sim::SimAccessApp {
     poll_until(
         &format!("an application for {host}"),
         WAIT,
@@ -121,7 +121,12 @@ async fn wait_app(h: &Harness, host: &str) -> cftunnel_sim::SimAccessApp {
     .unwrap_or_else(|e| panic!("{e}; apps {:?}", h.sim.access_apps()))
 }
 
-async fn wait_programmed(h: &Harness, name: &str, status: &str, reason: &str) -> AccessPolicy {
+pub(crate) async fn wait_programmed(
+    h: &Harness,
+    name: &str,
+    status: &str,
+    reason: &str,
+) -> AccessPolicy {
     poll_until(
         &format!("AccessPolicy {name} Programmed={status}/{reason}"),
         WAIT,
@@ -190,7 +195,7 @@ pub(crate) async fn setup(h: &Harness) {
 }
 
 /// The Ingress `shop` of the test namespace with `spec`.
-async fn create_ingress(h: &Harness, spec: Value) {
+pub(crate) async fn create_ingress(h: &Harness, spec: Value) {
     use k8s_openapi::api::networking::v1::Ingress;
     let ingress: Ingress = serde_json::from_value(json!({
         "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",

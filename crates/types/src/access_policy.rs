@@ -20,6 +20,8 @@ pub const TARGET_KINDS: &[(&str, &str)] = &[
 ];
 /// The most targets one policy names.
 pub const MAX_TARGETS: usize = 16;
+/// Most applications `status.retiring` lists (the schema's bound).
+pub const MAX_RETIRING: usize = 256;
 /// The most entries of each `allow` list and of `policies`.
 pub const MAX_ALLOW_ENTRIES: usize = 100;
 /// The longest name of a reusable Access policy cftunnel accepts.
@@ -138,6 +140,11 @@ pub struct AccessPolicyStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 16))]
     pub targets: Option<Vec<TargetStatus>>,
+    /// Applications cftunnel made for hostnames the policy no longer protects (a target
+    /// removed, a hostname refused), until they are deleted: none opens a hostname.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 256))]
+    pub retiring: Option<Vec<ProtectedHostname>>,
 }
 
 /// What became of one target.

@@ -217,11 +217,14 @@ fn source_kind(target: &PolicyTargetRef) -> Option<SourceKind> {
     }
 }
 
-/// The application a policy's status records for `hostname`: (AUD, team).
+/// The application a policy's status records for `hostname`: (AUD, team). Only the
+/// applications under its targets open a hostname; `status.retiring` lists those to delete.
 fn recorded<'a>(policy: &'a AccessPolicy, hostname: &str) -> Option<(&'a str, &'a str)> {
     let targets = policy.status.as_ref()?.targets.as_ref()?;
     targets
         .iter()
+        // An earlier release listed a removed target's applications under it, to delete.
+        .filter(|t| t.reason.as_deref() != Some("Retiring"))
         .flat_map(|t| &t.hostnames)
         .find(|h| h.hostname.eq_ignore_ascii_case(hostname))
         .filter(|h| !h.aud.is_empty() && !h.team.is_empty())

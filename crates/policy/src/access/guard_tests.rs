@@ -115,6 +115,7 @@ fn recorded(mut p: AccessPolicy, host: &str, aud: &str) -> AccessPolicy {
             reason: None,
             message: None,
         }]),
+        retiring: None,
     });
     p
 }
@@ -341,4 +342,29 @@ fn unknown_policies_keep_a_hostname_protected_by_the_last_known_ones_as_it_is() 
         "behind its application: cloudflared checks the caller"
     );
     assert!(g.unknown.is_empty());
+}
+
+#[test]
+fn an_application_listed_to_retire_opens_nothing() {
+    let routes = table(&[("web", "a.example.com", RouteReason::Routed)]);
+    let mut p = recorded(
+        policy("staff", 0, vec![target("TunnelBinding", "web")]),
+        "a.example.com",
+        "aud-a",
+    );
+    let mut status = p.status.take().expect("status");
+    // As an earlier release listed a removed target's applications.
+    if let Some(t) = status.targets.as_mut().and_then(|t| t.first_mut()) {
+        t.reason = Some("Retiring".into());
+    }
+    let hostnames = status.targets.as_ref().expect("targets")[0].hostnames.clone();
+    status.retiring = Some(hostnames);
+    p.status = Some(status);
+    let g = guard(&[Arc::new(p)], &routes);
+    assert_eq!(
+        g.of_tunnel(&edge()).get("a.example.com"),
+        Some(&Protection::Closed {
+            why: WAITING.into()
+        })
+    );
 }
