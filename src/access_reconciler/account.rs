@@ -52,25 +52,40 @@ impl Organizations {
     }
 }
 
-/// The API credentials of a tunnel of `account` (a live one first).
+/// The start of the reason [`credentials_for`] gives when no tunnel of the account is left:
+/// nothing cftunnel runs can reach the account any more (every other failure is retried).
+pub(crate) const NO_TUNNEL_OF_ACCOUNT: &str = "no tunnel of Cloudflare account";
+
+/// The API credentials of a tunnel of `account` (a live one first). `Err` says why not: no
+/// tunnel of the account (starting with [`NO_TUNNEL_OF_ACCOUNT`]), or the API Secret of each
+/// could not be read (a transient failure, or a Secret deleted under a tunnel): never taken as
+/// "the account is out of reach".
 pub(crate) async fn credentials_for(
     ctx: &Context,
     records: &[TunnelRecord],
     account: &str,
-) -> Option<Credentials> {
+) -> Result<Credentials, String> {
     let mut candidates: Vec<&TunnelRecord> = records
         .iter()
         .filter(|r| r.status.account_id.as_deref() == Some(account))
         .collect();
     candidates.sort_by_key(|r| r.deleting);
+    let mut errors: Vec<String> = Vec::new();
     for record in candidates {
-        if let Ok(secret) =
-            read_api_secret(&ctx.client, &record.secret_namespace, &record.cloudflare).await
-        {
-            return Some(secret.credentials);
+        match read_api_secret(&ctx.client, &record.secret_namespace, &record.cloudflare).await {
+            Ok(secret) => return Ok(secret.credentials),
+            Err(error) => errors.push(format!("{}: {error}", record.identity)),
         }
     }
-    None
+    if errors.is_empty() {
+        return Err(format!(
+            "{NO_TUNNEL_OF_ACCOUNT} {account} is left to take API credentials from"
+        ));
+    }
+    Err(format!(
+        "the API Secret of no tunnel of Cloudflare account {account} can be read ({})",
+        errors.join("; ")
+    ))
 }
 
 /// Everything `hosts` (hostnames of one account) need, and what became of each.
@@ -216,12 +231,14 @@ pub(crate) async fn retire(
     recorded: &Recorded,
 ) -> Result<(), String> {
     let h = &recorded.hostname;
-    let Some(credentials) = credentials_for(ctx, records, &h.account_id).await else {
-        return Err(format!(
-            "no tunnel of Cloudflare account {} is left to take API credentials from, so its Access application {} for {} cannot be deleted; delete it in the dashboard",
-            h.account_id, h.application_id, h.hostname
-        ));
-    };
+    let credentials = credentials_for(ctx, records, &h.account_id)
+        .await
+        .map_err(|why| {
+            format!(
+                "{why}, so its Access application {} for {} cannot be deleted yet",
+                h.application_id, h.hostname
+            )
+        })?;
     let cf = ctx
         .cloudflare_at(credentials, Priority::Urgent)
         .map_err(|e| e.to_string())?;

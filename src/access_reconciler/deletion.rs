@@ -52,8 +52,14 @@ pub(crate) async fn finish(
             .filter_map(|r| r.status.account_id.clone()),
     );
     for account in accounts.iter().filter(|a| !a.is_empty()) {
-        let Some(credentials) = account::credentials_for(ctx, world.records, account).await else {
-            continue;
+        let credentials = match account::credentials_for(ctx, world.records, account).await {
+            Ok(credentials) => credentials,
+            // An account no tunnel reaches: only those its applications were in matter.
+            Err(why) if why.starts_with(account::NO_TUNNEL_OF_ACCOUNT) => continue,
+            Err(why) => {
+                problems.push(why);
+                continue;
+            }
         };
         if let Err(message) = account::delete_policies(ctx, credentials, account, &key).await {
             problems.push(message);
@@ -61,13 +67,34 @@ pub(crate) async fn finish(
     }
     let unreachable = problems
         .iter()
-        .all(|p| p.starts_with("no tunnel of Cloudflare account"));
+        .all(|p| p.starts_with(account::NO_TUNNEL_OF_ACCOUNT));
     if !problems.is_empty() && !unreachable {
         return Err(AccessError::Cleanup(problems.join("; ")));
     }
     if !problems.is_empty() {
         // Nothing here can reach those accounts any more: say what is left, and let go.
         tracing::warn!(policy = %key, left = %problems.join("; "), "AccessPolicy deleted with applications left on Cloudflare");
+        let event = kube::runtime::events::Event {
+            type_: kube::runtime::events::EventType::Warning,
+            reason: "CleanupIncomplete".into(),
+            note: Some(crate::term::events::bounded(format!(
+                "deleted with Access applications left on Cloudflare; delete them in the dashboard: {}",
+                problems.join("; ")
+            ))),
+            action: "DeleteApplications".into(),
+            secondary: None,
+        };
+        let reference = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some("networking.cfargotunnel.com/v1alpha2".into()),
+            kind: Some("AccessPolicy".into()),
+            namespace: policy.namespace(),
+            name: Some(policy.name_any()),
+            uid: policy.uid(),
+            ..Default::default()
+        };
+        if let Err(error) = ctx.recorder.publish(&event, &reference).await {
+            tracing::warn!(%error, "event not recorded");
+        }
     }
     if let Some(patch) = remove_patch(policy.finalizers(), FINALIZER) {
         let api: Api<AccessPolicy> =

@@ -92,17 +92,17 @@ pub(crate) async fn reconcile(
         }
     }
     for (account, hosts) in &by_account {
-        let Some(credentials) = account::credentials_for(ctx, world.records, account).await else {
-            for (hostname, guarded) in hosts {
-                outcomes.insert(
-                    (*hostname).clone(),
-                    Outcome::Waiting(format!(
-                        "{hostname}: the API Secret of {} cannot be read yet",
-                        names(&guarded.tunnels)
-                    )),
-                );
+        let credentials = match account::credentials_for(ctx, world.records, account).await {
+            Ok(credentials) => credentials,
+            Err(why) => {
+                for (hostname, _) in hosts {
+                    outcomes.insert(
+                        (*hostname).clone(),
+                        Outcome::Waiting(format!("{hostname}: {why}")),
+                    );
+                }
+                continue;
             }
-            continue;
         };
         let cf = ctx
             .cloudflare_at(credentials, Priority::Interactive)
@@ -224,13 +224,4 @@ fn account_of(
             "{hostname}: no tunnel serves it yet"
         ))),
     }
-}
-
-/// Tunnels named for a message: `Tunnel shop/a, Tunnel shop/b`.
-fn names(tunnels: &BTreeSet<TunnelIdentity>) -> String {
-    tunnels
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
 }

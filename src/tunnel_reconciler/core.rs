@@ -93,7 +93,11 @@ pub(crate) fn error_policy<K: TunnelKindAdapter>(
     Action::requeue(ctx.next_backoff(&obj.display()))
 }
 
-/// Deletion: cleanup on Cloudflare, then the finalizer goes, then the API Secret guard.
+/// How often a deleted tunnel looks again at the AccessPolicies it waits for.
+const ACCESS_CLEANUP_WAIT: Duration = Duration::from_secs(2);
+
+/// Deletion: cleanup on Cloudflare, then the AccessPolicies being deleted that use its
+/// credentials (`deletion_access`), then the finalizer goes, then the API Secret guard.
 async fn delete<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Arc<Context>,
@@ -112,6 +116,20 @@ async fn delete<K: TunnelKindAdapter>(
             events::warning(ctx, obj, "CleanupAbandoned", note).await;
         }
         Err(error) => return Err(error.while_deleting()),
+    }
+    let waited = match deletion::abandons_cleanup(obj) {
+        true => Vec::new(),
+        false => super::deletion_access::policies_cleaning_up(obj, ctx)
+            .await
+            .map_err(ReconcileError::while_deleting)?,
+    };
+    if !waited.is_empty() {
+        let message = format!(
+            "waiting for AccessPolicy {} to delete its Access applications with this tunnel's API credentials",
+            waited.join(", ")
+        );
+        status::report_progress(obj, ctx, ReadyReason::Deleting, &message).await?;
+        return Ok(Action::requeue(ACCESS_CLEANUP_WAIT));
     }
     finalizer::remove(obj, ctx).await?;
     ctx.forget_drift(&obj.uid().unwrap_or_default());

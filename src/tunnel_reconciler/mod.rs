@@ -8,6 +8,7 @@ pub mod access;
 pub mod apply;
 pub mod core;
 pub mod deletion;
+mod deletion_access;
 pub(crate) mod deletion_pods;
 pub(crate) mod deletion_target;
 mod departures;

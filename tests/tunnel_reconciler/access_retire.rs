@@ -163,3 +163,42 @@ async fn a_recorded_hostname_refused_later_closes_loses_its_application_and_the_
     assert!(closed(&rule), "refused stays closed: {rule}");
     delete_policy_and_wait_for_nothing_left(&h, "staff").await;
 }
+
+#[tokio::test]
+async fn deleting_the_namespace_of_the_accounts_last_tunnel_and_its_policy_leaves_nothing_at_cloudflare()
+ {
+    use k8s_openapi::api::core::v1::Namespace;
+    let h = Harness::start("tr-access-nsdel").await;
+    setup(&h).await;
+    route(&h, "web-a", "a.example.com").await;
+    create_policy(&h, "staff", json!([binding_target("web-a")])).await;
+    wait_programmed(&h, "staff", "True", "Programmed").await;
+    wait_app(&h, "a.example.com").await;
+    wait_rule(&h, "a.example.com", "behind Access", behind_access).await;
+    assert_eq!(h.sim.access_policies().len(), 1);
+
+    let namespaces: kube::Api<Namespace> = kube::Api::all(h.admin.clone());
+    namespaces
+        .delete(&h.ns, &DeleteParams::default())
+        .await
+        .expect("delete the namespace");
+    h.wait_gone(&namespaces, &h.ns).await;
+    assert!(
+        h.sim.access_apps().is_empty(),
+        "applications left: {:?}",
+        h.sim.access_apps()
+    );
+    assert!(
+        h.sim.access_policies().is_empty(),
+        "reusable policies left: {:?}",
+        h.sim.access_policies()
+    );
+    assert!(
+        h.live_tunnels().is_empty(),
+        "the tunnel deleted on Cloudflare"
+    );
+    assert!(
+        crate::routes::records(&h, "a.example.com").is_empty(),
+        "its DNS record removed"
+    );
+}

@@ -357,7 +357,9 @@ fn an_application_listed_to_retire_opens_nothing() {
     if let Some(t) = status.targets.as_mut().and_then(|t| t.first_mut()) {
         t.reason = Some("Retiring".into());
     }
-    let hostnames = status.targets.as_ref().expect("targets")[0].hostnames.clone();
+    let hostnames = status.targets.as_ref().expect("targets")[0]
+        .hostnames
+        .clone();
     status.retiring = Some(hostnames);
     p.status = Some(status);
     let g = guard(&[Arc::new(p)], &routes);

@@ -1,0 +1,116 @@
+//! A deleted tunnel waits for the AccessPolicies being deleted beside it (docs/design.md §3.7).
+//!
+//! An AccessPolicy deletes its Access applications with the API credentials of a tunnel of
+//! their account. When a namespace holding the account's last tunnel, its API Secret, routes
+//! and a policy is deleted, everything goes at once: a tunnel that finished first would take
+//! its record (where the policy finds the credentials) and release its API Secret's guard, and
+//! the applications would be left at Cloudflare. So the tunnel's finalizer stays until every
+//! AccessPolicy of its namespace that is being deleted and records an application in the
+//! tunnel's account has finished (the policy never waits for a tunnel being deleted, so the two
+//! cannot wait for each other).
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+
+use crate::term::{Context, ReconcileError, TunnelKindAdapter};
+use cftunnel_types::access_policy::AccessPolicy;
+use cftunnel_types::names::FINALIZER;
+
+/// The AccessPolicies `obj`'s deletion waits for, as `namespace/name` (empty: none).
+pub(crate) async fn policies_cleaning_up<K: TunnelKindAdapter>(
+    obj: &K,
+    ctx: &Context,
+) -> Result<Vec<String>, ReconcileError> {
+    let Some(account) = obj
+        .tunnel_status()
+        .and_then(|s| s.account_id.clone())
+        .filter(|a| !a.is_empty())
+    else {
+        return Ok(Vec::new());
+    };
+    let namespace = obj.managed_namespace(ctx);
+    let api: Api<AccessPolicy> = Api::namespaced(ctx.client.clone(), &namespace);
+    let policies = match api.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        // No such kind: no policy can hold an application.
+        Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Vec::new()),
+        // Policies it may not read cannot be waited for; the deletion goes on (the Ready of
+        // its tunnels says AccessPolicies are unknown already).
+        Err(kube::Error::Api(e)) if e.code == 403 => {
+            tracing::warn!(object = %obj.display(), error = %e.message, "AccessPolicies cannot be listed: the deletion does not wait for their applications");
+            return Ok(Vec::new());
+        }
+        Err(e) => return Err(ReconcileError::kube("listing AccessPolicies", e)),
+    };
+    Ok(policies
+        .iter()
+        .filter(|p| waits_for(p, &account))
+        .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
+        .collect())
+}
+
+/// Is `policy` being deleted, holding cftunnel's finalizer, with an application in `account`?
+fn waits_for(policy: &AccessPolicy, account: &str) -> bool {
+    let Some(status) = policy.status.as_ref() else {
+        return false;
+    };
+    let recorded = status
+        .targets
+        .iter()
+        .flatten()
+        .flat_map(|t| &t.hostnames)
+        .chain(status.retiring.iter().flatten());
+    policy.metadata.deletion_timestamp.is_some()
+        && policy.finalizers().iter().any(|f| f == FINALIZER)
+        && recorded
+            .into_iter()
+            .any(|h| h.account_id.eq_ignore_ascii_case(account))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn policy(deleting: bool, finalizer: bool, account: &str, retiring: bool) -> AccessPolicy {
+        let app = serde_json::json!({"hostname": "a.example.com", "applicationId": "app",
+            "aud": "aud", "team": "acme", "accountId": account});
+        let status = if retiring {
+            serde_json::json!({"retiring": [app]})
+        } else {
+            serde_json::json!({"targets": [{"group": "", "kind": "Service", "name": "web", "hostnames": [app]}]})
+        };
+        let mut p: AccessPolicy = serde_json::from_value(serde_json::json!({
+            "apiVersion": "networking.cfargotunnel.com/v1alpha2", "kind": "AccessPolicy",
+            "metadata": {"name": "staff", "namespace": "shop"},
+            "spec": {"targetRefs": [{"group": "", "kind": "Service", "name": "web"}],
+                     "allow": {"emails": ["a@example.com"]}},
+            "status": status,
+        }))
+        .expect("policy");
+        if deleting {
+            p.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        }
+        if finalizer {
+            p.metadata.finalizers = Some(vec![FINALIZER.to_string()]);
+        }
+        p
+    }
+
+    #[test]
+    fn only_a_policy_being_deleted_with_an_application_in_the_account_is_waited_for() {
+        assert!(waits_for(&policy(true, true, "ACCT", false), "acct"));
+        assert!(
+            waits_for(&policy(true, true, "acct", true), "acct"),
+            "retiring"
+        );
+        assert!(
+            !waits_for(&policy(false, true, "acct", false), "acct"),
+            "live"
+        );
+        assert!(
+            !waits_for(&policy(true, false, "acct", false), "acct"),
+            "done"
+        );
+        assert!(!waits_for(&policy(true, true, "other", false), "acct"));
+    }
+}
