@@ -136,6 +136,15 @@ pub(crate) async fn program(
         }
     }
     for name in &spec.policies {
+        if cftunnel_policy::rules::access_policy::is_cftunnel_policy_name(name) {
+            // Admission refuses it; one stored around the webhook is refused here too.
+            return every(Outcome::Refused {
+                reason: REASON_POLICY_NOT_FOUND,
+                message: format!(
+                    "spec.policies names {name:?}, a reusable policy cftunnel keeps for an AccessPolicy; name one made in the dashboard"
+                ),
+            });
+        }
         match listed.iter().find(|p| &p.name == name) {
             Some(policy) => ids.push(policy.id.clone()),
             None => {

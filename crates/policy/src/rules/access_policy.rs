@@ -160,6 +160,11 @@ fn check_policies(spec: &AccessPolicySpec, v: &mut Verdict) {
                 field,
                 format!("is longer than {MAX_POLICY_NAME} characters; give the name of a reusable Access policy of the account"),
             );
+        } else if is_cftunnel_policy_name(name) {
+            v.deny(
+                field,
+                format!("{name:?} is a reusable policy cftunnel keeps for an AccessPolicy: its rules are that policy's to change, not this one's; name a reusable policy made in the dashboard, or put the people in spec.allow"),
+            );
         } else if !seen.insert(name.as_str()) {
             v.deny(
                 field,
@@ -167,6 +172,16 @@ fn check_policies(spec: &AccessPolicySpec, v: &mut Verdict) {
             );
         }
     }
+}
+
+/// Is `name` one cftunnel gives the reusable policy of an AccessPolicy (`crate::access::names`)?
+/// Such a policy follows another AccessPolicy's `allow`: naming it would let that policy's
+/// author decide who reaches this one's routes.
+pub fn is_cftunnel_policy_name(name: &str) -> bool {
+    let head = format!("{}AccessPolicy ", crate::dns::MARKER_PREFIX);
+    name.trim_start()
+        .get(..head.len())
+        .is_some_and(|start| start.eq_ignore_ascii_case(&head))
 }
 
 fn check_session_duration(duration: &str, v: &mut Verdict) {

@@ -205,6 +205,21 @@ fn policy_names_are_non_empty_bounded_and_distinct() {
 }
 
 #[test]
+fn a_reusable_policy_cftunnel_keeps_for_another_access_policy_cannot_be_named() {
+    let mut value = good();
+    value["policies"] = json!([
+        "cftunnel AccessPolicy other/admins cluster=0b7c",
+        "CFTUNNEL accesspolicy shop/staff cluster=0b7c service-tokens",
+        "cftunnel-ops",
+    ]);
+    let denied = denials(value);
+    assert_eq!(denied.len(), 2, "{denied:?}");
+    assert!(denied[0].starts_with("spec.policies[0]: \"cftunnel AccessPolicy other/admins"));
+    assert!(denied[0].contains("name a reusable policy made in the dashboard"));
+    assert!(denied[1].starts_with("spec.policies[1]: "));
+}
+
+#[test]
 fn session_durations_are_go_durations_from_a_minute_to_thirty_days() {
     for ok in ["1m", "30m", "24h", "1h30m", "720h", "90s"] {
         let mut value = good();
