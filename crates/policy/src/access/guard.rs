@@ -398,3 +398,7 @@ fn tunnels_serving(table: &RouteTable) -> BTreeMap<String, BTreeSet<TunnelIdenti
 #[cfg(test)]
 #[path = "guard_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "invariant_props.rs"]
+mod invariant_props;
