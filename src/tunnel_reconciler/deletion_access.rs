@@ -5,9 +5,10 @@
 //! and a policy is deleted, everything goes at once: a tunnel that finished first would take
 //! its record (where the policy finds the credentials) and release its API Secret's guard, and
 //! the applications would be left at Cloudflare. So the tunnel's finalizer stays until every
-//! AccessPolicy of its namespace that is being deleted and records an application in the
-//! tunnel's account has finished (the policy never waits for a tunnel being deleted, so the two
-//! cannot wait for each other).
+//! AccessPolicy of its namespace that records an application in the tunnel's account and is
+//! being deleted (or whose namespace is: the namespace controller deletes kinds in its own
+//! order, a Tunnel often before an AccessPolicy) has finished. The policy never waits for a
+//! tunnel being deleted, so the two cannot wait for each other.
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 
@@ -28,6 +29,15 @@ pub(crate) async fn policies_cleaning_up<K: TunnelKindAdapter>(
         return Ok(Vec::new());
     };
     let namespace = obj.managed_namespace(ctx);
+    // Namespaces are listed, not read: cftunnel's RBAC reads one namespace by name only
+    // (kube-system, for the cluster's identity).
+    let terminating = Api::<k8s_openapi::api::core::v1::Namespace>::all(ctx.client.clone())
+        .list_metadata(&ListParams::default().fields(&format!("metadata.name={namespace}")))
+        .await
+        .map_err(|e| ReconcileError::kube("reading the tunnel's namespace", e))?
+        .items
+        .first()
+        .is_none_or(|ns| ns.metadata.deletion_timestamp.is_some());
     let api: Api<AccessPolicy> = Api::namespaced(ctx.client.clone(), &namespace);
     let policies = match api.list(&ListParams::default()).await {
         Ok(list) => list.items,
@@ -43,13 +53,14 @@ pub(crate) async fn policies_cleaning_up<K: TunnelKindAdapter>(
     };
     Ok(policies
         .iter()
-        .filter(|p| waits_for(p, &account))
+        .filter(|p| waits_for(p, &account, terminating))
         .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
         .collect())
 }
 
-/// Is `policy` being deleted, holding cftunnel's finalizer, with an application in `account`?
-fn waits_for(policy: &AccessPolicy, account: &str) -> bool {
+/// Is `policy` being deleted (or its namespace, `terminating`), holding cftunnel's finalizer,
+/// with an application in `account`?
+fn waits_for(policy: &AccessPolicy, account: &str, terminating: bool) -> bool {
     let Some(status) = policy.status.as_ref() else {
         return false;
     };
@@ -59,7 +70,7 @@ fn waits_for(policy: &AccessPolicy, account: &str) -> bool {
         .flatten()
         .flat_map(|t| &t.hostnames)
         .chain(status.retiring.iter().flatten());
-    policy.metadata.deletion_timestamp.is_some()
+    (terminating || policy.metadata.deletion_timestamp.is_some())
         && policy.finalizers().iter().any(|f| f == FINALIZER)
         && recorded
             .into_iter()
@@ -97,20 +108,22 @@ mod tests {
     }
 
     #[test]
-    fn only_a_policy_being_deleted_with_an_application_in_the_account_is_waited_for() {
-        assert!(waits_for(&policy(true, true, "ACCT", false), "acct"));
+    fn a_policy_being_deleted_or_in_a_namespace_being_deleted_with_an_application_is_waited_for() {
+        let waits = |deleting, finalizer, account, retiring, terminating| {
+            waits_for(
+                &policy(deleting, finalizer, account, retiring),
+                "acct",
+                terminating,
+            )
+        };
+        assert!(waits(true, true, "ACCT", false, false));
+        assert!(waits(true, true, "acct", true, false), "retiring");
+        assert!(!waits(false, true, "acct", false, false), "live");
         assert!(
-            waits_for(&policy(true, true, "acct", true), "acct"),
-            "retiring"
+            waits(false, true, "acct", false, true),
+            "live in a namespace being deleted: it goes soon"
         );
-        assert!(
-            !waits_for(&policy(false, true, "acct", false), "acct"),
-            "live"
-        );
-        assert!(
-            !waits_for(&policy(true, false, "acct", false), "acct"),
-            "done"
-        );
-        assert!(!waits_for(&policy(true, true, "other", false), "acct"));
+        assert!(!waits(true, false, "acct", false, true), "done");
+        assert!(!waits(true, true, "other", false, true), "another account");
     }
 }

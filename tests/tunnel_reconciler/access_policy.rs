@@ -14,6 +14,7 @@ use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use serde_json::{Value, json};
 
+use crate::access_invariant::RenderWatch;
 use crate::harness::{Harness, POLL, TOKEN, WAIT};
 use crate::routes::{API_SECRET, bindings, create_binding, create_service, records, wait_records};
 
@@ -217,6 +218,7 @@ pub(crate) async fn route(h: &Harness, binding: &str, host: &str) {
 async fn a_public_binding_protected_closes_first_opens_behind_its_application_and_opens_again_when_the_policy_goes()
  {
     let h = Harness::start("tr-access").await;
+    let watch = RenderWatch::start(&h);
     setup(&h).await;
     route(&h, "web-a", "a.example.com").await;
     route(&h, "web-b", "b.example.com").await;
@@ -236,6 +238,7 @@ async fn a_public_binding_protected_closes_first_opens_behind_its_application_an
     .await;
     let closed_rule = wait_rule(&h, "a.example.com", "the rules closed", closed).await;
     assert!(closed(&closed_rule));
+    watch.protect("a.example.com").await;
     assert!(
         apps_for(&h, "a.example.com").is_empty(),
         "closed before the application exists"
@@ -284,6 +287,7 @@ async fn a_public_binding_protected_closes_first_opens_behind_its_application_an
         "{recorded:?}"
     );
     let b_app = wait_app(&h, "b.example.com").await;
+    watch.protect("b.example.com").await;
 
     // Deleting a target deletes its application.
     bindings(&h)
@@ -306,6 +310,7 @@ async fn a_public_binding_protected_closes_first_opens_behind_its_application_an
         Operation::DeleteAccessApp,
         Fault::latency(Duration::from_secs(3)),
     );
+    watch.release("a.example.com").await;
     policies(&h)
         .delete("staff", &DeleteParams::default())
         .await
@@ -331,11 +336,14 @@ async fn a_public_binding_protected_closes_first_opens_behind_its_application_an
         1,
         "its DNS record stays"
     );
+    watch.assert_held();
 }
 
 #[tokio::test]
 async fn a_new_protected_route_whose_application_is_refused_gets_no_dns_and_no_open_rule() {
     let h = Harness::start("tr-access-403").await;
+    let watch = RenderWatch::start(&h);
+    watch.protect_from("new.example.com", 0);
     setup(&h).await;
     h.sim
         .inject(Operation::CreateAccessApp, Fault::fail_next(1_000_000, 403));
@@ -365,6 +373,7 @@ async fn a_new_protected_route_whose_application_is_refused_gets_no_dns_and_no_o
     // CNAME and TXT, once the application exists.
     wait_records(&h, "new.example.com", 1).await;
     wait_programmed(&h, "staff", "True", "Programmed").await;
+    watch.assert_held();
 }
 
 #[tokio::test]
@@ -430,6 +439,7 @@ async fn an_account_without_zero_trust_keeps_the_routes_closed_and_says_so() {
 #[tokio::test]
 async fn labelled_service_and_ingress_targets_are_protected_like_a_binding() {
     let h = Harness::start("tr-access-kinds").await;
+    let watch = RenderWatch::start(&h);
     setup(&h).await;
     create_service(
         &h,
@@ -470,6 +480,7 @@ async fn labelled_service_and_ingress_targets_are_protected_like_a_binding() {
             json!({"required": true, "teamName": TEAM, "audTag": [app.aud]}),
             "{host}"
         );
+        watch.protect(host).await;
         wait_records(&h, host, 1).await;
     }
     let (text, _) = config(&h).await;
@@ -486,6 +497,7 @@ async fn labelled_service_and_ingress_targets_are_protected_like_a_binding() {
         kinds,
         [("Service".to_string(), 1), ("Ingress".to_string(), 1)]
     );
+    watch.assert_held();
 }
 
 #[tokio::test]
@@ -537,6 +549,10 @@ async fn a_remotely_managed_tunnel_gets_the_same_protection_in_its_pushed_config
         "{open}"
     );
     wait_records(&h, "r.example.com", 1).await;
+    assert!(
+        crate::access_invariant::assert_pushed_protected(&h, &["r.example.com"]) > 0,
+        "no pushed configuration was checked"
+    );
 }
 
 #[tokio::test]

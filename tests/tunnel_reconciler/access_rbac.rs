@@ -82,6 +82,9 @@ async fn access_policies_rbac_forbids_reading_open_nothing_and_say_why_until_it_
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
+    let watch = crate::access_invariant::RenderWatch::start(&h);
+    // Created before anything of it can be read: never open until its application exists.
+    watch.protect_from("a.example.com", 0);
     h.start_operator_with(client);
     setup(&h).await;
     route(&h, "web-a", "a.example.com").await;
@@ -123,6 +126,7 @@ async fn access_policies_rbac_forbids_reading_open_nothing_and_say_why_until_it_
     assert_eq!(open["originRequest"]["access"]["teamName"], TEAM);
     h.wait_reason(&h.tunnels(), "edge", "Ready").await;
     crate::routes::wait_records(&h, "a.example.com", 1).await;
+    watch.assert_held();
 
     let bindings: Api<ClusterRoleBinding> = Api::all(h.admin.clone());
     for name in [user.clone(), format!("{user}-full")] {

@@ -8,6 +8,7 @@ use cftunnel_testenv::poll_until;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
+use crate::access_invariant::RenderWatch;
 use crate::access_policy::{
     apps_for, binding_target, closed, create_ingress, create_policy, policies, public, route,
     setup, wait_app, wait_programmed, wait_rule,
@@ -48,6 +49,7 @@ fn behind_access(rule: &serde_json::Value) -> bool {
 async fn a_target_with_two_hosts_replaced_while_deletes_fail_keeps_both_applications_until_they_go()
 {
     let h = Harness::start("tr-access-retire").await;
+    let watch = RenderWatch::start(&h);
     setup(&h).await;
     let class_name = h.create_ingress_class("edge").await;
     let backend = json!({"service": {"name": "web", "port": {"number": 80}}});
@@ -68,11 +70,15 @@ async fn a_target_with_two_hosts_replaced_while_deletes_fail_keeps_both_applicat
     ];
     for host in ["h1.example.com", "h2.example.com"] {
         wait_rule(&h, host, "behind Access", behind_access).await;
+        watch.protect(host).await;
     }
 
     // Deletes refused: the Ingress is replaced by a binding in targetRefs.
     h.sim
         .inject(Operation::DeleteAccessApp, Fault::error_rate(1.0, 403));
+    for host in ["h1.example.com", "h2.example.com"] {
+        watch.release(host).await;
+    }
     policies(&h)
         .patch(
             "staff",
@@ -126,18 +132,21 @@ async fn a_target_with_two_hosts_replaced_while_deletes_fail_keeps_both_applicat
     .await
     .unwrap_or_else(|e| panic!("{e}"));
     delete_policy_and_wait_for_nothing_left(&h, "staff").await;
+    watch.assert_held();
 }
 
 #[tokio::test]
 async fn a_recorded_hostname_refused_later_closes_loses_its_application_and_the_policy_deletes_cleanly()
  {
     let h = Harness::start("tr-access-refused").await;
+    let watch = RenderWatch::start(&h);
     setup(&h).await;
     route(&h, "web-a", "a.example.com").await;
     create_policy(&h, "staff", json!([binding_target("web-a")])).await;
     wait_programmed(&h, "staff", "True", "Programmed").await;
     let app = wait_app(&h, "a.example.com").await;
     wait_rule(&h, "a.example.com", "behind Access", behind_access).await;
+    watch.protect("a.example.com").await;
 
     // A reusable policy the account does not have: the hostname is refused.
     policies(&h)
@@ -161,7 +170,9 @@ async fn a_recorded_hostname_refused_later_closes_loses_its_application_and_the_
     .unwrap_or_else(|e| panic!("{e}; apps {:?}", h.sim.access_apps()));
     let rule = crate::access_policy::rule(&h, "a.example.com").await;
     assert!(closed(&rule), "refused stays closed: {rule}");
+    watch.release("a.example.com").await;
     delete_policy_and_wait_for_nothing_left(&h, "staff").await;
+    watch.assert_held();
 }
 
 #[tokio::test]
