@@ -2,6 +2,8 @@
 //! Cloudflare, the operator running with the shipped RBAC as its own ServiceAccount user.
 #[path = "tunnel_reconciler/access.rs"]
 mod access;
+#[path = "tunnel_reconciler/access_conflict.rs"]
+mod access_conflict;
 #[path = "tunnel_reconciler/access_invariant.rs"]
 mod access_invariant;
 #[path = "tunnel_reconciler/access_policy.rs"]

@@ -23,6 +23,7 @@ pub mod gateway;
 mod objects;
 mod scope;
 mod shared;
+mod tunnel_status;
 mod workload;
 
 use std::sync::Arc;
@@ -40,10 +41,10 @@ pub use objects::{Keep, Objects};
 pub use scope::WatchScope;
 pub(crate) use scope::{config, namespaced};
 pub use shared::{Shared, keep, typed};
+use tunnel_status::dns_status_changed;
 pub use workload::Workload;
 use workload::strip_workload;
 
-use crate::dns_sync::tunnels::dns_status_changed;
 use crate::metrics::Metrics;
 use crate::scope::Scope;
 use cftunnel_types::names::{ANNOTATION_LEGACY_INGRESS_CLASS, APP_CLOUDFLARED, GROUP, LABEL_APP};

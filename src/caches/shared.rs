@@ -528,7 +528,7 @@ mod tests {
     /// written with the zone); one that moves only what DNS does not read does not.
     #[tokio::test]
     async fn a_status_write_wakes_readers_only_when_a_part_they_read_changed() {
-        use crate::dns_sync::tunnels::dns_status_changed;
+        use crate::caches::tunnel_status::dns_status_changed;
         use cftunnel_types::{Tunnel, TunnelStatus};
         let scope = Scope::root("test");
         let (events_tx, events_rx) = mpsc::unbounded_channel::<watcher::Result<Event<Tunnel>>>();

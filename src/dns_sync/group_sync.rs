@@ -10,7 +10,7 @@ use crate::dns_sync::schedule::{
 };
 use crate::dns_sync::sync_zone;
 use crate::term::Context;
-use cftunnel_cloudflare::{Priority, Work};
+use cftunnel_cloudflare::Priority;
 use cftunnel_policy::dns::{DnsOptions, SharedHostname, ZoneDns};
 use cftunnel_types::TunnelIdentity;
 
@@ -72,10 +72,13 @@ pub(super) async fn sync_once(
         Ok(credentials) => credentials.clone(),
         Err(error) => return everyone(format!("DNS records not synced: {error}")),
     };
-    // The sync's calls are one piece of work, dated when it starts: a newer request of a user
-    // arriving meanwhile takes its lane's newest turn from it, not the other way round.
+    // Each call is dated when it is made, so it takes its lane's newest turn: the sync holds the
+    // zone's lock from its first read to its last write, and a deletion of a tunnel of the zone
+    // (Urgent) waits for that lock. Dated once at its start, a sync was overtaken by every newer
+    // request of its lane and the oldest in turn, and held a deletion for 50 s at 20 requests
+    // per 15 s.
     let client = match ctx.cloudflare_at(credentials, priority) {
-        Ok(client) => client.for_work(Work::starting()),
+        Ok(client) => client,
         Err(error) => return everyone(format!("DNS records not synced: {error}")),
     };
     // Tunnels being deleted are left out once their deletion has the zone (see `DnsGuard`).

@@ -19,7 +19,7 @@ mod report;
 mod schedule;
 mod single;
 pub mod task;
-pub(crate) mod tunnels;
+mod tunnels;
 mod zone;
 
 pub(crate) use previous_zones::MAX_ZONES as MAX_RECORDED_ZONES;

@@ -120,7 +120,7 @@ pub struct Context {
     /// Per-zone record quota facts, shared by the DNS task and deletions like `batch_memory`.
     quota_memory: QuotaMemory,
     /// Every tunnel's routes, published by the route reconciler.
-    pub routes: std::sync::Arc<cftunnel_policy::routes::RouteIndex>,
+    pub routes: std::sync::Arc<cftunnel_policy::published::RouteIndex>,
     /// Other clusters' hostnames on each tunnel, published by the route reconciler from the
     /// DNS task's findings.
     pub shared_tunnels: super::shared::SharedTunnels,

@@ -151,14 +151,11 @@ impl AccessGuard {
     ) {
         self.unknown_why = why.to_string();
         for (tunnel, routes) in &table.tunnels {
+            // Open means served with no protection at all: a hostname behind Access then is
+            // not public now because its policy can no longer be seen protecting it.
             let was_open: BTreeSet<String> = match baseline {
                 Some((old_table, old_guard)) => {
-                    let closed: BTreeSet<String> = old_guard
-                        .of_tunnel(tunnel)
-                        .into_iter()
-                        .filter(|(_, p)| matches!(p, Protection::Closed { .. }))
-                        .map(|(h, _)| h)
-                        .collect();
+                    let protected = old_guard.of_tunnel(tunnel);
                     old_table
                         .tunnels
                         .get(tunnel)
@@ -166,7 +163,7 @@ impl AccessGuard {
                         .flat_map(|r| r.entries.iter())
                         .filter(|e| e.reason.is_served())
                         .map(|e| e.hostname.to_ascii_lowercase())
-                        .filter(|h| !closed.contains(h))
+                        .filter(|h| !protected.contains_key(h))
                         .collect()
                 }
                 None => BTreeSet::new(),

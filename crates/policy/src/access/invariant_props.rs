@@ -298,9 +298,17 @@ impl World {
         if targeting.is_empty() {
             return None;
         }
+        // While unknown, the watch still holds what it last read: an application recorded
+        // then is checked until the policies can be read again (one replaced meanwhile is
+        // deleted, so its AUD lets no one in).
+        let last_read = match (&self.last_read, self.unknown) {
+            (Some(last), true) => last.values().collect(),
+            _ => Vec::new(),
+        };
         Some(
             targeting
-                .iter()
+                .into_iter()
+                .chain(last_read)
                 .filter_map(|p| p.recorded.get(&h))
                 .filter(|(_, retiring)| !retiring)
                 .map(|(aud, _)| aud.clone())

@@ -62,6 +62,17 @@ mod tests {
     }
 
     #[test]
+    fn admission_knows_the_names_of_cftunnels_reusable_policies() {
+        use crate::rules::access_policy::is_cftunnel_policy_name;
+        let us = ClusterId::new("c1").expect("id");
+        let name = policy_name(&us, &key("staff"));
+        assert!(is_cftunnel_policy_name(&name), "{name}");
+        let tokens = format!("{name}{}", crate::access::desired::SERVICE_TOKENS_SUFFIX);
+        assert!(is_cftunnel_policy_name(&tokens));
+        assert!(!is_cftunnel_policy_name("staff"));
+    }
+
+    #[test]
     fn only_the_exact_name_of_this_cluster_and_policy_is_ours() {
         let us = ClusterId::new("c1").expect("id");
         let them = ClusterId::new("c2").expect("id");

@@ -66,7 +66,7 @@ mod source_tests;
 mod target_tests;
 
 pub use claims::model_claims;
-pub use index::{RouteIndex, changed_tunnels};
+pub use index::changed_tunnels;
 pub use model::compute_routes;
 pub use route::{
     ANY_HOST, AccessCheck, OriginRequest, OriginSettings, PathKind, Precedence, Route,

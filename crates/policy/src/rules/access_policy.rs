@@ -174,14 +174,17 @@ fn check_policies(spec: &AccessPolicySpec, v: &mut Verdict) {
     }
 }
 
-/// Is `name` one cftunnel gives the reusable policy of an AccessPolicy (`crate::access::names`)?
-/// Such a policy follows another AccessPolicy's `allow`: naming it would let that policy's
-/// author decide who reaches this one's routes.
+/// How the name cftunnel gives the reusable policy of an AccessPolicy starts
+/// (`crate::access::names::policy_name`, whose tests hold the two together).
+pub const CFTUNNEL_POLICY_PREFIX: &str = "cftunnel AccessPolicy ";
+
+/// Is `name` one cftunnel gives the reusable policy of an AccessPolicy? Such a policy follows
+/// another AccessPolicy's `allow`: naming it would let that policy's author decide who reaches
+/// this one's routes.
 pub fn is_cftunnel_policy_name(name: &str) -> bool {
-    let head = format!("{}AccessPolicy ", crate::dns::MARKER_PREFIX);
     name.trim_start()
-        .get(..head.len())
-        .is_some_and(|start| start.eq_ignore_ascii_case(&head))
+        .get(..CFTUNNEL_POLICY_PREFIX.len())
+        .is_some_and(|start| start.eq_ignore_ascii_case(CFTUNNEL_POLICY_PREFIX))
 }
 
 fn check_session_duration(duration: &str, v: &mut Verdict) {

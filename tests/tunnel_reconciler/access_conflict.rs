@@ -1,0 +1,107 @@
+//! One owner per protected hostname (docs/design.md §3.7), end to end: a second AccessPolicy
+//! naming an object that routes a hostname another policy protects is refused for it, its
+//! status naming the older policy, and makes no application; every rule of the hostname keeps
+//! checking the older policy's application.
+use std::time::Duration;
+
+use cftunnel_testenv::poll_until;
+use serde_json::{Value, json};
+
+use crate::access_invariant::RenderWatch;
+use crate::access_policy::{
+    apps_for, binding_target, create_policy, policies, setup, wait_app, wait_programmed,
+};
+use crate::harness::{Harness, POLL, WAIT};
+use crate::routes::create_binding;
+
+/// Every rule of `host` in the tunnel's config.yaml.
+async fn rules_of(h: &Harness, host: &str) -> Vec<Value> {
+    let cms: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(h.admin.clone(), &h.ns);
+    let text = cms
+        .get_opt("edge")
+        .await
+        .ok()
+        .flatten()
+        .and_then(|c| c.data)
+        .and_then(|d| d.get("config.yaml").cloned())
+        .unwrap_or_default();
+    let config: Value = serde_yaml_ng::from_str(&text).unwrap_or(Value::Null);
+    config["ingress"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["hostname"] == host)
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn a_second_policy_on_a_protected_hostname_is_refused_naming_the_first_and_makes_nothing() {
+    let h = Harness::start("tr-access-second").await;
+    let watch = RenderWatch::start(&h);
+    setup(&h).await;
+    let host = "a.example.com";
+    create_binding(
+        &h,
+        "web-a",
+        json!([{"name": "web", "spec": {"fqdn": host}}]),
+    )
+    .await;
+    create_binding(
+        &h,
+        "web-api",
+        json!([{"name": "web", "spec": {"fqdn": host, "path": "/api"}}]),
+    )
+    .await;
+    create_policy(&h, "older", json!([binding_target("web-a")])).await;
+    wait_programmed(&h, "older", "True", "Programmed").await;
+    let app = wait_app(&h, host).await;
+    // Creation times have a resolution of a second: the second policy is newer by one.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    create_policy(&h, "newer", json!([binding_target("web-api")])).await;
+
+    let refused = poll_until(
+        "the newer policy refused for the hostname",
+        WAIT,
+        POLL,
+        || async {
+            let p = policies(&h).get("newer").await.ok()?;
+            let target = p.status?.targets?.into_iter().next()?;
+            (target.reason.as_deref() == Some("TargetConflict")).then_some(target)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let message = refused.message.unwrap_or_default();
+    assert!(
+        message.contains(&format!("older AccessPolicy {}/older", h.ns)) && message.contains(host),
+        "{message}"
+    );
+    assert!(
+        refused.hostnames.is_empty(),
+        "no application recorded for it"
+    );
+    // Both rules of the hostname check the older policy's application, and only it exists.
+    let checked = poll_until(
+        "every rule of the hostname behind Access",
+        WAIT,
+        POLL,
+        || async {
+            let rules = rules_of(&h, host).await;
+            (rules.len() == 2
+                && rules
+                    .iter()
+                    .all(|r| r["originRequest"]["access"]["audTag"] == json!([app.aud])))
+            .then_some(rules)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(checked.len(), 2);
+    watch.protect(host).await;
+    let apps = apps_for(&h, host);
+    assert_eq!(apps.len(), 1, "{apps:?}");
+    assert!(apps[0].name.contains("/older "), "{}", apps[0].name);
+    watch.assert_held();
+}
