@@ -54,8 +54,16 @@ pub(crate) async fn finish(
     for account in accounts.iter().filter(|a| !a.is_empty()) {
         let credentials = match account::credentials_for(ctx, world.records, account).await {
             Ok(credentials) => credentials,
-            // An account no tunnel reaches: only those its applications were in matter.
-            Err(why) if why.starts_with(account::NO_TUNNEL_OF_ACCOUNT) => continue,
+            // An account no tunnel reaches: its reusable policies are left, and said so when
+            // this policy had applications there.
+            Err(why) if why.starts_with(account::NO_TUNNEL_OF_ACCOUNT) => {
+                if recorded.iter().any(|r| &r.hostname.account_id == account) {
+                    problems.push(format!(
+                        "{why}, so the reusable Access policies of {key} there are left"
+                    ));
+                }
+                continue;
+            }
             Err(why) => {
                 problems.push(why);
                 continue;

@@ -250,6 +250,11 @@ fn watch_policies(
             events.inspect(move |event| {
                 let next = match event {
                     Ok(_) => None,
+                    // 410: the watch fell out of the API server's window and relists at once,
+                    // as the protocol wants; the store keeps every policy meanwhile.
+                    Err(kube::runtime::watcher::Error::WatchError(status)) if status.code == 410 => {
+                        return;
+                    }
                     Err(e) if is_forbidden(e) => {
                         Some(forbidden_message(namespace.as_deref(), &e.to_string()))
                     }

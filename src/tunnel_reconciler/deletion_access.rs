@@ -58,23 +58,26 @@ pub(crate) async fn policies_cleaning_up<K: TunnelKindAdapter>(
         .collect())
 }
 
-/// Is `policy` being deleted (or its namespace, `terminating`), holding cftunnel's finalizer,
-/// with an application in `account`?
+/// Is `policy` being deleted (or its namespace, `terminating`) and still holding cftunnel's
+/// finalizer, with an application in `account` or no record of any (its reusable policies,
+/// which it deletes last, are in the account of its applications, and a status without
+/// applications no longer says which)?
 fn waits_for(policy: &AccessPolicy, account: &str, terminating: bool) -> bool {
-    let Some(status) = policy.status.as_ref() else {
-        return false;
-    };
-    let recorded = status
-        .targets
+    let recorded: Vec<&str> = policy
+        .status
         .iter()
-        .flatten()
-        .flat_map(|t| &t.hostnames)
-        .chain(status.retiring.iter().flatten());
+        .flat_map(|s| {
+            s.targets
+                .iter()
+                .flatten()
+                .flat_map(|t| &t.hostnames)
+                .chain(s.retiring.iter().flatten())
+        })
+        .map(|h| h.account_id.as_str())
+        .collect();
     (terminating || policy.metadata.deletion_timestamp.is_some())
         && policy.finalizers().iter().any(|f| f == FINALIZER)
-        && recorded
-            .into_iter()
-            .any(|h| h.account_id.eq_ignore_ascii_case(account))
+        && (recorded.is_empty() || recorded.iter().any(|a| a.eq_ignore_ascii_case(account)))
 }
 
 #[cfg(test)]
@@ -125,5 +128,11 @@ mod tests {
         );
         assert!(!waits(true, false, "acct", false, true), "done");
         assert!(!waits(true, true, "other", false, true), "another account");
+        let mut cleared = policy(true, true, "acct", false);
+        cleared.status = None;
+        assert!(
+            waits_for(&cleared, "acct", false),
+            "applications gone, its reusable policies still to delete"
+        );
     }
 }
