@@ -137,7 +137,7 @@ impl Metrics {
         self.with(|s| *s.watch_restarts.entry(kind).or_default() += 1);
     }
 
-    /// The AccessPolicies became unknown (`cause`: `forbidden`, `watch_error`, `undecodable`):
+    /// The AccessPolicies became unknown (`cause`: `forbidden`, `undecodable`):
     /// hostnames not served in the open before stay closed until they are known again.
     pub(crate) fn access_policies_unknown(&self, cause: &'static str) {
         self.with(|s| *s.access_unknown.entry(cause).or_default() += 1);
@@ -417,7 +417,7 @@ fn encode_state(state: &State, out: &mut String) {
         out,
         "cftunnel_access_policies_unknown_total",
         "counter",
-        "Times the AccessPolicies became unknown (RBAC forbids reading them, their watch fails, one does not decode), by cause.",
+        "Times the AccessPolicies became unknown (RBAC forbids reading them, one does not decode), by cause.",
     );
     for (cause, value) in &state.access_unknown {
         let _ = writeln!(

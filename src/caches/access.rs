@@ -8,7 +8,8 @@
 //! serve protected hostnames in the open). Only "not installed" (404) is safe to render
 //! without: no AccessPolicy can exist then. Anything else that hides policies makes them
 //! unknown ([`AccessPolicies::unknown`]): a 403 on the probe or the watch (RBAC without
-//! AccessPolicies), a watch that keeps failing, an AccessPolicy that does not decode. While they
+//! AccessPolicies), an AccessPolicy that does not decode, a watch not listed yet. (A watch
+//! failing otherwise — the API server away — keeps the last complete list.) While they
 //! are unknown the guard serves no hostname in the open that was not already (see
 //! `cftunnel_policy::access::AccessGuard::close_unknown`), each cause is counted in
 //! `cftunnel_access_policies_unknown_total` and logged once with what to fix.
@@ -252,15 +253,18 @@ fn watch_policies(
                     Ok(_) => None,
                     // 410: the watch fell out of the API server's window and relists at once,
                     // as the protocol wants; the store keeps every policy meanwhile.
-                    Err(kube::runtime::watcher::Error::WatchError(status)) if status.code == 410 => {
+                    Err(kube::runtime::watcher::Error::WatchError(status))
+                        if status.code == 410 =>
+                    {
                         return;
                     }
                     Err(e) if is_forbidden(e) => {
                         Some(forbidden_message(namespace.as_deref(), &e.to_string()))
                     }
-                    Err(e) => Some(format!(
-                        "the watch of AccessPolicies fails ({e}): no hostname is newly served in the open until it works again"
-                    )),
+                    // Any other failure (the API server away, a timeout) is retried with
+                    // backoff while the store keeps the policies of the last complete list:
+                    // nothing RBAC hides, and an outage does not close every new route.
+                    Err(_) => return,
                 };
                 let changed = trouble.send_if_modified(|t| {
                     let was = t.watch_error.replace(next.clone().unwrap_or_default());
@@ -272,11 +276,7 @@ fn watch_policies(
                 if changed {
                     if let Some(message) = &next {
                         tracing::error!("{message}");
-                        let cause = match event {
-                            Err(e) if is_forbidden(e) => "forbidden",
-                            _ => "watch_error",
-                        };
-                        told.access_policies_unknown(cause);
+                        told.access_policies_unknown("forbidden");
                     }
                     generation.send_modify(|n| *n = n.wrapping_add(1));
                 }
