@@ -16,17 +16,7 @@ use crate::routes::create_binding;
 
 /// Every rule of `host` in the tunnel's config.yaml.
 async fn rules_of(h: &Harness, host: &str) -> Vec<Value> {
-    let cms: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
-        kube::Api::namespaced(h.admin.clone(), &h.ns);
-    let text = cms
-        .get_opt("edge")
-        .await
-        .ok()
-        .flatten()
-        .and_then(|c| c.data)
-        .and_then(|d| d.get("config.yaml").cloned())
-        .unwrap_or_default();
-    let config: Value = serde_yaml_ng::from_str(&text).unwrap_or(Value::Null);
+    let (_, config) = crate::access_policy::config(h).await;
     config["ingress"]
         .as_array()
         .into_iter()

@@ -47,7 +47,7 @@ pub(crate) fn binding_target(name: &str) -> Value {
 }
 
 /// The tunnel's config.yaml, parsed (`Null` before it exists).
-async fn config(h: &Harness) -> (String, Value) {
+pub(crate) async fn config(h: &Harness) -> (String, Value) {
     let cms: Api<ConfigMap> = Api::namespaced(h.admin.clone(), &h.ns);
     let text = cms
         .get("edge")
