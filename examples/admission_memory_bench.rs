@@ -8,8 +8,16 @@
 //! The decode cost printed first is what the webhook reserves from its decoding budget
 //! (`webhook::DEFAULT_MAX_DECODE_BYTES`) for one such review.
 //!
-//! Run: `cargo run --release --example admission_memory_bench -- [--concurrency 32,256]`
+//! With `--operator PATH` the server is the full `cftunnel run` (PATH, a release build) on a
+//! local control plane with the Cloudflare simulator, judging with the admission view of a
+//! running operator over `--world N` TunnelBindings of ten hostnames each; each scenario gets a
+//! fresh operator process over the same cluster. `--rounds N` sends each large review N times
+//! on its connection.
+//!
+//! Run: `cargo run --release --example admission_memory_bench -- [--concurrency 32,256]`, or
+//! against the operator `scripts/bench-admission-memory.sh [--concurrency 32,256]`.
 use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,6 +32,34 @@ use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kube::core::conversion::{ConversionRequest, ConversionResponse};
 use serde_json::{Value, json};
+
+#[path = "admission_memory_bench/operator_mode.rs"]
+mod operator_mode;
+// Shared with the convergence benchmark, which also reads its peak RSS and CPU.
+#[allow(dead_code)]
+#[path = "convergence_bench/operator.rs"]
+mod operator;
+
+use operator_mode::OperatorEnv;
+
+#[derive(Debug, clap::Parser)]
+struct Args {
+    /// How many large reviews are sent at once, one scenario per level and kind.
+    #[arg(long, value_delimiter = ',', default_values_t = [32, 256])]
+    concurrency: Vec<usize>,
+    /// How many times each large review is sent, one after the other on its connection.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// The kinds of large review: `binding` (/validate), `deployment` (/mutate).
+    #[arg(long, value_delimiter = ',', default_values_t = [String::from("binding"), String::from("deployment")])]
+    kinds: Vec<String>,
+    /// Serve with the full operator, this `cftunnel` binary, on a local control plane.
+    #[arg(long)]
+    operator: Option<PathBuf>,
+    /// With `--operator`: TunnelBindings of ten hostnames each applied before the reviews.
+    #[arg(long, default_value_t = 100)]
+    world: usize,
+}
 
 /// The same allocator as the `cftunnel` binary.
 #[global_allocator]
@@ -184,6 +220,8 @@ fn status_kib(pid: u32, field: &str) -> f64 {
 struct Outcome {
     label: String,
     baseline_mib: f64,
+    /// The high-water mark before the load (the operator's own start and first sync).
+    before_mib: f64,
     peak_mib: f64,
     statuses: std::collections::BTreeMap<String, usize>,
     slowest_large: Duration,
@@ -191,33 +229,83 @@ struct Outcome {
     normal_within: usize,
 }
 
-async fn scenario(
-    label: &str,
-    path: &str,
+/// The process answering the reviews: this example's own server, or the full operator.
+enum Served {
+    Standalone(Child, u16),
+    Operator(operator::Operator, String),
+}
+
+impl Served {
+    fn standalone(dir: &str) -> Served {
+        let mut child: Child = Command::new(std::env::current_exe().unwrap_or_default())
+            .args(["serve", dir])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("server process: {e}"));
+        let mut line = String::new();
+        if let Some(out) = child.stdout.take() {
+            let _ = BufReader::new(out).read_line(&mut line);
+        }
+        let port: u16 = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("server said {line:?}"));
+        Served::Standalone(child, port)
+    }
+
+    fn pid(&self) -> u32 {
+        match self {
+            Served::Standalone(child, _) => child.id(),
+            Served::Operator(operator, _) => operator.pid().unwrap_or_else(|e| panic!("{e}")),
+        }
+    }
+
+    fn base_url(&self) -> String {
+        match self {
+            Served::Standalone(_, port) => format!("https://localhost:{port}"),
+            Served::Operator(_, url) => url.clone(),
+        }
+    }
+
+    fn stop(self) {
+        match self {
+            Served::Standalone(mut child, _) => {
+                drop(child.stdin.take());
+                let _ = child.wait();
+            }
+            Served::Operator(mut operator, _) => {
+                if let Err(e) = operator.check() {
+                    panic!("{e}");
+                }
+                if let Err(e) = operator.stop() {
+                    eprintln!("stopping the operator: {e}");
+                }
+            }
+        }
+    }
+}
+
+struct Load {
+    path: &'static str,
     body: Arc<Vec<u8>>,
     concurrency: usize,
-    ca: &[u8],
-    dir: &str,
-) -> Outcome {
-    let mut child: Child = Command::new(std::env::current_exe().unwrap_or_default())
-        .args(["serve", dir])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("server process: {e}"));
-    let mut line = String::new();
-    if let Some(out) = child.stdout.take() {
-        let _ = BufReader::new(out).read_line(&mut line);
-    }
-    let port: u16 = line
-        .trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("server said {line:?}"));
-    let pid = child.id();
+    rounds: usize,
+}
+
+async fn scenario(label: &str, load: Load, served: Served, ca: &[u8]) -> Outcome {
+    let pid = served.pid();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let baseline_mib = status_kib(pid, "VmRSS:") / 1024.0;
-    let url = format!("https://localhost:{port}{path}");
-    let normal_url = format!("https://localhost:{port}/validate");
+    let before_mib = status_kib(pid, "VmHWM:") / 1024.0;
+    let Load {
+        path,
+        body,
+        concurrency,
+        rounds,
+    } = load;
+    let url = format!("{}{path}", served.base_url());
+    let normal_url = format!("{}/validate", served.base_url());
     let cert = reqwest::Certificate::from_pem(ca).unwrap_or_else(|e| panic!("CA: {e}"));
     let client = |cert: &reqwest::Certificate| {
         reqwest::Client::builder()
@@ -253,18 +341,22 @@ async fn scenario(
     let large = (0..concurrency).map(|_| {
         let (client, url, body) = (client(&cert), url.clone(), body.clone());
         tokio::spawn(async move {
-            let started = Instant::now();
-            let status = match client
-                .post(&url)
-                .header("content-type", "application/json")
-                .body(body.to_vec())
-                .send()
-                .await
-            {
-                Ok(r) => r.status().as_u16().to_string(),
-                Err(e) => format!("error: {e}"),
-            };
-            (status, started.elapsed())
+            let mut answers = Vec::new();
+            for _ in 0..rounds {
+                let started = Instant::now();
+                let status = match client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(body.to_vec())
+                    .send()
+                    .await
+                {
+                    Ok(r) => r.status().as_u16().to_string(),
+                    Err(e) => format!("error: {e}"),
+                };
+                answers.push((status, started.elapsed()));
+            }
+            answers
         })
     });
     let results = futures::future::join_all(large).await;
@@ -283,17 +375,17 @@ async fn scenario(
         }
     }
     let peak_mib = status_kib(pid, "VmHWM:") / 1024.0;
-    drop(child.stdin.take());
-    let _ = child.wait();
+    served.stop();
     let mut statuses = std::collections::BTreeMap::new();
     let mut slowest_large = Duration::ZERO;
-    for (status, elapsed) in results.into_iter().flatten() {
+    for (status, elapsed) in results.into_iter().flatten().flatten() {
         *statuses.entry(status).or_insert(0) += 1;
         slowest_large = slowest_large.max(elapsed);
     }
     Outcome {
         label: label.to_owned(),
         baseline_mib,
+        before_mib,
         peak_mib,
         statuses,
         slowest_large,
@@ -303,18 +395,11 @@ async fn scenario(
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("serve") {
-        return serve(args.get(2).map_or(".", String::as_str));
+    let raw: Vec<String> = std::env::args().collect();
+    if raw.get(1).map(String::as_str) == Some("serve") {
+        return serve(raw.get(2).map_or(".", String::as_str));
     }
-    let levels: Vec<usize> = args
-        .iter()
-        .position(|a| a == "--concurrency")
-        .and_then(|i| args.get(i + 1))
-        .map_or_else(
-            || vec![32, 256],
-            |v| v.split(',').filter_map(|n| n.parse().ok()).collect(),
-        );
+    let args: Args = clap::Parser::parse();
     cftunnel_cloudflare::install_crypto_provider();
     let hour = Duration::from_secs(3600);
     let ca = CertificateAuthority::generate(hour).unwrap_or_else(|e| panic!("CA: {e}"));
@@ -334,24 +419,59 @@ fn main() {
         webhook::decode_cost(&deployment) as f64 / 1048576.0
     );
     let runtime = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("runtime: {e}"));
+    let env = args.operator.as_ref().map(|binary| {
+        runtime
+            .block_on(OperatorEnv::start(binary, args.world))
+            .unwrap_or_else(|e| panic!("starting the operator's cluster: {e:#}"))
+    });
+    let ca_pem = match &env {
+        Some(env) => env.ca_pem().to_owned(),
+        None => ca.cert_pem().to_owned(),
+    };
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
-        "| scenario | baseline RSS | peak RSS (VmHWM) | % of 256Mi | large requests | slowest large | normal ≤ 2 s |"
+        "| scenario | baseline RSS | peak before | peak RSS (VmHWM) | % of 256Mi | large requests | slowest large | normal ≤ 2 s |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
-    for &n in &levels {
-        for (label, path, body) in [
-            ("TunnelBinding /validate", "/validate", binding.clone()),
-            ("Deployment /mutate", "/mutate", deployment.clone()),
-        ] {
-            let o = runtime.block_on(scenario(
-                &format!("{n} × {label}"),
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    for &n in &args.concurrency {
+        for kind in &args.kinds {
+            let (label, path, body) = match kind.as_str() {
+                "binding" => ("TunnelBinding /validate", "/validate", binding.clone()),
+                "deployment" => ("Deployment /mutate", "/mutate", deployment.clone()),
+                other => panic!("--kinds takes binding and deployment, not {other:?}"),
+            };
+            let served = match &env {
+                None => Served::standalone(&dir_path),
+                Some(env) => runtime.block_on(async {
+                    let operator = env
+                        .operator()
+                        .await
+                        .unwrap_or_else(|e| panic!("operator: {e:#}"));
+                    let client = reqwest::Client::builder()
+                        .tls_certs_only([reqwest::Certificate::from_pem(ca_pem.as_bytes())
+                            .unwrap_or_else(|e| panic!("CA: {e}"))])
+                        .build()
+                        .unwrap_or_else(|e| panic!("client: {e}"));
+                    env.wait_ready(&client, normal_review(0))
+                        .await
+                        .unwrap_or_else(|e| panic!("{e:#}"));
+                    // Its first reconciles settle before the baseline is read.
+                    tokio::time::sleep(Duration::from_secs(10)).await;
+                    Served::Operator(operator, env.base_url())
+                }),
+            };
+            let load = Load {
                 path,
                 body,
-                n,
-                ca.cert_pem().as_bytes(),
-                &dir_path,
+                concurrency: n,
+                rounds: args.rounds,
+            };
+            let o = runtime.block_on(scenario(
+                &format!("{n} × {label}"),
+                load,
+                served,
+                ca_pem.as_bytes(),
             ));
             let statuses: Vec<String> = o
                 .statuses
@@ -360,9 +480,10 @@ fn main() {
                 .collect();
             let _ = writeln!(
                 out,
-                "| {} | {:.0} MiB | {:.0} MiB | {:.0} % | {} | {:.1} s | {}/{} ({:.0} %) |",
+                "| {} | {:.0} MiB | {:.0} MiB | {:.0} MiB | {:.0} % | {} | {:.1} s | {}/{} ({:.0} %) |",
                 o.label,
                 o.baseline_mib,
+                o.before_mib,
                 o.peak_mib,
                 100.0 * o.peak_mib / SHIPPED_LIMIT_MIB,
                 statuses.join(", "),
@@ -379,5 +500,8 @@ fn main() {
                 );
             }
         }
+    }
+    if let Some(env) = env {
+        runtime.block_on(env.stop());
     }
 }

@@ -15,9 +15,7 @@
 //! [--routes-per-tunnel 10] [--routes-as bindings|httproute] [--budget default|N/SECONDS]
 //! [--cloudflare-budget 900/5m] [--probes] [--steady 720] [--out-dir DIR]`
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,6 +39,8 @@ use serde_json::json;
 mod budget;
 #[path = "convergence_bench/first_sync.rs"]
 mod first_sync;
+#[path = "convergence_bench/operator.rs"]
+mod operator;
 #[path = "convergence_bench/report.rs"]
 mod report;
 #[path = "convergence_bench/samples.rs"]
@@ -51,6 +51,7 @@ mod steady;
 mod svg;
 
 use first_sync::{FirstSyncOptions, first_sync};
+use operator::{Operator, OperatorOptions, free_loopback_port, wait_listening};
 use report::{Budgets, report, write_outputs};
 
 const TOKEN: &str = "bench-api-token";
@@ -183,7 +184,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // cluster calls on every write (and without conversion the API server's watch cache of
     // Tunnels fails on every object it would convert, relisting them all once a second).
     let webhook = free_loopback_port()?;
-    let mut operator = Operator::start(&plane, &binary, &cloudflare.url, webhook, &args, None)?;
+    let mut operator = Operator::start(
+        &plane,
+        &binary,
+        &cloudflare.url,
+        webhook,
+        &operator_options(&args, None),
+    )?;
     wait_listening(webhook).await?;
     cftunnel_testenv::registration::register_webhook(&plane, webhook, None).await?;
     let started = Instant::now();
@@ -237,7 +244,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
     operator.stop()?;
     sim.reset_counters();
     let under = args.restart_under.as_deref();
-    let mut operator = Operator::start(&plane, &binary, &cloudflare.url, webhook, &args, under)?;
+    let mut operator = Operator::start(
+        &plane,
+        &binary,
+        &cloudflare.url,
+        webhook,
+        &operator_options(&args, under),
+    )?;
     let settled = settle(&sim, &client, tunnels, &mut operator).await?;
     let mut restart = Phase::measure(&sim, &client, &mut operator).await?;
     restart.rollouts -= first.rollouts.min(restart.rollouts);
@@ -278,6 +291,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
     cloudflare.shutdown().await;
     plane.stop().await;
     Ok(())
+}
+
+fn operator_options<'a>(args: &'a Args, under: Option<&'a str>) -> OperatorOptions<'a> {
+    OperatorOptions {
+        log_dir: args.log_dir.as_deref(),
+        log_filter: &args.log_filter,
+        cloudflare_budget: args.cloudflare_budget.as_deref(),
+        under,
+    }
 }
 
 /// What the benchmark applies: namespaces with an API Secret, Tunnels, and their routes.
@@ -521,162 +543,6 @@ async fn create_object(
     }
 }
 
-/// A loopback port free now (the operator listens there, across its restart).
-fn free_loopback_port() -> anyhow::Result<std::net::SocketAddr> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?)
-}
-
-/// Waits until something accepts connections at `addr`.
-async fn wait_listening(addr: std::net::SocketAddr) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while tokio::net::TcpStream::connect(addr).await.is_err() {
-        if Instant::now() > deadline {
-            bail!("the operator's webhook never listened at {addr}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    Ok(())
-}
-
-/// `cftunnel run` as a child process, its log in a file, killed when dropped.
-struct Operator {
-    child: Option<Child>,
-    log: PathBuf,
-    peak_rss_kib: u64,
-}
-
-impl Operator {
-    fn start(
-        plane: &ControlPlane,
-        binary: &PathBuf,
-        cloudflare_url: &str,
-        webhook: std::net::SocketAddr,
-        args: &Args,
-        under: Option<&str>,
-    ) -> anyhow::Result<Operator> {
-        let dir = plane.dir().join("bench-operator");
-        std::fs::create_dir_all(&dir)?;
-        let log_dir = args.log_dir.clone().unwrap_or_else(|| dir.clone());
-        std::fs::create_dir_all(&log_dir)?;
-        let cert = plane.ca().issue_server_cert(&["127.0.0.1"])?;
-        std::fs::write(dir.join("tls.crt"), &cert.cert_pem)?;
-        std::fs::write(dir.join("tls.key"), &cert.key_pem)?;
-        let log = log_dir.join(format!("cftunnel-{}.log", unique()));
-        let mut command = match under.map(str::split_whitespace) {
-            Some(mut words) => {
-                let program = words.next().context("--restart-under is empty")?;
-                let mut command = Command::new(program);
-                command.args(words);
-                command
-            }
-            None => Command::new(binary),
-        };
-        // A process group of its own: a wrapper (`--restart-under heaptrack …`, a script) is
-        // stopped with what it runs, not leaving the operator behind it running.
-        let child = command
-            .process_group(0)
-            .args(["run", "--webhook-listen", &webhook.to_string()])
-            .args(["--health-listen", "127.0.0.1:0"])
-            .arg("--tls-cert-file")
-            .arg(dir.join("tls.crt"))
-            .arg("--tls-key-file")
-            .arg(dir.join("tls.key"))
-            .args(["--certificate-mode", "files", "--leader-elect", "false"])
-            .args(["--cloudflare-api-url", cloudflare_url])
-            .args(
-                args.cloudflare_budget
-                    .iter()
-                    .flat_map(|b| ["--cloudflare-budget", b.as_str()]),
-            )
-            .env("KUBECONFIG", plane.admin_kubeconfig())
-            .env("RUST_LOG", &args.log_filter)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log)?)
-            .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?;
-        Ok(Operator {
-            child: Some(child),
-            log,
-            peak_rss_kib: 0,
-        })
-    }
-
-    /// Fails when the operator exited; samples its peak RSS (the kernel's high-water mark).
-    fn check(&mut self) -> anyhow::Result<()> {
-        let Some(child) = self.child.as_mut() else {
-            bail!("the operator is stopped");
-        };
-        if let Some(status) = child.try_wait()? {
-            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-            bail!("cftunnel run exited with {status}:\n{log}");
-        }
-        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()))?;
-        if let Some(kib) = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        {
-            self.peak_rss_kib = self.peak_rss_kib.max(kib);
-        }
-        Ok(())
-    }
-
-    /// CPU seconds the running operator used (user and system).
-    fn cpu_seconds(&self) -> anyhow::Result<f64> {
-        let child = self.child.as_ref().context("the operator is stopped")?;
-        budget::cpu_seconds(child.id())
-    }
-
-    fn peak_rss_kib(&mut self) -> u64 {
-        let _ = self.check();
-        self.peak_rss_kib
-    }
-
-    /// SIGTERM (a clean shutdown), then waits for the exit.
-    fn stop(&mut self) -> anyhow::Result<()> {
-        let Some(mut child) = self.child.take() else {
-            return Ok(());
-        };
-        signal_group(&child, "-TERM")?;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while child.try_wait()?.is_none() {
-            if Instant::now() > deadline {
-                signal_group(&child, "-KILL")?;
-                let _ = child.wait();
-                bail!("cftunnel run ignored SIGTERM for 60 s");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Operator {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = signal_group(&child, "-KILL");
-            let _ = child.wait();
-        }
-    }
-}
-
-/// Sends `signal` to the operator's process group (it leads its own), with the `kill` command:
-/// sending it from Rust would need libc and unsafe.
-fn signal_group(child: &Child, signal: &str) -> anyhow::Result<()> {
-    Command::new("kill")
-        .args([signal, "--", &format!("-{}", child.id())])
-        .status()?;
-    Ok(())
-}
-
-fn unique() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default()
-}
-
 fn calls_by_operation(sim: &Simulator) -> BTreeMap<Operation, u64> {
     Operation::ALL
         .into_iter()
@@ -787,7 +653,7 @@ impl Phase {
             refusals: sim.budget_refusals(),
             rollouts: extra_rollouts(client).await?,
             peak_rss_kib: operator.peak_rss_kib(),
-            cpu_seconds: operator.cpu_seconds()?,
+            cpu_seconds: budget::cpu_seconds(operator.pid()?)?,
         })
     }
 
