@@ -15,6 +15,7 @@ use tracing::{Instrument, Span, field};
 
 use super::budget::{BodyBudget, Budgets, SMALL_BODY_BYTES};
 use super::decode_cost::decode_cost;
+use super::large::LargeReviews;
 use super::log_limit::{LOG_INTERVAL, LogLimiter};
 use super::metrics::{Endpoint, Outcome, WebhookMetrics};
 use super::{Policy, Readiness};
@@ -33,6 +34,8 @@ struct AppState {
     max_body_bytes: usize,
     budget: BodyBudget,
     decoding: BodyBudget,
+    /// The thread large reviews are decided on (`large.rs`).
+    large: Arc<LargeReviews>,
     log_limiter: Arc<LogLimiter>,
 }
 
@@ -76,6 +79,7 @@ pub fn router_with_budget(
         readiness,
         metrics,
         max_body_bytes,
+        large: Arc::new(LargeReviews::new(budgets.decoding.total())),
         budget: budgets.bodies,
         decoding: budgets.decoding,
         log_limiter: Arc::new(LogLimiter::default()),
@@ -216,6 +220,9 @@ async fn decide(
     };
     let policy = state.policy.clone();
     let decoding = state.decoding.clone();
+    let large = state.large.clone();
+    // Decoding a large body takes milliseconds of CPU: off the threads that serve other requests.
+    let off_runtime = declared.is_none_or(|bytes| bytes > SMALL_BODY_BYTES);
     let work = {
         let span = span.clone();
         // The reservation goes with the body: released when the work is done, not before.
@@ -226,16 +233,21 @@ async fn decide(
             let Some(_decoding) = decoding.try_reserve_for(cost, small) else {
                 return refuse_decoding(&decoding, cost, small);
             };
-            match endpoint {
+            let decide = move || match endpoint {
                 Endpoint::Validate | Endpoint::Mutate => {
                     admit(policy.as_ref(), endpoint, &body, &span)
                 }
                 Endpoint::Convert => convert_objects(policy.as_ref(), &body, &span),
+            };
+            // Waiting for the large-review thread is for a blocking thread, not the runtime's.
+            if off_runtime && large.is_large(cost) {
+                large.decide(decide)
+            } else {
+                decide()
             }
         }
     };
-    // Decoding a large body takes milliseconds of CPU: off the threads that serve other requests.
-    if declared.is_none_or(|bytes| bytes > SMALL_BODY_BYTES) {
+    if off_runtime {
         tokio::task::spawn_blocking(work)
             .await
             .unwrap_or_else(|_| policy_failed())

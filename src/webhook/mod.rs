@@ -7,6 +7,7 @@ mod decode_cost;
 mod handlers;
 mod health;
 mod idle;
+mod large;
 mod log_limit;
 mod metrics;
 mod server;
