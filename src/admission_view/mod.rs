@@ -185,6 +185,7 @@ impl ViewCache {
         }
         let mut view = AdmissionView::new(tunnels, namespace_labels, claims);
         view.ingress_classes = world.ingress_classes;
+        view.access_policies = s.access_policies.all();
         view
     }
 }

@@ -127,7 +127,17 @@ fn judge(
         },
         Subject::AccessPolicy => {
             match AccessPolicySpec::deserialize(object.data.get("spec").unwrap_or(&Value::Null)) {
-                Ok(spec) => crate::rules::access_policy::validate(&spec, namespace),
+                Ok(spec) => {
+                    let mut verdict = crate::rules::access_policy::validate(&spec, namespace);
+                    crate::rules::access_policy::warn_targets_named_elsewhere(
+                        &spec,
+                        namespace,
+                        object.metadata.name.as_deref().unwrap_or_default(),
+                        view.access_policies.iter().map(std::sync::Arc::as_ref),
+                        &mut verdict,
+                    );
+                    verdict
+                }
                 Err(e) => unreadable("spec", e),
             }
         }
@@ -518,6 +528,38 @@ mod tests {
             response.result.message.starts_with("spec: cannot be read"),
             "{}",
             response.result.message
+        );
+    }
+
+    #[test]
+    fn an_access_policy_naming_a_target_another_policy_names_is_admitted_with_a_warning() {
+        let stored = |name: &str, namespace: &str| {
+            let mut object = access_policy(None, "HTTPRoute");
+            object["metadata"] = json!({"name": name, "namespace": namespace});
+            std::sync::Arc::new(
+                serde_json::from_value::<cftunnel_types::access_policy::AccessPolicy>(object)
+                    .unwrap_or_else(|e| panic!("policy: {e}")),
+            )
+        };
+        let mut view = AdmissionView::default();
+        // Itself (an update) and a policy of another namespace are not warned of.
+        view.access_policies = vec![stored("staff", "apps"), stored("older", "web")];
+        let review = request(
+            access_policy_kind(),
+            "CREATE",
+            access_policy(None, "HTTPRoute"),
+        );
+        let alone = validate(&review, &view);
+        assert!(alone.allowed);
+        assert_eq!(alone.warnings, None);
+        view.access_policies.push(stored("older", "apps"));
+        let shared = validate(&review, &view);
+        assert!(shared.allowed, "a warning, not a refusal");
+        assert_eq!(
+            shared.warnings.unwrap_or_default(),
+            [
+                "spec.targetRefs[0]: HTTPRoute apps/shop is also named by AccessPolicy apps/older: a target is protected by one policy only, the older, and the newer is refused for it (TargetConflict); name it in one policy"
+            ]
         );
     }
 }

@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 use super::Verdict;
 use super::duration::parse_go_duration;
 use super::syntax::{is_dns_subdomain, is_domain_name, is_email, is_service_name, is_uuid};
-use cftunnel_types::access_policy::{AccessPolicySpec, MAX_POLICY_NAME, TARGET_KINDS};
+use cftunnel_types::access_policy::{
+    AccessPolicy, AccessPolicySpec, MAX_POLICY_NAME, TARGET_KINDS,
+};
 use cftunnel_types::cel::{ACCESS_POLICY_NOBODY_ALLOWED, ACCESS_POLICY_TARGET_KIND};
 
 /// The shortest and longest `sessionDuration` cftunnel accepts (cftunnel's bounds: a minute, 30 days).
@@ -76,6 +78,47 @@ fn check_targets(spec: &AccessPolicySpec, namespace: &str, v: &mut Verdict) {
             );
         }
         seen.push(key);
+    }
+}
+
+/// Warns of each target another AccessPolicy of the namespace names too: a target (and a
+/// hostname) is protected by one policy, the older (by creation time, then name), and the
+/// other is refused for it (`TargetConflict`), so one of the two allow lists never applies.
+pub fn warn_targets_named_elsewhere<'p>(
+    spec: &AccessPolicySpec,
+    namespace: &str,
+    name: &str,
+    others: impl IntoIterator<Item = &'p AccessPolicy>,
+    v: &mut Verdict,
+) {
+    let others: Vec<&AccessPolicy> = others
+        .into_iter()
+        .filter(|p| {
+            p.metadata.namespace.as_deref() == Some(namespace)
+                && p.metadata.name.as_deref() != Some(name)
+                && p.metadata.deletion_timestamp.is_none()
+        })
+        .collect();
+    for (i, target) in spec.target_refs.iter().enumerate() {
+        let named = |p: &&&AccessPolicy| {
+            p.spec.target_refs.iter().any(|t| {
+                t.group == target.group
+                    && t.kind == target.kind
+                    && t.name == target.name
+                    && t.namespace.as_deref().is_none_or(|ns| ns == namespace)
+            })
+        };
+        let Some(other) = others.iter().find(named) else {
+            continue;
+        };
+        let other = other.metadata.name.as_deref().unwrap_or_default();
+        v.warn(
+            format!("spec.targetRefs[{i}]"),
+            format!(
+                "{} {namespace}/{} is also named by AccessPolicy {namespace}/{other}: a target is protected by one policy only, the older, and the newer is refused for it (TargetConflict); name it in one policy",
+                target.kind, target.name
+            ),
+        );
     }
 }
 

@@ -48,6 +48,9 @@ pub struct AdmissionView {
     pub ingress_classes: Vec<std::sync::Arc<k8s_openapi::api::networking::v1::IngressClass>>,
     /// Claims by lowercase fqdn: admission looks up a few hostnames among thousands.
     claims: HashMap<String, Vec<HostnameClaim>>,
+    /// Every AccessPolicy: a target named by two is protected by the older only, which
+    /// admission warns of.
+    pub access_policies: Vec<std::sync::Arc<cftunnel_types::access_policy::AccessPolicy>>,
 }
 
 impl AdmissionView {
@@ -65,6 +68,7 @@ impl AdmissionView {
             namespace_labels,
             ingress_classes: Vec::new(),
             claims: HashMap::new(),
+            access_policies: Vec::new(),
         };
         view.add_claims(claims);
         view

@@ -55,6 +55,7 @@ pub enum Decoded {
     /// An AccessPolicy: judged on its spec and namespace only.
     AccessPolicy {
         namespace: String,
+        name: String,
         spec: AccessPolicySpec,
     },
     /// An Ingress (a route source when its class is cftunnel's).
@@ -194,6 +195,7 @@ pub fn decode(document: &Document, default_namespace: &str) -> Outcome {
                     object,
                     Decoded::AccessPolicy {
                         namespace: namespace.clone(),
+                        name: name.clone(),
                         spec,
                     },
                 )

@@ -137,8 +137,25 @@ fn judge(
             Some(verdict)
         }
         Decoded::Access(fields) => Some(admission::access::validate(fields)),
-        Decoded::AccessPolicy { namespace, spec } => {
-            Some(crate::rules::access_policy::validate(spec, namespace))
+        Decoded::AccessPolicy {
+            namespace,
+            name,
+            spec,
+        } => {
+            // Judged against the policies before it in the input, as the webhook judges a
+            // policy against those stored.
+            let mut verdict = crate::rules::access_policy::validate(spec, namespace);
+            crate::rules::access_policy::warn_targets_named_elsewhere(
+                spec,
+                namespace,
+                name,
+                view.access_policies.iter().map(std::sync::Arc::as_ref),
+                &mut verdict,
+            );
+            let mut policy = cftunnel_types::access_policy::AccessPolicy::new(name, spec.clone());
+            policy.metadata.namespace = Some(namespace.clone());
+            view.access_policies.push(std::sync::Arc::new(policy));
+            Some(verdict)
         }
         Decoded::Ingress { namespace, ingress } => {
             let name = ingress.metadata.name.clone().unwrap_or_default();

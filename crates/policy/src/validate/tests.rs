@@ -560,3 +560,30 @@ tunnelRef: {{kind: ClusterTunnel, name: edge}}
         "100 hostnames fit"
     );
 }
+
+fn access_policy(name: &str, target: &str) -> String {
+    format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: AccessPolicy
+metadata: {{name: {name}, namespace: shop}}
+spec:
+  targetRefs: [{{group: networking.cfargotunnel.com, kind: TunnelBinding, name: {target}}}]
+  allow: {{emails: [alice@example.com]}}
+"
+    )
+}
+
+#[test]
+fn a_second_access_policy_on_a_target_is_warned_of_naming_the_first() {
+    let first = access_policy("older", "web");
+    let second = access_policy("newer", "web");
+    let other = access_policy("other", "api");
+    let report = report(&[&first, &other, &second], "default");
+    assert_eq!(report.violation_lines(), Vec::<String>::new());
+    assert_eq!(
+        report.warning_lines(),
+        [
+            "AccessPolicy shop/newer: spec.targetRefs[0]: TunnelBinding shop/web is also named by AccessPolicy shop/older: a target is protected by one policy only, the older, and the newer is refused for it (TargetConflict); name it in one policy"
+        ]
+    );
+}
