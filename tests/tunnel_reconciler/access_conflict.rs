@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::access_invariant::RenderWatch;
 use crate::access_policy::{
-    apps_for, binding_target, create_policy, policies, setup, wait_app, wait_programmed,
+    apps_for, binding_target, create_policy, policies, route, setup, wait_app, wait_programmed,
 };
 use crate::harness::{Harness, POLL, WAIT};
 use crate::routes::create_binding;
@@ -93,5 +93,81 @@ async fn a_second_policy_on_a_protected_hostname_is_refused_naming_the_first_and
     let apps = apps_for(&h, host);
     assert_eq!(apps.len(), 1, "{apps:?}");
     assert!(apps[0].name.contains("/older "), "{}", apps[0].name);
+    watch.assert_held();
+}
+
+/// A target's message is bounded by the CRD (1,024 characters): a conflict message longer than
+/// that (here someone else's application with a long name covers the hostname) is cut, so the
+/// status is still written and the policy's other target records its application.
+#[tokio::test]
+async fn a_conflict_message_over_the_crds_bound_is_cut_and_the_other_target_stays_programmed() {
+    let h = Harness::start("tr-access-long").await;
+    let watch = RenderWatch::start(&h);
+    watch.protect_from("a.example.com", 0);
+    watch.protect_from("c.example.com", 0);
+    setup(&h).await;
+    let long_name = format!("Made by hand {}", "x".repeat(1500));
+    let theirs = h
+        .sim
+        .put_access_app(
+            json!({"name": long_name, "domain": "c.example.com", "type": "self_hosted"}),
+        )
+        .expect("their application");
+    route(&h, "web-c", "c.example.com").await;
+    route(&h, "web-a", "a.example.com").await;
+    create_policy(
+        &h,
+        "staff",
+        json!([binding_target("web-c"), binding_target("web-a")]),
+    )
+    .await;
+    let targets = poll_until(
+        "the conflict and the other target's application in status",
+        WAIT,
+        POLL,
+        || async {
+            let targets = policies(&h).get("staff").await.ok()?.status?.targets?;
+            let conflict = targets.iter().find(|t| t.name == "web-c")?;
+            let other = targets.iter().find(|t| t.name == "web-a")?;
+            (conflict.reason.as_deref() == Some("ApplicationConflict")
+                && other.hostnames.len() == 1)
+                .then_some(targets)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let conflict = targets.iter().find(|t| t.name == "web-c").expect("web-c");
+    let message = conflict.message.clone().unwrap_or_default();
+    assert!(
+        message.starts_with("c.example.com: the Access application \"Made by hand xxx"),
+        "{message}"
+    );
+    assert!(
+        message.chars().count() <= 1024,
+        "over the CRD's bound: {} characters",
+        message.chars().count()
+    );
+    assert!(
+        !message.contains(&theirs.id),
+        "the full message (over 1,500 characters) would name the id after the name: it was cut"
+    );
+    let other = targets.iter().find(|t| t.name == "web-a").expect("web-a");
+    assert_eq!(other.reason, None, "{other:?}");
+    assert_eq!(other.hostnames[0].hostname, "a.example.com");
+    let app = wait_app(&h, "a.example.com").await;
+    assert_eq!(other.hostnames[0].application_id, app.id);
+    let behind = poll_until("a behind its application", WAIT, POLL, || async {
+        let rules = rules_of(&h, "a.example.com").await;
+        rules
+            .iter()
+            .all(|r| r["originRequest"]["access"]["audTag"] == json!([app.aud]))
+            .then_some(rules)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(behind.len(), 1);
+    assert!(crate::access_policy::closed(
+        &crate::access_policy::rule(&h, "c.example.com").await
+    ));
     watch.assert_held();
 }
