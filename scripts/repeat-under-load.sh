@@ -15,9 +15,15 @@ load=("$@")
 logs=${CFTUNNEL_TEST_LOGS:-${CARGO_TARGET_DIR:-target}/repeat-logs}
 mkdir -p "$logs"
 cargo test --workspace --all-targets --no-run --message-format=json-render-diagnostics >"$logs/build.json"
+# Each test binary is copied aside, so a build while the rounds run does not change what runs.
+mkdir -p "$logs/bin"
 executable() {
-  grep '"profile":{[^}]*"test":true}' "$logs/build.json" \
-    | sed -n 's|.*"executable":"\([^"]*/'"$1"'-[0-9a-f]*\)".*|\1|p' | head -n 1
+  local built
+  built=$(grep '"profile":{[^}]*"test":true}' "$logs/build.json" \
+    | sed -n 's|.*"executable":"\([^"]*/'"$1"'-[0-9a-f]*\)".*|\1|p' | head -n 1)
+  [ -n "$built" ] || return 0
+  cp "$built" "$logs/bin/$1"
+  echo "$logs/bin/$1"
 }
 target=$(executable "$binary")
 [ -n "$target" ] || { echo "no test binary named $binary" >&2; exit 2; }

@@ -208,6 +208,19 @@ impl Operator {
 impl Drop for Operator {
     fn drop(&mut self) {
         self.kill9();
+        // A failing test shows what the operator said (the log file goes with the test's
+        // directory): the last lines, enough for the reconciles that led up to it.
+        if std::thread::panicking() {
+            let log = self.log();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(300)..];
+            eprintln!(
+                "--- the last {} lines of operator {} ---\n{}",
+                tail.len(),
+                self.name,
+                tail.join("\n")
+            );
+        }
     }
 }
 
@@ -293,6 +306,28 @@ pub async fn add_tunnel(client: &Client, ns: &str, account_id: &str, t: usize, r
 }
 
 /// Tunnel name → its `status.tunnelId`, for the Ready ones.
+/// Each tunnel's name and its Ready condition's status, reason and message.
+async fn readiness(client: &Client, ns: &str) -> Vec<(String, String, String, String)> {
+    let tunnels: Api<Tunnel> = Api::namespaced(client.clone(), ns);
+    let Ok(list) = tunnels.list(&ListParams::default()).await else {
+        return Vec::new();
+    };
+    list.items
+        .into_iter()
+        .map(|t| {
+            let name = t.metadata.name.clone().unwrap_or_default();
+            let ready = t
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+                .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+                .unwrap_or_default();
+            (name, ready.0, ready.1, ready.2)
+        })
+        .collect()
+}
+
 async fn ready_tunnels(client: &Client, ns: &str) -> Vec<(String, String)> {
     let tunnels: Api<Tunnel> = Api::namespaced(client.clone(), ns);
     let Ok(list) = tunnels.list(&ListParams::default()).await else {
@@ -396,10 +431,11 @@ pub async fn wait_converged(client: &Client, ns: &str, cf: &Cloudflare, w: Workl
         Err(e) => {
             let ready = ready_tunnels(client, ns).await;
             panic!(
-                "{e}: {} of {} Ready; DNS: {:?}",
+                "{e}: {} of {} Ready; DNS: {:?}; Ready conditions: {:?}",
                 ready.len(),
                 w.tunnels,
-                dns_exact(cf, w, &ready)
+                dns_exact(cf, w, &ready),
+                readiness(client, ns).await
             );
         }
     };
