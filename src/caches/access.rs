@@ -8,8 +8,9 @@
 //! serve protected hostnames in the open). Only "not installed" (404) is safe to render
 //! without: no AccessPolicy can exist then. Anything else that hides policies makes them
 //! unknown ([`AccessPolicies::unknown`]): a 403 on the probe or the watch (RBAC without
-//! AccessPolicies), an AccessPolicy that does not decode, a watch not listed yet. (A watch
-//! failing otherwise — the API server away — keeps the last complete list.) While they
+//! AccessPolicies), an AccessPolicy that does not decode, a watch not listed yet, a watch that
+//! failed otherwise (the API server away or timing out) until the store is known to be current
+//! again (an event, or a list whose names and versions are exactly the store's). While they
 //! are unknown the guard serves no hostname in the open that was not already (see
 //! `cftunnel_policy::access::AccessGuard::close_unknown`), each cause is counted in
 //! `cftunnel_access_policies_unknown_total` and logged once with what to fix.
@@ -219,7 +220,7 @@ fn watch_policies(
     let told = metrics.clone();
     let bump = generation.clone();
     // Their status is read: it records the applications that open their hostnames.
-    Shared::start_with_status(
+    let shared = Shared::start_with_status(
         scope,
         metrics,
         "accesspolicies",
@@ -262,9 +263,9 @@ fn watch_policies(
                         Some(forbidden_message(namespace.as_deref(), &e.to_string()))
                     }
                     // Any other failure (the API server away, a timeout) is retried with
-                    // backoff while the store keeps the policies of the last complete list:
-                    // nothing RBAC hides, and an outage does not close every new route.
-                    Err(_) => return,
+                    // backoff; until the store is known to be current again (an event, or
+                    // [`recover`]'s list) a policy made meanwhile could be missing from it.
+                    Err(e) => Some(failed_message(&e.to_string())),
                 };
                 let changed = trouble.send_if_modified(|t| {
                     let was = t.watch_error.replace(next.clone().unwrap_or_default());
@@ -275,8 +276,17 @@ fn watch_policies(
                 });
                 if changed {
                     if let Some(message) = &next {
-                        tracing::error!("{message}");
-                        told.access_policies_unknown("forbidden");
+                        let forbidden = matches!(event, Err(e) if is_forbidden(e));
+                        if forbidden {
+                            tracing::error!("{message}");
+                        } else {
+                            tracing::warn!("{message}");
+                        }
+                        told.access_policies_unknown(if forbidden {
+                            "forbidden"
+                        } else {
+                            "watch_failed"
+                        });
                     }
                     generation.send_modify(|n| *n = n.wrapping_add(1));
                 }
@@ -285,7 +295,90 @@ fn watch_policies(
         keep,
         bump.clone(),
         |_, _| true,
+    );
+    scope.spawn(
+        "access-policy-recovery",
+        recover(
+            client.clone(),
+            namespace.map(str::to_string),
+            labels.to_string(),
+            shared.clone(),
+            trouble,
+            generation,
+        ),
+    );
+    shared
+}
+
+/// The message of a failing AccessPolicy watch (other than a 403).
+fn failed_message(error: &str) -> String {
+    format!(
+        "the AccessPolicy watch failed ({error}): no hostname is newly served in the open until the AccessPolicies are listed again"
     )
+}
+
+/// How often a failed watch's policies are listed, to see whether the store is current again.
+const RECOVERY_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Clears a watch failure once the store is current again. A watch that starts again after a
+/// failure delivers nothing until a policy changes, so the failure is not cleared by an event:
+/// while one is recorded, the policies' names and resource versions are listed every
+/// [`RECOVERY_INTERVAL`], and when they are exactly the store's, nothing is missing from it.
+async fn recover(
+    client: Client,
+    namespace: Option<String>,
+    labels: String,
+    shared: Shared<AccessPolicy>,
+    trouble: Arc<watch::Sender<Trouble>>,
+    generation: Arc<watch::Sender<u64>>,
+) {
+    let api: Api<AccessPolicy> = match namespace.as_deref() {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
+    };
+    let params = if labels.is_empty() {
+        ListParams::default()
+    } else {
+        ListParams::default().labels(&labels)
+    };
+    let mut changes = trouble.subscribe();
+    loop {
+        if changes.borrow_and_update().watch_error.is_none() {
+            if changes.changed().await.is_err() {
+                return;
+            }
+            continue;
+        }
+        tokio::time::sleep(RECOVERY_INTERVAL).await;
+        let Ok(listed) = api.list_metadata(&params).await else {
+            continue;
+        };
+        let live = versions(listed.items.iter().map(|p| &p.metadata));
+        let stored = versions(shared.store().state().iter().map(|p| &p.metadata));
+        if live != stored {
+            continue;
+        }
+        let cleared = trouble.send_if_modified(|t| t.watch_error.take().is_some());
+        if cleared {
+            tracing::info!("the AccessPolicies are listed again and the watch's store holds each");
+            generation.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+}
+
+/// Each object's namespace, name and resource version.
+fn versions<'a>(
+    metadata: impl Iterator<Item = &'a kube::api::ObjectMeta>,
+) -> std::collections::BTreeSet<(String, String, String)> {
+    metadata
+        .map(|m| {
+            (
+                m.namespace.clone().unwrap_or_default(),
+                m.name.clone().unwrap_or_default(),
+                m.resource_version.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -55,9 +55,9 @@ async fn bind(h: &Harness, name: &str, role: &str, user: &str) {
         .expect("create ClusterRoleBinding");
 }
 
-#[tokio::test]
-async fn access_policies_rbac_forbids_reading_open_nothing_and_say_why_until_it_is_granted() {
-    let mut h = Harness::start_stopped("tr-access-rbac", &["example.com"]).await;
+/// A user bound to the shipped ClusterRole without its AccessPolicy rules (named after the test
+/// namespace, so tests do not share it), and a client of it once the role is in effect.
+async fn user_without_access_policies(h: &Harness) -> (String, kube::Client) {
     let user = format!("cftunnel-without-access-{}", h.ns);
     let role: ClusterRole = serde_json::from_value(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -69,7 +69,7 @@ async fn access_policies_rbac_forbids_reading_open_nothing_and_say_why_until_it_
         .create(&PostParams::default(), &role)
         .await
         .expect("create ClusterRole");
-    bind(&h, &user, &user, &user).await;
+    bind(h, &user, &user, &user).await;
     let client = h
         .plane
         .user(&user, &[])
@@ -82,6 +82,13 @@ async fn access_policies_rbac_forbids_reading_open_nothing_and_say_why_until_it_
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
+    (user, client)
+}
+
+#[tokio::test]
+async fn access_policies_rbac_forbids_reading_open_nothing_and_say_why_until_it_is_granted() {
+    let mut h = Harness::start_stopped("tr-access-rbac", &["example.com"]).await;
+    let (user, client) = user_without_access_policies(&h).await;
     let watch = crate::access_invariant::RenderWatch::start(&h);
     // Created before anything of it can be read: never open until its application exists.
     watch.protect_from("a.example.com", 0);
@@ -128,11 +135,103 @@ async fn access_policies_rbac_forbids_reading_open_nothing_and_say_why_until_it_
     crate::routes::wait_records(&h, "a.example.com", 1).await;
     watch.assert_held();
 
+    remove_user(&h, &user).await;
+}
+
+/// Removes the user's role and both its bindings.
+async fn remove_user(h: &Harness, user: &str) {
     let bindings: Api<ClusterRoleBinding> = Api::all(h.admin.clone());
-    for name in [user.clone(), format!("{user}-full")] {
+    for name in [user.to_string(), format!("{user}-full")] {
         let _ = bindings.delete(&name, &DeleteParams::default()).await;
     }
     let _ = Api::<ClusterRole>::all(h.admin.clone())
-        .delete(&user, &DeleteParams::default())
+        .delete(user, &DeleteParams::default())
         .await;
+}
+
+/// Revoked while running: an open watch outlives the revocation, but kube ends each watch
+/// after at most 290 s and the next is refused. From then on the policies are unknown: the
+/// hostname protected before keeps its protection, a hostname routed after it is not served
+/// (its tunnel's Ready says why). Granted again, the next list finds the cache current (no
+/// policy changed, so no watch event would say so) and the new hostname is served.
+#[tokio::test]
+async fn access_policies_rbac_revoked_while_running_opens_nothing_new_and_recovers_once_granted() {
+    let (_logs, log) = crate::harness::capture_logs();
+    let mut h = Harness::start_stopped("tr-access-revoked", &["example.com"]).await;
+    let (user, client) = user_without_access_policies(&h).await;
+    let full = format!("{user}-full");
+    bind(&h, &full, "cftunnel", &user).await;
+    let watch = crate::access_invariant::RenderWatch::start(&h);
+    h.start_operator_with(client);
+    setup(&h).await;
+    route(&h, "web-a", "a.example.com").await;
+    create_policy(&h, "staff", json!([binding_target("web-a")])).await;
+    let behind = wait_rule(&h, "a.example.com", "the rule behind Access", |r| {
+        !r["originRequest"]["access"].is_null()
+    })
+    .await;
+    watch.protect("a.example.com").await;
+    let aud = behind["originRequest"]["access"]["audTag"].clone();
+
+    let bindings: Api<ClusterRoleBinding> = Api::all(h.admin.clone());
+    bindings
+        .delete(&full, &DeleteParams::default())
+        .await
+        .expect("revoke");
+    // kube's watch timeout (290 s) and its backoff, with room for a loaded machine.
+    let refused = format!(
+        "may not list and watch accesspolicies.networking.cfargotunnel.com in namespace {}",
+        h.ns
+    );
+    poll_until(
+        "the AccessPolicy watch refused",
+        std::time::Duration::from_secs(480),
+        POLL,
+        || async {
+            crate::harness::captured(&log)
+                .contains(&refused)
+                .then_some(())
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    // A public route made now could be one a policy made meanwhile protects.
+    watch.protect("b.example.com").await;
+    route(&h, "web-b", "b.example.com").await;
+    let tunnel = h
+        .wait_reason(&h.tunnels(), "edge", "AccessPoliciesUnknown")
+        .await;
+    let message = ready_message(tunnel.status.as_ref());
+    for part in [
+        "b.example.com",
+        "accesspolicies.networking.cfargotunnel.com",
+        "apply the ClusterRole",
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message:?}");
+    }
+    assert!(!message.contains("a.example.com"), "{message}");
+    let b = rule(&h, "b.example.com").await;
+    assert!(
+        closed(&b),
+        "routed while the policies are unknown, served: {b}"
+    );
+    let a = rule(&h, "a.example.com").await;
+    assert_eq!(a["originRequest"]["access"]["audTag"], aud, "{a}");
+    assert!(records(&h, "b.example.com").is_empty());
+
+    // Granted again: nothing about the policies changed, and the new hostname is served.
+    watch.release("b.example.com").await;
+    bind(&h, &full, "cftunnel", &user).await;
+    wait_rule(
+        &h,
+        "b.example.com",
+        "the public rule",
+        crate::access_policy::public,
+    )
+    .await;
+    h.wait_reason(&h.tunnels(), "edge", "Ready").await;
+    let a = rule(&h, "a.example.com").await;
+    assert_eq!(a["originRequest"]["access"]["audTag"], aud, "{a}");
+    watch.assert_held();
+    remove_user(&h, &user).await;
 }
