@@ -135,6 +135,72 @@ async fn a_target_with_two_hosts_replaced_while_deletes_fail_keeps_both_applicat
     watch.assert_held();
 }
 
+/// The second path of a retiring target: a target of one hostname removed right after a route
+/// change, while the Access pass may still hold the table from before the change, and deletes
+/// refused for a while. Its application is listed as retiring, goes once deletes pass, and the
+/// policy then deletes with nothing left.
+#[tokio::test]
+async fn a_one_hostname_target_removed_right_after_a_route_change_keeps_its_application_until_it_goes()
+ {
+    let h = Harness::start("tr-access-retire-one").await;
+    let watch = RenderWatch::start(&h);
+    setup(&h).await;
+    route(&h, "web-a", "a.example.com").await;
+    route(&h, "web-b", "b.example.com").await;
+    create_policy(
+        &h,
+        "staff",
+        json!([binding_target("web-a"), binding_target("web-b")]),
+    )
+    .await;
+    wait_programmed(&h, "staff", "True", "Programmed").await;
+    let old = wait_app(&h, "a.example.com").await;
+    wait_rule(&h, "a.example.com", "behind Access", behind_access).await;
+    watch.protect("a.example.com").await;
+    watch.protect("b.example.com").await;
+
+    h.sim
+        .inject(Operation::DeleteAccessApp, Fault::error_rate(1.0, 403));
+    watch.release("a.example.com").await;
+    // A route change, and at once the target goes from targetRefs.
+    route(&h, "web-c", "c.example.com").await;
+    policies(&h)
+        .patch(
+            "staff",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"targetRefs": [binding_target("web-b")]}})),
+        )
+        .await
+        .expect("remove the target");
+    wait_rule(&h, "a.example.com", "public again", public).await;
+    poll_until("the application listed as retiring", WAIT, POLL, || async {
+        let p = policies(&h).get("staff").await.ok()?;
+        let retiring = p.status?.retiring?;
+        retiring
+            .iter()
+            .any(|r| r.application_id == old.id)
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        apps_for(&h, "a.example.com").len(),
+        1,
+        "the refused delete left it"
+    );
+
+    h.sim.clear_faults();
+    poll_until("the old application deleted", WAIT, POLL, || async {
+        apps_for(&h, "a.example.com").is_empty().then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; apps {:?}", h.sim.access_apps()));
+    // Deleting the policy makes b public.
+    watch.release("b.example.com").await;
+    delete_policy_and_wait_for_nothing_left(&h, "staff").await;
+    watch.assert_held();
+}
+
 #[tokio::test]
 async fn a_recorded_hostname_refused_later_closes_loses_its_application_and_the_policy_deletes_cleanly()
  {
