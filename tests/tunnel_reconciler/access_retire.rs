@@ -41,6 +41,18 @@ async fn delete_policy_and_wait_for_nothing_left(h: &Harness, name: &str) {
     });
 }
 
+/// Replaces the policy's `spec.targetRefs`.
+async fn set_targets(h: &Harness, name: &str, targets: serde_json::Value) {
+    policies(h)
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"targetRefs": targets}})),
+        )
+        .await
+        .expect("patch targetRefs");
+}
+
 fn behind_access(rule: &serde_json::Value) -> bool {
     !rule["originRequest"]["access"].is_null()
 }
@@ -79,14 +91,7 @@ async fn a_target_with_two_hosts_replaced_while_deletes_fail_keeps_both_applicat
     for host in ["h1.example.com", "h2.example.com"] {
         watch.release(host).await;
     }
-    policies(&h)
-        .patch(
-            "staff",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"targetRefs": [binding_target("web-b")]}})),
-        )
-        .await
-        .expect("replace the target");
+    set_targets(&h, "staff", json!([binding_target("web-b")])).await;
     for host in ["h1.example.com", "h2.example.com"] {
         wait_rule(&h, host, "public again", public).await;
     }
@@ -164,14 +169,7 @@ async fn a_one_hostname_target_removed_right_after_a_route_change_keeps_its_appl
     watch.release("a.example.com").await;
     // A route change, and at once the target goes from targetRefs.
     route(&h, "web-c", "c.example.com").await;
-    policies(&h)
-        .patch(
-            "staff",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"targetRefs": [binding_target("web-b")]}})),
-        )
-        .await
-        .expect("remove the target");
+    set_targets(&h, "staff", json!([binding_target("web-b")])).await;
     wait_rule(&h, "a.example.com", "public again", public).await;
     poll_until("the application listed as retiring", WAIT, POLL, || async {
         let p = policies(&h).get("staff").await.ok()?;
