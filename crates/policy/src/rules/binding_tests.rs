@@ -430,3 +430,28 @@ fn a_hostname_in_the_zone_of_another_tunnel_of_the_same_account_is_admitted_with
     // Still refused: a hostname that is not one.
     assert_eq!(warnings_on(&view, "app..example.net").0, 1);
 }
+
+#[test]
+fn a_hostname_two_labels_below_the_zone_is_warned_of_naming_the_certificate_to_order() {
+    let (errors, warnings) = binding_messages(
+        binding_json(
+            json!([
+                {"name": "web", "spec": {"fqdn": "a.b.example.org"}},
+                {"name": "web", "spec": {"fqdn": "*.b.example.org"}},
+                {"name": "web", "spec": {"fqdn": "c.example.org"}},
+                {"name": "web", "spec": {"fqdn": "*.example.org"}},
+            ]),
+            "ClusterTunnel",
+            "edge",
+        ),
+        "shop",
+    );
+    assert_eq!(errors, Vec::<String>::new());
+    assert_eq!(
+        warnings,
+        [
+            "subjects[0].spec.fqdn: \"a.b.example.org\" is 2 labels below the zone example.org, whose Universal SSL certificate covers example.org and *.example.org only: Cloudflare's edge answers it with a TLS error until a certificate covers it; order an advanced certificate for *.b.example.org (or upload one), or use a first-level name such as a-b.example.org",
+            "subjects[1].spec.fqdn: \"*.b.example.org\" is 2 labels below the zone example.org, whose Universal SSL certificate covers example.org and *.example.org only: Cloudflare's edge answers it with a TLS error until a certificate covers it; order an advanced certificate for *.b.example.org (or upload one), or use a first-level name such as *.example.org",
+        ]
+    );
+}

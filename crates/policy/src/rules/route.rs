@@ -332,9 +332,41 @@ pub(crate) fn check_fqdn(
                 format!("{fqdn:?} is outside the domain {:?} of {} and in no other zone known for its account ({known}); it gets a DNS record only if a zone of the tunnel's Cloudflare account holds it (otherwise its route reports DNSZoneNotFound)", t.domain, t.identity),
             )
         }
-        Some(_) => {}
+        Some(t) => {
+            if let Some(advice) = deep_hostname_advice(fqdn, t) {
+                v.warn(field, advice);
+            }
+        }
         None => v.warn(field, format!("{fqdn:?} cannot be checked against the tunnel's domain: the tunnel is not known yet")),
     }
+}
+
+/// A hostname more than one label below its zone (`a.b.example.com` in `example.com`): the
+/// zone's Universal SSL certificate covers the apex and one level of subdomain only (Cloudflare
+/// documents it; its Total TLS does not issue certificates for tunnel hostnames either), so the
+/// edge answers it with a TLS error unless an advanced or uploaded certificate covers it. What
+/// to do, naming the certificate to order; `None` for a first-level name or one in no zone
+/// known here (that has its own warning).
+pub(crate) fn deep_hostname_advice(fqdn: &str, tunnel: &TunnelFacts) -> Option<String> {
+    let zone = std::iter::once(tunnel.domain.as_str())
+        .chain(tunnel.account_zones.iter().map(String::as_str))
+        .filter(|z| !z.is_empty() && in_domain(fqdn, z))
+        .max_by_key(|z| z.len())?;
+    let below = fqdn.len().checked_sub(zone.len() + 1)?;
+    let labels: Vec<&str> = fqdn.get(..below)?.split('.').collect();
+    if labels.len() < 2 {
+        return None;
+    }
+    let parent = fqdn.split_once('.').map_or(fqdn, |(_, rest)| rest);
+    let first_level = if labels.contains(&"*") {
+        format!("*.{zone}")
+    } else {
+        format!("{}.{zone}", labels.join("-"))
+    };
+    Some(format!(
+        "{fqdn:?} is {} labels below the zone {zone}, whose Universal SSL certificate covers {zone} and *.{zone} only: Cloudflare's edge answers it with a TLS error until a certificate covers it; order an advanced certificate for *.{parent} (or upload one), or use a first-level name such as {first_level}",
+        labels.len()
+    ))
 }
 
 /// In the tunnel's domain or the domain of another tunnel of its account.
