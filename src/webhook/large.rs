@@ -50,13 +50,13 @@ impl LargeReviews {
         let decide = match self.send(decide) {
             Ok(()) => match answer_rx.recv() {
                 Ok(answer) => return answer,
-                // The job was dropped unrun: the thread is gone (a panic is caught there).
-                Err(_) => unreachable_answer(),
+                // The job ended without an answer: the decision panicked (caught there).
+                Err(_) => decision_panicked(),
             },
             Err(job) => job,
         };
         decide();
-        answer_rx.recv().unwrap_or_else(|_| unreachable_answer())
+        answer_rx.recv().unwrap_or_else(|_| decision_panicked())
     }
 
     /// Hands `job` to the thread, starting it if it is not running; gives the job back when it
@@ -94,7 +94,7 @@ impl LargeReviews {
 
 /// A decision that panicked on the large-review thread: the panic is re-raised here, where the
 /// webhook answers a panicking policy.
-fn unreachable_answer<T>() -> T {
+fn decision_panicked<T>() -> T {
     panic!("the review's decision panicked on the large-review thread")
 }
 

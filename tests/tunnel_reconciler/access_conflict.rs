@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use crate::access_invariant::RenderWatch;
 use crate::access_policy::{
-    apps_for, binding_target, create_policy, policies, route, setup, wait_app, wait_programmed,
+    apps_for, binding_target, create_policy, policies, route, setup, wait_app, wait_first_target,
+    wait_programmed,
 };
 use crate::harness::{Harness, POLL, WAIT};
 use crate::routes::create_binding;
@@ -51,18 +52,7 @@ async fn a_second_policy_on_a_protected_hostname_is_refused_naming_the_first_and
     tokio::time::sleep(Duration::from_millis(1100)).await;
     create_policy(&h, "newer", json!([binding_target("web-api")])).await;
 
-    let refused = poll_until(
-        "the newer policy refused for the hostname",
-        WAIT,
-        POLL,
-        || async {
-            let p = policies(&h).get("newer").await.ok()?;
-            let target = p.status?.targets?.into_iter().next()?;
-            (target.reason.as_deref() == Some("TargetConflict")).then_some(target)
-        },
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    let refused = wait_first_target(&h, "newer", "TargetConflict").await;
     let message = refused.message.unwrap_or_default();
     assert!(
         message.contains(&format!("older AccessPolicy {}/older", h.ns)) && message.contains(host),

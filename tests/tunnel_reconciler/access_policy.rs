@@ -122,6 +122,26 @@ pub(crate) async fn wait_app(h: &Harness, host: &str) -> cftunnel_sim::SimAccess
     .unwrap_or_else(|e| panic!("{e}; apps {:?}", h.sim.access_apps()))
 }
 
+/// The policy's first target once its status gives it `reason`.
+pub(crate) async fn wait_first_target(
+    h: &Harness,
+    policy: &str,
+    reason: &str,
+) -> cftunnel_types::access_policy::TargetStatus {
+    poll_until(
+        &format!("AccessPolicy {policy}'s first target {reason}"),
+        WAIT,
+        POLL,
+        || async {
+            let p = policies(h).get(policy).await.ok()?;
+            let target = p.status?.targets?.into_iter().next()?;
+            (target.reason.as_deref() == Some(reason)).then_some(target)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}; apps {:?}", h.sim.access_apps()))
+}
+
 pub(crate) async fn wait_programmed(
     h: &Harness,
     name: &str,
@@ -607,18 +627,7 @@ async fn a_catch_all_target_is_refused_without_a_cloudflare_call() {
     )
     .await;
     wait_app(&h, "shop.example.com").await;
-    let refused = poll_until(
-        "the catch-all refused on the target",
-        WAIT,
-        POLL,
-        || async {
-            let policy = policies(&h).get("staff").await.ok()?;
-            let target = policy.status?.targets?.into_iter().next()?;
-            (target.reason.as_deref() == Some("CatchAllNotProtectable")).then_some(target)
-        },
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}; apps {:?}", h.sim.access_apps()));
+    let refused = wait_first_target(&h, "staff", "CatchAllNotProtectable").await;
     let message = refused.message.unwrap_or_default();
     assert!(message.contains("give the rule a hostname"), "{message}");
     assert_eq!(

@@ -81,29 +81,7 @@ impl RouteIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routes::{OriginRequest, Route};
-    use cftunnel_types::TunnelKind;
-
-    fn id(name: &str) -> TunnelIdentity {
-        TunnelIdentity {
-            kind: TunnelKind::Tunnel,
-            namespace: "ns".into(),
-            name: name.into(),
-        }
-    }
-
-    fn with_route(host: &str) -> TunnelRoutes {
-        TunnelRoutes {
-            routes: vec![Route {
-                hostname: host.into(),
-                path: None,
-                path_kind: Default::default(),
-                service: "http://web.ns.svc:80".into(),
-                origin_request: OriginRequest::default(),
-            }],
-            ..TunnelRoutes::default()
-        }
-    }
+    use crate::routes::fixtures::{ns_tunnel as id, with_route};
 
     #[test]
     fn the_index_answers_none_for_a_tunnel_until_a_table_that_knows_it_is_published() {

@@ -114,6 +114,19 @@ pub(crate) fn route(hostname: &str, path: Option<&str>, service: &str) -> Route 
     }
 }
 
+/// The Tunnel `name` of namespace `ns`.
+pub(crate) fn ns_tunnel(name: &str) -> TunnelIdentity {
+    identity(TunnelKind::Tunnel, "ns", name)
+}
+
+/// A tunnel's routes: `host` to the Service `web`.
+pub(crate) fn with_route(host: &str) -> TunnelRoutes {
+    TunnelRoutes {
+        routes: vec![route(host, None, "http://web.ns.svc:80")],
+        ..TunnelRoutes::default()
+    }
+}
+
 pub(super) fn source<'t>(
     table: &'t RouteTable,
     kind: SourceKind,

@@ -36,30 +36,9 @@ pub fn changed_tunnels(old: Option<&RouteTable>, new: &RouteTable) -> Vec<Tunnel
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routes::{OriginRequest, Route, TunnelRoutes};
-    use cftunnel_types::TunnelKind;
+    use crate::routes::TunnelRoutes;
+    use crate::routes::fixtures::{ns_tunnel as id, with_route};
     use std::sync::Arc;
-
-    fn id(name: &str) -> TunnelIdentity {
-        TunnelIdentity {
-            kind: TunnelKind::Tunnel,
-            namespace: "ns".into(),
-            name: name.into(),
-        }
-    }
-
-    fn with_route(host: &str) -> TunnelRoutes {
-        TunnelRoutes {
-            routes: vec![Route {
-                hostname: host.into(),
-                path: None,
-                path_kind: Default::default(),
-                service: "http://web.ns.svc:80".into(),
-                origin_request: OriginRequest::default(),
-            }],
-            ..TunnelRoutes::default()
-        }
-    }
 
     /// Two tables: `a` the same in both, `b` moved, `c` new, `gone` (when asked) only before.
     fn old_and_new(with_gone: bool) -> (RouteTable, RouteTable) {
