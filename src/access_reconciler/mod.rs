@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use crate::caches::ProcessCaches;
 use crate::dns_sync::TunnelRecord;
-use crate::route_reconciler::RouteCache;
 use crate::term::Context;
+use crate::world::RouteCache;
 use cftunnel_policy::access::{AccessGuard, PolicyKey};
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::access_policy::AccessPolicy;

@@ -25,7 +25,7 @@ pub(crate) const DNS_COALESCE: Duration = Duration::from_secs(10);
 pub(crate) struct DnsInput {
     /// The DNS part of the table ([`RouteTable::dns_only`]).
     pub table: Arc<RouteTable>,
-    pub records: Vec<TunnelRecord>,
+    pub records: Arc<[TunnelRecord]>,
     /// Hostnames that get no new record: protected, their Access application not there yet.
     pub held: Arc<std::collections::BTreeSet<String>>,
 }

@@ -1,18 +1,20 @@
 //! The route reconciler (docs/design.md §3.2, §3.3): watches tunnels, TunnelBindings, Services,
-//! namespace labels, Ingresses and the Gateway API kinds; computes every tunnel's routes ([`cftunnel_policy::routes`]); hands them to the tunnel
-//! reconciler (the single writer of config.yaml) through a shared [`RouteIndex`], triggering only
-//! the tunnels whose routes changed; syncs DNS per zone ([`cftunnel_policy::dns`]); writes TunnelBinding
-//! status and finalizers, and Events on labelled Services. With each table it publishes the
-//! Access guard (`cftunnel_policy::access`): which hostnames AccessPolicies protect, which
-//! tunnels must re-render for it, and which hostnames DNS must not publish yet.
+//! namespace labels, Ingresses and the Gateway API kinds ([`crate::world`]); computes every
+//! tunnel's routes ([`cftunnel_policy::routes`]) and hands them on, never waiting for any of
+//! their consumers:
+//! - to the tunnel reconciler (the single writer of config.yaml) through the shared
+//!   `RouteIndex`, triggering only the tunnels whose routes changed;
+//! - with each table the Access guard (`cftunnel_policy::access`): which hostnames
+//!   AccessPolicies protect, which tunnels must re-render for it, and which hostnames DNS must
+//!   not publish yet;
+//! - to the DNS task ([`crate::dns_sync`]), whose findings come back as a `DnsView`;
+//! - to the status writer ([`crate::status_writer`]), which writes every source's status from
+//!   the newest table and DNS view.
 //!
 //! A burst of edits is debounced into one computation (and so one render, one rollout per
-//! tunnel). A tunnel's own DNS records are removed by its deletion, before the tunnel itself.
-mod gateway_status;
-mod give_way;
-mod ingress_status;
-mod status;
-mod world;
+//! tunnel). A DNS finding recomputes nothing here: it goes to the status writer, and only the
+//! tunnels whose shared hostnames changed are re-run. A tunnel's own DNS records are removed by
+//! its deletion, before the tunnel itself.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,12 +23,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 
-pub use world::RouteCache;
-
 use crate::caches::ProcessCaches;
-use crate::dns_sync::DnsView;
 use crate::dns_sync::task::{DnsInput, run_dns};
+use crate::dns_sync::{DnsView, TunnelRecord};
+use crate::status_writer::StatusPlan;
 use crate::term::Context;
+use crate::world::RouteCache;
 use cftunnel_policy::routes::{RouteTable, changed_tunnels, compute_routes};
 use cftunnel_types::TunnelIdentity;
 
@@ -39,9 +41,10 @@ const MAX_PAUSE: Duration = Duration::from_secs(20);
 
 /// The wait after a change: [`DEBOUNCE`], or as long as the last iteration took when that was
 /// longer, up to [`MAX_PAUSE`]. During a first sync of tens of thousands of routes every status
-/// written comes back as a change; without the pause the reconciler would build a whole new
-/// table every iteration, and the garbage of those tables, not the tables themselves, set the
-/// process's peak memory. A new or deleted tunnel ends the pause ([`tunnels_differ`]).
+/// the status writer writes comes back as a change; without the pause the reconciler would
+/// build a whole new table every iteration, and the garbage of those tables, not the tables
+/// themselves, set the process's peak memory. A new or deleted tunnel ends the pause
+/// ([`tunnels_differ`]).
 fn pause_after(iteration: Duration) -> Duration {
     iteration.clamp(DEBOUNCE, MAX_PAUSE)
 }
@@ -59,11 +62,12 @@ async fn wait_out(cache: &mut RouteCache, table: &RouteTable, pause: Duration) {
     }
 }
 
-/// Runs until its term ends (the DNS task is spawned in `ctx.term`). `triggers` receives the
-/// tunnels whose routes changed.
+/// Runs until its term ends (the DNS task and the status writer are spawned in `ctx.term`).
+/// `triggers` receives the tunnels whose routes changed.
 ///
 /// DNS runs in its own task: a first sync of many hostnames is paced by the Cloudflare rate
-/// limit (minutes for a thousand), and route changes must reach config.yaml meanwhile.
+/// limit (minutes for a thousand), and route changes must reach config.yaml meanwhile. Statuses
+/// are written by theirs: thousands of writes in a first sync must not hold back a table.
 pub async fn run(
     ctx: Arc<Context>,
     caches: ProcessCaches,
@@ -74,22 +78,32 @@ pub async fn run(
     tracing::info!("route caches synced");
     let (input_tx, input_rx) = watch::channel::<Option<Arc<DnsInput>>>(None);
     let (view_tx, mut view_rx) = watch::channel(Arc::new(DnsView::default()));
+    let (plan_tx, plan_rx) = watch::channel::<Option<Arc<StatusPlan>>>(None);
     ctx.term
         .spawn("dns", run_dns(ctx.clone(), input_rx, view_tx));
-    let mut statuses = status::StatusWriter::default();
+    ctx.term.spawn(
+        "statuses",
+        crate::status_writer::run(ctx.clone(), caches.clone(), plan_rx, view_rx.clone()),
+    );
     let mut known: Option<Known> = None;
     let route_gauge = ctx.metrics.track_routes();
+    // The table last computed, with the digest of what it was computed from.
+    let mut computed: Option<(u64, Arc<RouteTable>)> = None;
     loop {
         let started = Instant::now();
         cache.mark_seen();
-        view_rx.borrow_and_update();
-        let mut world = cache.world();
-        let mut table = compute_routes(&world);
-        if let Some(published) = ctx.routes.current() {
-            table.share_unchanged(&published);
-        }
-        let table = Arc::new(table);
-        route_gauge.set(routes_by_reason(&table));
+        let inputs = cache.route_inputs();
+        let table = match &computed {
+            // Nothing routes read changed (a status written, a tunnel's id recorded): the
+            // guard, DNS and statuses below still take the newest policies and tunnels.
+            Some((digest, table)) if *digest == inputs => table.clone(),
+            _ => {
+                let table = compute(&cache, &ctx);
+                route_gauge.set(routes_by_reason(&table));
+                computed = Some((inputs, table.clone()));
+                table
+            }
+        };
         // The guard is published with its table: a tunnel renders its routes and their
         // protections from one table (docs/design.md §3.7).
         let mut guard = cftunnel_policy::access::guard(&caches.access_policies.all(), &table);
@@ -126,53 +140,55 @@ pub async fn run(
         for tunnel in protections_changed {
             let _ = triggers.send(tunnel);
         }
-        let records = cache.tunnel_records();
-        let bindings = cache.bindings();
+        let records: Arc<[TunnelRecord]> = cache.tunnel_records().into();
         let dns_table = table.dns_only(input_tx.borrow().as_ref().map(|input| &*input.table));
         input_tx.send_replace(Some(Arc::new(DnsInput {
             table: Arc::new(dns_table),
             records: records.clone(),
             held,
         })));
-        let view = view_rx.borrow().clone();
-        // The tunnel reconciler writes the SharedTunnel condition: re-run those that changed.
-        for tunnel in ctx.shared_tunnels.replace(view.shared()) {
-            let _ = triggers.send(tunnel);
-        }
-        // The snapshot goes before statuses are written: each write replaces its object in
-        // the store, and a snapshot held through the writes would keep both versions.
-        let gateway = gateway_status::gateway_writes(&mut world, &table, &records, &view);
-        drop(world);
-        let mut give_way = give_way::GiveWay::new(give_way::WRITE_SLICE, || {
-            (grew && cache.has_changed()) || tunnels_differ(&cache.live_tunnels(), &table)
-        });
-        statuses
-            .write(&ctx, &table, &view, &records, bindings, &mut give_way)
-            .await;
-        if !give_way.now() {
-            statuses
-                .write_ingresses(&ctx, &table, &records, &cache.ingresses())
-                .await;
-        }
-        if let Some(gateway) = gateway {
-            gateway_status::write_gateway_status(&ctx, gateway, &mut give_way).await;
-        }
-        drop((records, view));
+        plan_tx.send_replace(Some(Arc::new(StatusPlan {
+            table: table.clone(),
+            records,
+        })));
         let took = started.elapsed();
         tracing::debug!(took_ms = took.as_millis() as u64, "route iteration");
         let pause = match grew {
             true => DEBOUNCE,
             false => pause_after(took),
         };
-        tokio::select! {
-            _ = cache.changed() => wait_out(&mut cache, &table, pause).await,
-            changed = view_rx.changed() => {
-                if changed.is_err() {
-                    std::future::pending::<()>().await;
+        loop {
+            tokio::select! {
+                _ = cache.changed() => {
+                    wait_out(&mut cache, &table, pause).await;
+                    break;
+                }
+                changed = view_rx.changed() => {
+                    if changed.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                    // The tunnel reconciler writes the SharedTunnel condition: re-run those
+                    // whose other clusters' hostnames changed. Nothing else here reads DNS.
+                    let view = view_rx.borrow_and_update().clone();
+                    for tunnel in ctx.shared_tunnels.replace(view.shared()) {
+                        let _ = triggers.send(tunnel);
+                    }
                 }
             }
         }
     }
+}
+
+/// Computes the routes of the world `cache` reads; routes unchanged since the published table
+/// share its entries.
+fn compute(cache: &RouteCache, ctx: &Context) -> Arc<RouteTable> {
+    let world = cache.world();
+    let mut table = compute_routes(&world);
+    drop(world);
+    if let Some(published) = ctx.routes.current() {
+        table.share_unchanged(&published);
+    }
+    Arc::new(table)
 }
 
 /// The last table and guard computed while every AccessPolicy was known.

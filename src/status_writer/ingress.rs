@@ -1,8 +1,8 @@
-//! What the route reconciler writes on Ingresses of cftunnel's classes:
+//! What the status writer writes on Ingresses of cftunnel's classes:
 //! `status.loadBalancer.ingress[].hostname`, the tunnel's `<tunnelId>.cfargotunnel.com`, while
 //! at least one of its routes is served (removed otherwise), and one Event per Ingress
 //! generation that carries a `tls` section (Cloudflare's edge terminates TLS). Its route
-//! outcomes are Events too, written with the labelled Services' ([`super::status`]). An
+//! outcomes are Events too, told with the labelled Services' ([`super::events`]). An
 //! Ingress moved to another controller's class loses the entries cftunnel wrote (only those).
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -16,9 +16,10 @@ use kube::runtime::events::{Event, EventType};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
+use super::Latest;
 use crate::dns_sync::TunnelRecord;
 use crate::term::Context;
-use cftunnel_policy::routes::{RouteTable, SourceKind, SourceRef, SourceStatus};
+use cftunnel_policy::routes::{SourceKind, SourceRef, SourceStatus};
 
 /// The public name of a Cloudflare tunnel, which every routed hostname is a CNAME to.
 pub(crate) fn tunnel_hostname(tunnel_id: &str) -> String {
@@ -94,15 +95,22 @@ pub(crate) fn ingress_reference(source: &SourceRef) -> ObjectReference {
 
 /// Writes each Ingress's `status.loadBalancer` when it differs, and the TLS Event once per
 /// notices once per generation (`told` remembers which were told).
+/// Writes each Ingress's `status.loadBalancer` where it differs from what `plan` says, and tells
+/// the notices of each generation once; returns how many writes failed (the next pass tries
+/// them again). Each Ingress is let go once written.
 pub(super) async fn write_ingresses(
     ctx: &Context,
-    table: &RouteTable,
-    records: &[TunnelRecord],
-    ingresses: &[Arc<Ingress>],
+    latest: &Latest,
+    ingresses: Vec<Arc<Ingress>>,
     told: &mut HashSet<(String, i64, Notice)>,
-) {
+) -> usize {
     let mut current = HashSet::new();
+    let mut failed = 0;
     for ingress in ingresses {
+        let Some(plan) = latest.plan() else {
+            return failed;
+        };
+        let (table, records) = (&*plan.table, &*plan.records);
         let source_ref = SourceRef::of(SourceKind::Ingress, &ingress.metadata);
         let have = ingress
             .status
@@ -119,14 +127,11 @@ pub(super) async fn write_ingresses(
         if !same {
             let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), &source_ref.namespace);
             let patch = json!({"status": {"loadBalancer": {"ingress": wanted.ingress}}});
-            if let Err(error) = api
-                .patch_status(
-                    &source_ref.name,
-                    &PatchParams::default(),
-                    &Patch::Merge(patch),
-                )
-                .await
-            {
+            let params = PatchParams::default();
+            let patch = Patch::Merge(patch);
+            let write = api.patch_status(&source_ref.name, &params, &patch);
+            if let Err(error) = super::bounded(write).await {
+                failed += 1;
                 tracing::warn!(ingress = %source_ref, %error, "Ingress status not written");
             }
         }
@@ -157,12 +162,21 @@ pub(super) async fn write_ingresses(
             }
             let key = (uid.clone(), generation, notice);
             current.insert(key.clone());
-            if told.insert(key) {
-                tell(ctx, &source_ref, notice, &wildcards).await;
+            if !told.contains(&key) {
+                match tell(ctx, &source_ref, notice, &wildcards).await {
+                    Ok(()) => {
+                        told.insert(key);
+                    }
+                    Err(error) => {
+                        failed += 1;
+                        tracing::warn!(%error, ingress = %source_ref, "Ingress event not recorded");
+                    }
+                }
             }
         }
     }
     told.retain(|k| current.contains(k));
+    failed
 }
 
 /// What an Ingress of cftunnel's is told once per generation.
@@ -174,7 +188,12 @@ pub(crate) enum Notice {
     WildcardDepth,
 }
 
-async fn tell(ctx: &Context, source: &SourceRef, notice: Notice, wildcards: &[&str]) {
+async fn tell(
+    ctx: &Context,
+    source: &SourceRef,
+    notice: Notice,
+    wildcards: &[&str],
+) -> Result<(), super::WriteError> {
     let (reason, note) = match notice {
         Notice::TlsAtEdge => (
             "TLSAtEdge",
@@ -199,13 +218,7 @@ async fn tell(ctx: &Context, source: &SourceRef, notice: Notice, wildcards: &[&s
         action: "Route".to_string(),
         secondary: None,
     };
-    if let Err(error) = ctx
-        .recorder
-        .publish(&event, &ingress_reference(source))
-        .await
-    {
-        tracing::warn!(%error, "Ingress event not recorded");
-    }
+    super::bounded(ctx.recorder.publish(&event, &ingress_reference(source))).await
 }
 
 #[cfg(test)]

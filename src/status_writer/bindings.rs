@@ -1,19 +1,11 @@
-//! What the route reconciler writes on the objects that declare routes: TunnelBinding status
-//! (`hostnames`, `services`, `Ready`) and its finalizer; Events on labelled Services and
-//! Ingresses (no condition of ours goes in their status; an Ingress's `status.loadBalancer` is
-//! written by [`super::ingress_status`]). Writes happen only when something changed.
-use super::give_way::GiveWay;
-use std::collections::HashMap;
-use std::sync::Arc;
-
-use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::api::networking::v1::Ingress;
+//! What the status writer writes on TunnelBindings: status (`hostnames`, `services`, `Ready`),
+//! the finalizer and the Go operator's labels. Writes happen only when something changed.
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Patch, PatchParams};
-use kube::runtime::events::{Event, EventType};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
+use super::StatusPlan;
 use crate::dns_sync::TunnelRecord;
 use crate::dns_sync::{DnsProblem, DnsView};
 use crate::term::Context;
@@ -25,14 +17,6 @@ use cftunnel_types::binding::ServiceInfo;
 use cftunnel_types::names::FINALIZER;
 use cftunnel_types::{TunnelBinding, TunnelBindingStatus};
 use cftunnel_types::{TunnelIdentity, TunnelKind};
-
-/// Remembers what was last reported on Services, so each change gives one Event.
-#[derive(Default)]
-pub(crate) struct StatusWriter {
-    reported: HashMap<Arc<SourceRef>, (String, String)>,
-    /// Ingress (uid, generation, notice) already told (TLS at the edge, wildcard depth).
-    ingress_told: std::collections::HashSet<(String, i64, super::ingress_status::Notice)>,
-}
 
 /// The tunnel a binding names (kind in any case; a Tunnel in the binding's namespace).
 pub(crate) fn binding_tunnel(binding: &TunnelBinding) -> Option<TunnelIdentity> {
@@ -49,7 +33,10 @@ pub(crate) fn binding_tunnel(binding: &TunnelBinding) -> Option<TunnelIdentity> 
 
 /// The `Ready` reason and message: the route model's, unless DNS has problems with a served
 /// hostname.
-fn ready_of(source: &SourceStatus, problems: &[DnsProblem]) -> (String, String, &'static str) {
+pub(super) fn ready_of(
+    source: &SourceStatus,
+    problems: &[DnsProblem],
+) -> (String, String, &'static str) {
     let hostnames = source.hostnames();
     let dns: Vec<&DnsProblem> = problems
         .iter()
@@ -165,173 +152,78 @@ fn dns_released(
     }
 }
 
-impl StatusWriter {
-    pub async fn write(
-        &mut self,
-        ctx: &Context,
-        table: &RouteTable,
-        dns: &DnsView,
-        records: &[TunnelRecord],
-        bindings: Vec<std::sync::Arc<TunnelBinding>>,
-        give_way: &mut GiveWay<impl FnMut() -> bool>,
-    ) {
-        // Each binding is let go once written: its store holds the version the write returned.
-        for binding in bindings {
-            if give_way.now() {
-                // The rest (and the Events of Services, Ingress statuses) come with the next
-                // table; the bookkeeping of what was reported is left as it is.
-                return;
-            }
-            if let Err(error) = self.write_binding(ctx, table, dns, records, &binding).await {
-                tracing::warn!(binding = %format!("{}/{}", binding.namespace().unwrap_or_default(), binding.name_any()), %error, "binding status not written");
-            }
-        }
-        self.write_services(ctx, table, dns).await;
-    }
-
-    /// The statuses of cftunnel's Ingresses (after [`StatusWriter::write`], unless it gave way).
-    pub async fn write_ingresses(
-        &mut self,
-        ctx: &Context,
-        table: &RouteTable,
-        records: &[TunnelRecord],
-        ingresses: &[std::sync::Arc<Ingress>],
-    ) {
-        super::ingress_status::write_ingresses(
-            ctx,
-            table,
-            records,
-            ingresses,
-            &mut self.ingress_told,
-        )
-        .await;
-    }
-
-    async fn write_binding(
-        &self,
-        ctx: &Context,
-        table: &RouteTable,
-        dns: &DnsView,
-        records: &[TunnelRecord],
-        binding: &TunnelBinding,
-    ) -> Result<(), kube::Error> {
-        let namespace = binding.namespace().unwrap_or_default();
-        let api: Api<TunnelBinding> = Api::namespaced(ctx.client.clone(), &namespace);
-        let name = binding.name_any();
-        let finalizers = binding.finalizers();
-        if binding.metadata.deletion_timestamp.is_some() {
-            let tunnel = binding_tunnel(binding);
-            let tunnel_live = tunnel
-                .as_ref()
-                .is_some_and(|t| records.iter().any(|r| &r.identity == t && !r.deleting));
-            let released = !tunnel_live
-                || tunnel
-                    .as_ref()
-                    .is_some_and(|t| dns_released(binding, t, dns, table, records));
-            if released && let Some(patch) = remove_patch(finalizers, FINALIZER) {
-                api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
-                    .await?;
-            }
+/// Writes what a binding should carry: its finalizer and labels while it lives, its status from
+/// `plan`'s route table and `dns`'s problems; a deleting binding loses its finalizer once DNS let
+/// go of its hostnames (or its tunnel is gone). Nothing is written that is already there.
+pub(super) async fn write_binding(
+    ctx: &Context,
+    plan: &StatusPlan,
+    dns: &DnsView,
+    binding: &TunnelBinding,
+) -> Result<(), kube::Error> {
+    let (table, records) = (&*plan.table, &*plan.records);
+    let namespace = binding.namespace().unwrap_or_default();
+    let api: Api<TunnelBinding> = Api::namespaced(ctx.client.clone(), &namespace);
+    let name = binding.name_any();
+    let finalizers = binding.finalizers();
+    let source_ref = SourceRef {
+        kind: SourceKind::TunnelBinding,
+        namespace: namespace.clone(),
+        name: name.clone(),
+        uid: binding.uid().unwrap_or_default(),
+    };
+    if binding.metadata.deletion_timestamp.is_some() {
+        // A table that still routes the binding was computed before its deletion: DNS in step
+        // with that table still wants its records. The next plan comes without it.
+        if table.sources.contains_key(&source_ref) {
             return Ok(());
         }
-        if let Some(patch) = add_patch(finalizers, FINALIZER) {
+        let tunnel = binding_tunnel(binding);
+        let tunnel_live = tunnel
+            .as_ref()
+            .is_some_and(|t| records.iter().any(|r| &r.identity == t && !r.deleting));
+        let released = !tunnel_live
+            || tunnel
+                .as_ref()
+                .is_some_and(|t| dns_released(binding, t, dns, table, records));
+        if released && let Some(patch) = remove_patch(finalizers, FINALIZER) {
             api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
                 .await?;
         }
-        if let Some(labels) = missing_labels(binding) {
-            api.patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "metadata": { "labels": labels } })),
-            )
+        return Ok(());
+    }
+    if let Some(patch) = add_patch(finalizers, FINALIZER) {
+        api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
             .await?;
-        }
-        let source_ref = SourceRef {
-            kind: SourceKind::TunnelBinding,
-            namespace: namespace.clone(),
-            name: name.clone(),
-            uid: binding.uid().unwrap_or_default(),
-        };
-        let Some(source) = table.sources.get(&source_ref) else {
-            return Ok(());
-        };
-        let problems = source
-            .tunnel
-            .as_ref()
-            .map(|t| dns.problems(t))
-            .unwrap_or_default();
-        let now = Time(jiff::Timestamp::now());
-        let wanted = binding_status(binding, source, problems, now);
-        if binding.status.as_ref() == Some(&wanted) {
-            return Ok(());
-        }
-        api.patch_status(
+    }
+    if let Some(labels) = missing_labels(binding) {
+        api.patch(
             &name,
             &PatchParams::default(),
-            &Patch::Merge(json!({ "status": wanted })),
+            &Patch::Merge(json!({ "metadata": { "labels": labels } })),
         )
         .await?;
-        Ok(())
     }
-
-    /// One Event per change of the outcome of a labelled Service or an Ingress (Warning unless
-    /// routed): neither has a status condition of ours.
-    async fn write_services(&mut self, ctx: &Context, table: &RouteTable, dns: &DnsView) {
-        let services = table
-            .sources
-            .iter()
-            .filter(|(r, _)| matches!(r.kind, SourceKind::Service | SourceKind::Ingress));
-        let mut seen = Vec::new();
-        for (source_ref, source) in services {
-            seen.push(source_ref.clone());
-            let problems = source
-                .tunnel
-                .as_ref()
-                .map(|t| dns.problems(t))
-                .unwrap_or_default();
-            let (reason, message, status) = ready_of(source, problems);
-            let outcome = (reason.clone(), message.clone());
-            if self.reported.get(source_ref) == Some(&outcome) {
-                continue;
-            }
-            let previous = self.reported.insert(source_ref.clone(), outcome);
-            if previous.is_none() && status == "True" {
-                // A routed Service seen for the first time (e.g. after a restart): nothing new.
-                continue;
-            }
-            if status != "True" && previous.is_some_and(|(r, _)| r == reason) {
-                // The same failure announced already, with another message (a retry's error
-                // under a Cloudflare storm): one Warning per failure streak.
-                continue;
-            }
-            let event = Event {
-                type_: if status == "True" {
-                    EventType::Normal
-                } else {
-                    EventType::Warning
-                },
-                reason,
-                note: Some(crate::term::events::bounded(message)),
-                action: "Route".to_string(),
-                secondary: None,
-            };
-            let reference = match source_ref.kind {
-                SourceKind::Ingress => super::ingress_status::ingress_reference(source_ref),
-                _ => ObjectReference {
-                    api_version: Some("v1".to_string()),
-                    kind: Some("Service".to_string()),
-                    namespace: Some(source_ref.namespace.clone()),
-                    name: Some(source_ref.name.clone()),
-                    uid: Some(source_ref.uid.clone()).filter(|u| !u.is_empty()),
-                    ..ObjectReference::default()
-                },
-            };
-            if let Err(error) = ctx.recorder.publish(&event, &reference).await {
-                tracing::warn!(%error, source = %source_ref, "route event not recorded");
-            }
-        }
-        self.reported.retain(|r, _| seen.contains(r));
+    let Some(source) = table.sources.get(&source_ref) else {
+        return Ok(());
+    };
+    let problems = source
+        .tunnel
+        .as_ref()
+        .map(|t| dns.problems(t))
+        .unwrap_or_default();
+    let now = Time(jiff::Timestamp::now());
+    let wanted = binding_status(binding, source, problems, now);
+    if binding.status.as_ref() == Some(&wanted) {
+        return Ok(());
     }
+    api.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": wanted })),
+    )
+    .await?;
+    Ok(())
 }
 
 #[cfg(test)]

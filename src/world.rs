@@ -1,7 +1,10 @@
-//! The route reconciler's view of the process-wide watch caches ([`crate::caches`]): tunnels,
-//! bindings, Services (stripped to ports, route labels and annotations) and namespace labels,
-//! with a change signal.
+//! The world the route pipeline reads: the process-wide watch caches ([`crate::caches`]) as the
+//! policy crate's [`RouteWorld`] (tunnels, bindings, Services stripped to ports, route labels and
+//! annotations, namespace labels, Ingresses, the Gateway API kinds), the tunnel records DNS and
+//! statuses need, and a change signal. The route reconciler computes from it, the status writer
+//! and the Access reconciler read the objects they write.
 use std::collections::BTreeMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use kube::{Resource, ResourceExt};
@@ -15,7 +18,7 @@ use cftunnel_policy::rules::facts::tunnel_facts;
 use cftunnel_types::TunnelBinding;
 use cftunnel_types::{TunnelIdentity, TunnelKind};
 
-/// The route reconciler's reading of the process-wide caches, with a change signal.
+/// A reading of the process-wide caches, with a change signal.
 pub struct RouteCache {
     caches: ProcessCaches,
     changes: watch::Receiver<u64>,
@@ -38,11 +41,6 @@ impl RouteCache {
             // Every watch task ended (the runtime is shutting down): never wake again.
             std::future::pending::<()>().await;
         }
-    }
-
-    /// Whether a watch event arrived since the last [`RouteCache::mark_seen`].
-    pub(crate) fn has_changed(&self) -> bool {
-        self.changes.has_changed().unwrap_or(false)
     }
 
     /// Marks everything seen so far as handled.
@@ -131,6 +129,36 @@ impl RouteCache {
         world
     }
 
+    /// A digest of what routes are computed from, so a wake that changed none of it (a status
+    /// written, a tunnel's id recorded) computes nothing. Objects whose status cftunnel writes
+    /// (tunnels, bindings, Ingresses, the Gateway API kinds) count by what routes read of them:
+    /// identity, `generation` (the API server moves it on every change outside `metadata` and
+    /// `status`), labels, annotations and whether they are being deleted. The others (Services,
+    /// namespaces, IngressClasses, ReferenceGrants) count by `resourceVersion`: any change.
+    /// Independent of the stores' order.
+    pub(crate) fn route_inputs(&self) -> u64 {
+        let mut digest = Digest::default();
+        digest.specs("Tunnel", self.caches.tunnels.store().state());
+        digest.specs("ClusterTunnel", self.caches.cluster_tunnels.store().state());
+        digest.specs("TunnelBinding", self.caches.bindings.store().state());
+        digest.specs("Ingress", self.caches.ingresses.store().state());
+        digest.versions("Service", self.caches.services.store().state());
+        digest.versions("Namespace", self.caches.namespaces.store().state());
+        digest.versions("IngressClass", self.caches.ingress_classes.store().state());
+        if let Some(gateway) = self.caches.gateway_api.caches() {
+            digest.specs("GatewayClass", gateway.classes.store().state());
+            digest.specs("Gateway", gateway.gateways.store().state());
+            digest.specs("HTTPRoute", gateway.http_routes.store().state());
+            if let Some(grpc) = &gateway.grpc_routes {
+                digest.specs("GRPCRoute", grpc.store().state());
+            }
+            if let Some(grants) = &gateway.reference_grants {
+                digest.versions("ReferenceGrant", grants.store().state());
+            }
+        }
+        digest.finish()
+    }
+
     /// The tunnels routes would be computed for now: every one not being deleted.
     pub(crate) fn live_tunnels(&self) -> Vec<TunnelIdentity> {
         let tunnels = self.caches.tunnels.store().state();
@@ -177,9 +205,70 @@ impl RouteCache {
         self.caches.ingresses.store().state()
     }
 
+    /// Whether any GatewayClass is known (Gateway API statuses are written only then).
+    pub(crate) fn has_gateway_classes(&self) -> bool {
+        self.caches
+            .gateway_api
+            .caches()
+            .is_some_and(|gateway| !gateway.classes.store().state().is_empty())
+    }
+
     /// Every TunnelBinding, those being deleted included.
     pub fn bindings(&self) -> Vec<Arc<TunnelBinding>> {
         self.caches.bindings.store().state()
+    }
+}
+
+/// An order-independent digest of objects: the sum of one hash per object, and their count.
+#[derive(Default)]
+struct Digest {
+    sum: u64,
+    count: u64,
+}
+
+impl Digest {
+    fn add(&mut self, item: impl Hash) {
+        let mut hasher = DefaultHasher::new();
+        item.hash(&mut hasher);
+        self.sum = self.sum.wrapping_add(hasher.finish());
+        self.count += 1;
+    }
+
+    /// Objects by what routes read of those whose status cftunnel writes.
+    fn specs<K: Resource>(&mut self, kind: &str, objects: Vec<Arc<K>>) {
+        for object in objects {
+            let meta = object.meta();
+            self.add((
+                kind,
+                &meta.namespace,
+                &meta.name,
+                &meta.uid,
+                meta.generation,
+                meta.deletion_timestamp.is_some(),
+                &meta.labels,
+                &meta.annotations,
+            ));
+        }
+    }
+
+    /// Objects by their version: any change counts.
+    fn versions<K: Resource>(&mut self, kind: &str, objects: Vec<Arc<K>>) {
+        for object in objects {
+            let meta = object.meta();
+            self.add((
+                kind,
+                &meta.namespace,
+                &meta.name,
+                &meta.uid,
+                &meta.resource_version,
+            ));
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        (self.sum, self.count).hash(&mut hasher);
+        hasher.finish()
     }
 }
 

@@ -1,10 +1,9 @@
-//! The statuses of Gateway API objects of cftunnel's classes, written from the route model's
+//! The statuses of Gateway API objects of cftunnel's classes, written by the status writer from the route model's
 //! outcome ([`cftunnel_policy::routes::gateway::status`]): GatewayClass and Gateway status
 //! whole (they are cftunnel's), a route's `status.parents` entries of cftunnel's controller
 //! only (other controllers' entries are kept as they are), with the DNS sync's problems of the
 //! hostnames each parent serves (`cfargotunnel.com/DNSRecords`). Each object is patched only when
 //! what it should carry differs from what it carries.
-use super::give_way::GiveWay;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -98,12 +97,8 @@ pub(super) fn gateway_writes(
     })
 }
 
-/// Writes what differs; each object is let go once written.
-pub(super) async fn write_gateway_status(
-    ctx: &Context,
-    writes: GatewayWrites,
-    give_way: &mut GiveWay<impl FnMut() -> bool>,
-) {
+/// Writes what differs; each object is let go once written. Returns how many writes failed.
+pub(super) async fn write_gateway_status(ctx: &Context, writes: GatewayWrites) -> usize {
     let GatewayWrites {
         statuses,
         classes,
@@ -112,6 +107,7 @@ pub(super) async fn write_gateway_status(
         grpc_routes,
     } = writes;
     let params = PatchParams::default();
+    let mut failed = 0;
     for class in classes {
         let name = class.name_any();
         let Some(wanted) = statuses.classes.get(&name) else {
@@ -119,10 +115,10 @@ pub(super) async fn write_gateway_status(
         };
         if class.status.as_ref() != Some(wanted) {
             let api: Api<GatewayClass> = Api::all(ctx.client.clone());
-            if let Err(error) = api
-                .patch_status(&name, &params, &Patch::Merge(json!({"status": wanted})))
-                .await
-            {
+            let patch = Patch::Merge(json!({"status": wanted}));
+            let write = api.patch_status(&name, &params, &patch);
+            if let Err(error) = super::bounded(write).await {
+                failed += 1;
                 tracing::warn!(gatewayclass = %name, %error, "GatewayClass status not written");
             }
         }
@@ -134,19 +130,16 @@ pub(super) async fn write_gateway_status(
         };
         if gateway.status.as_ref() != Some(wanted) {
             let api: Api<Gateway> = Api::namespaced(ctx.client.clone(), &key.0);
-            if let Err(error) = api
-                .patch_status(&key.1, &params, &Patch::Merge(json!({"status": wanted})))
-                .await
-            {
+            let patch = Patch::Merge(json!({"status": wanted}));
+            let write = api.patch_status(&key.1, &params, &patch);
+            if let Err(error) = super::bounded(write).await {
+                failed += 1;
                 tracing::warn!(gateway = %format!("{}/{}", key.0, key.1), %error, "Gateway status not written");
             }
         }
     }
     for route in http_routes {
-        if give_way.now() {
-            return;
-        }
-        write_parents(
+        failed += write_parents(
             ctx,
             &statuses.routes,
             SourceKind::HTTPRoute,
@@ -156,10 +149,7 @@ pub(super) async fn write_gateway_status(
         .await;
     }
     for route in grpc_routes {
-        if give_way.now() {
-            return;
-        }
-        write_parents(
+        failed += write_parents(
             ctx,
             &statuses.routes,
             SourceKind::GRPCRoute,
@@ -168,17 +158,20 @@ pub(super) async fn write_gateway_status(
         )
         .await;
     }
+    failed
 }
 
 /// Patches a route's `status.parents` when cftunnel's entries in it are not what they should be
-/// (the routes whose entries are left out of `ours` are as they should be).
+/// (the routes whose entries are left out of `ours` are as they should be); 1 when the write
+/// failed.
 async fn write_parents<K>(
     ctx: &Context,
     ours: &BTreeMap<(SourceKind, String, String), Vec<RouteParentStatus>>,
     kind: SourceKind,
     route: &K,
     status: Option<&RouteStatus>,
-) where
+) -> usize
+where
     K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
         + Clone
         + serde::de::DeserializeOwned
@@ -190,25 +183,19 @@ async fn write_parents<K>(
         route.name_any(),
     );
     let Some(ours) = ours.get(&key) else {
-        return;
+        return 0;
     };
     let current = status.map(|s| s.parents.as_slice()).unwrap_or_default();
     let wanted = merged_parents(current, ours);
     if current != wanted.as_slice() {
         let api: Api<K> = Api::namespaced(ctx.client.clone(), &key.1);
-        patch_parents(&api, &key.2, &wanted).await;
+        let patch = json!({"status": {"parents": wanted}});
+        let params = PatchParams::default();
+        let patch = Patch::Merge(patch);
+        if let Err(error) = super::bounded(api.patch_status(&key.2, &params, &patch)).await {
+            tracing::warn!(route = %key.2, %error, "route status not written");
+            return 1;
+        }
     }
-}
-
-async fn patch_parents<K>(api: &Api<K>, name: &str, parents: &[RouteParentStatus])
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let patch = json!({"status": {"parents": parents}});
-    if let Err(error) = api
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
-        .await
-    {
-        tracing::warn!(route = %name, %error, "route status not written");
-    }
+    0
 }

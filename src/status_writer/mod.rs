@@ -1,0 +1,181 @@
+//! The status writer (docs/design.md §3.3): the one task that writes what the route pipeline
+//! reports on the objects that declare routes — TunnelBinding status, finalizer and labels;
+//! Events on labelled Services and Ingresses; Ingress `status.loadBalancer`; GatewayClass,
+//! Gateway, HTTPRoute and GRPCRoute statuses.
+//!
+//! It reads two values and writes nothing else back: the latest [`StatusPlan`] the route
+//! reconciler published (its route table and the tunnel records it was computed with) and the
+//! DNS task's latest [`DnsView`]. A DNS finding rewrites statuses here without any route being
+//! computed again, and the computation never waits for a write: each object is written from
+//! the newest plan and view there are when its turn comes, so a pass that outlives its plan goes
+//! on with the next one, and a pass follows whenever either changed meanwhile.
+//!
+//! It runs in the leadership term (only the leader writes). Every write has [`WRITE_TIMEOUT`];
+//! a pass with failed writes is followed by another after a backoff ([`RETRY_FIRST`] doubling
+//! to [`RETRY_MAX`]) even when nothing changed, so no status is lost to a failed write.
+mod bindings;
+mod events;
+mod gateway;
+mod ingress;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::caches::ProcessCaches;
+use crate::dns_sync::{DnsView, TunnelRecord};
+use crate::term::Context;
+use crate::world::RouteCache;
+use cftunnel_policy::routes::RouteTable;
+
+/// The longest a status write or Event may take before it counts as failed.
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(15);
+/// The pause before a pass follows one with failed writes; doubles per such pass.
+const RETRY_FIRST: Duration = Duration::from_secs(2);
+/// The longest pause between passes while writes keep failing.
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// What statuses are written from: a route table and the tunnel records (ids, deletions) it
+/// was computed with.
+pub struct StatusPlan {
+    pub table: Arc<RouteTable>,
+    pub records: Arc<[TunnelRecord]>,
+}
+
+/// A write that did not happen.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WriteError {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error("no answer within {0:?}")]
+    TimedOut(Duration),
+}
+
+/// `write` within [`WRITE_TIMEOUT`].
+pub(crate) async fn bounded<T>(
+    write: impl Future<Output = Result<T, kube::Error>>,
+) -> Result<T, WriteError> {
+    match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+        Ok(done) => Ok(done?),
+        Err(_) => Err(WriteError::TimedOut(WRITE_TIMEOUT)),
+    }
+}
+
+/// The newest plan and DNS view, read again for each object.
+pub(crate) struct Latest {
+    plans: watch::Receiver<Option<Arc<StatusPlan>>>,
+    dns: watch::Receiver<Arc<DnsView>>,
+}
+
+impl Latest {
+    pub(crate) fn plan(&self) -> Option<Arc<StatusPlan>> {
+        self.plans.borrow().clone()
+    }
+
+    pub(crate) fn dns(&self) -> Arc<DnsView> {
+        self.dns.borrow().clone()
+    }
+
+    /// Marks both as read: a change after this starts another pass.
+    fn mark_seen(&mut self) {
+        self.plans.borrow_and_update();
+        self.dns.borrow_and_update();
+    }
+
+    /// Waits until either changed, or `retry` passed when it is set.
+    async fn changed(&mut self, retry: Option<Duration>) {
+        let retry = async {
+            match retry {
+                Some(after) => tokio::time::sleep(after).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = self.plans.changed() => {
+                if changed.is_err() {
+                    // The route reconciler is gone (the term is ending): nothing more to write.
+                    std::future::pending::<()>().await;
+                }
+            }
+            changed = self.dns.changed() => {
+                if changed.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+            _ = retry => {}
+        }
+    }
+}
+
+/// What the writer remembers between passes: what was told in Events.
+#[derive(Default)]
+struct Told {
+    outcomes: events::Outcomes,
+    /// Ingress (uid, generation, notice) already told (TLS at the edge, wildcard depth).
+    ingress: std::collections::HashSet<(String, i64, ingress::Notice)>,
+}
+
+/// Runs until its term ends, writing from the plans `plans` receives and the DNS views `dns`
+/// receives.
+pub async fn run(
+    ctx: Arc<Context>,
+    caches: ProcessCaches,
+    plans: watch::Receiver<Option<Arc<StatusPlan>>>,
+    dns: watch::Receiver<Arc<DnsView>>,
+) {
+    let cache = RouteCache::new(&caches, &ctx.options.cluster_resource_namespace);
+    let mut latest = Latest { plans, dns };
+    let mut told = Told::default();
+    let mut retry: Option<Duration> = None;
+    loop {
+        latest.mark_seen();
+        if latest.plan().is_some() {
+            let failed = pass(&ctx, &cache, &latest, &mut told).await;
+            retry = match failed {
+                0 => None,
+                _ => Some(retry.map_or(RETRY_FIRST, |r| (r * 2).min(RETRY_MAX))),
+            };
+            if failed > 0 {
+                tracing::debug!(failed, retry_in = ?retry, "status writes failed");
+            }
+        }
+        latest.changed(retry).await;
+    }
+}
+
+/// Writes every status that differs from what the newest plan and view say; returns how many
+/// writes failed.
+async fn pass(ctx: &Context, cache: &RouteCache, latest: &Latest, told: &mut Told) -> usize {
+    let mut failed = 0;
+    // Each binding is let go once written: its store holds the version the write returned.
+    for binding in cache.bindings() {
+        let Some(plan) = latest.plan() else {
+            return failed;
+        };
+        let dns = latest.dns();
+        if let Err(error) = bounded(bindings::write_binding(ctx, &plan, &dns, &binding)).await {
+            failed += 1;
+            tracing::warn!(binding = %format!("{}/{}", binding.metadata.namespace.as_deref().unwrap_or_default(), binding.metadata.name.as_deref().unwrap_or_default()), %error, "binding status not written");
+        }
+    }
+    let Some(plan) = latest.plan() else {
+        return failed;
+    };
+    failed += told.outcomes.tell(ctx, &plan.table, &latest.dns()).await;
+    drop(plan);
+    failed += ingress::write_ingresses(ctx, latest, cache.ingresses(), &mut told.ingress).await;
+    if let Some(plan) = latest.plan()
+        && cache.has_gateway_classes()
+    {
+        // The snapshot goes before statuses are written: each write replaces its object in
+        // the store, and a snapshot held through the writes would keep both versions.
+        let mut world = cache.world();
+        let writes = gateway::gateway_writes(&mut world, &plan.table, &plan.records, &latest.dns());
+        drop((world, plan));
+        if let Some(writes) = writes {
+            failed += gateway::write_gateway_status(ctx, writes).await;
+        }
+    }
+    failed
+}
