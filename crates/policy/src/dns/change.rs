@@ -4,7 +4,7 @@ use std::fmt;
 use cftunnel_cloudflare::{DnsRecord, DnsRecordType, NewDnsRecord};
 use cftunnel_types::TunnelIdentity;
 
-use super::desired::{normalize_name, tunnel_target};
+use super::names::{normalize_name, tunnel_target};
 use super::txt::ManagedTxt;
 
 /// A record as Cloudflare holds it, as messages name it.

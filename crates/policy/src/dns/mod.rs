@@ -25,6 +25,7 @@ mod batching;
 mod change;
 mod desired;
 mod marker;
+mod names;
 mod ownership;
 mod plan;
 mod quota;
@@ -48,10 +49,9 @@ pub use change::{
     ConflictReason, DesiredRecord, DnsAction, DnsChange, DnsConflict, DnsIdSource, DnsPlan,
     InvalidHostname, RecordRef, SharedHostname,
 };
-pub use desired::{
-    DnsOptions, MAX_HOSTNAME_CHARS, TunnelDns, ZoneDns, normalize_name, normalized, tunnel_target,
-};
+pub use desired::{DnsOptions, MAX_HOSTNAME_CHARS, TunnelDns, ZoneDns};
 pub use marker::{ClusterId, MARKER_PREFIX, MAX_COMMENT_CHARS, ownership_marker};
+pub use names::{normalize_name, normalized, tunnel_target};
 pub use ownership::{Ours, Owner};
 pub use plan::plan_zone;
 pub use quota::{Fitted, OverQuota, QuotaBasis, ZoneRoom, fit, records_added, records_needed};

@@ -30,8 +30,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use cftunnel_cloudflare::DnsRecord;
 
 use super::change::ConflictReason;
-use super::desired::{TunnelDns, normalize_name, normalized, tunnel_target};
+use super::desired::TunnelDns;
 use super::marker::{ClusterId, is_cftunnel_marker, marker_cluster, ownership_marker};
+use super::names::{normalize_name, normalized, tunnel_target};
 use super::txt::ManagedTxt;
 
 /// The owner of one record, as far as this zone's tunnels are concerned.

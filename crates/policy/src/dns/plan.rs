@@ -9,7 +9,8 @@ use super::change::{
     ConflictReason, DesiredRecord, DnsAction, DnsChange, DnsConflict, DnsIdSource, DnsPlan,
     InvalidHostname, RecordRef, SharedHostname,
 };
-use super::desired::{DnsOptions, ZoneDns, hostname_problem, normalized};
+use super::desired::{DnsOptions, ZoneDns, hostname_problem};
+use super::names::normalized;
 use super::ownership::{Ours, Owner};
 use super::txt::{TXT_PREFIX, managed_txt_name};
 
