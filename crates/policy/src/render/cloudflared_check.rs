@@ -16,10 +16,14 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use cftunnel_types::TunnelKind;
 use serde::Deserialize;
+use serde_json::json;
 
-use super::record::render_recorded_table;
-use crate::routes::record::{RECORD_ENV, RecordedTable};
+use super::config::render_config;
+use super::input::{OwnerIdentity, TunnelCredentials, TunnelInput};
+use super::record::record_config_in;
+use crate::routes::record::{RECORD_ENV, RecordedTable, write_in};
 use crate::routes::{ANY_HOST, OriginRequest, PathKind, Route};
 use crate::routes::{Serving, serving_route_for_url};
 
@@ -388,4 +392,48 @@ fn cloudflared_validates_every_rendered_config_and_picks_the_rule_the_model_says
         questions.len() + cases.len(),
         problems.join("\n")
     );
+}
+
+/// Renders (and records in `dir`) the config of one recorded route table. A table the renderer
+/// refuses is recorded as an error: the model must only produce renderable routes.
+fn render_recorded_table(dir: &Path, table: &RecordedTable) {
+    let mut spec = json!({
+        "newTunnel": {"name": "edge"},
+        "cloudflare": {"domain": table.domain, "secret": "cf-api",
+                       "accountId": "0123456789abcdef0123456789abcdef"},
+    });
+    if table.ca_pool {
+        spec["originCaPool"] = json!("origin-ca");
+    }
+    let input = TunnelInput {
+        identity: OwnerIdentity {
+            kind: TunnelKind::Tunnel,
+            namespace: table.namespace.clone(),
+            name: table.name.clone(),
+            uid: "uid".into(),
+        },
+        spec: match serde_json::from_value(spec) {
+            Ok(spec) => spec,
+            Err(e) => panic!("recorded tunnel spec: {e}"),
+        },
+        tunnel_id: "6ff42ae2-765d-4adf-8112-31c55c1551ef".into(),
+        account_tag: "0123456789abcdef0123456789abcdef".into(),
+        tunnel_name: table.name.clone(),
+        domain: table.domain.clone(),
+        credentials: TunnelCredentials {
+            account_tag: "0123456789abcdef0123456789abcdef".into(),
+            secret_b64: String::new(),
+            tunnel_id: "6ff42ae2-765d-4adf-8112-31c55c1551ef".into(),
+        },
+        origin_ca_pem: None,
+        routes: table.routes.clone(),
+    };
+    match render_config(&input) {
+        Ok(config) => record_config_in(dir, &input, &config),
+        Err(e) => write_in(
+            dir,
+            "error",
+            &json!({"tunnel": table.tunnel, "error": e.to_string()}),
+        ),
+    }
 }
