@@ -26,6 +26,7 @@
 //! - Hostname authority is the model's: one owner per hostname(+path) across every kind, the
 //!   oldest object first, then namespace and name.
 pub(crate) mod attach;
+mod conditions;
 #[cfg(test)]
 mod grpc_tests;
 mod parent_status;

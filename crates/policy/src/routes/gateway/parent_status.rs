@@ -9,8 +9,8 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::attach::ParentOutcome;
+use super::conditions::{DNS_CONDITION, DnsNote, conditions};
 use super::rules::RouteAnalysis;
-use super::status::{DNS_CONDITION, DnsNote, conditions};
 use crate::routes::table::{RouteEntry, RouteReason, RouteTable};
 use crate::routes::world::SourceRef;
 use cftunnel_types::gateway::RouteParentStatus;
