@@ -9,9 +9,8 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 
 use super::account;
-use super::reconcile::World;
 use super::status::{self, Recorded};
-use super::{AccessError, Next, STEP_WAIT};
+use super::{AccessError, Next, STEP_WAIT, World};
 use crate::term::finalizer::remove_patch;
 use crate::term::{Context, ReconcileError};
 use cftunnel_policy::access::PolicyKey;

@@ -56,6 +56,14 @@ pub(crate) enum Next {
     Settled,
 }
 
+/// What a pass reads besides the policy.
+pub(crate) struct World<'a> {
+    pub guard: &'a AccessGuard,
+    pub records: &'a [TunnelRecord],
+    /// Tunnels not being deleted.
+    pub live: &'a BTreeSet<TunnelIdentity>,
+}
+
 struct Remembered {
     input: u64,
     due: Option<Instant>,
@@ -93,7 +101,7 @@ pub async fn run(ctx: Arc<Context>, caches: ProcessCaches) {
                 if !due {
                     continue;
                 }
-                let world = reconcile::World {
+                let world = World {
                     guard: &guard,
                     records: &records,
                     live: &live,

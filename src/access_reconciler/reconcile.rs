@@ -8,12 +8,12 @@ use kube::{Api, ResourceExt};
 
 use super::account::{self, Organizations};
 use super::status::{self, Outcome, Recorded};
-use super::{AccessError, Next, STEP_WAIT, deletion, record_of};
+use super::{AccessError, Next, STEP_WAIT, World, deletion, record_of};
 use crate::dns_sync::TunnelRecord;
 use crate::term::finalizer::add_patch;
 use crate::term::{Context, ReconcileError};
 use cftunnel_cloudflare::{Priority, Work};
-use cftunnel_policy::access::{AccessGuard, Guarded, PolicyKey, TargetKey};
+use cftunnel_policy::access::{Guarded, PolicyKey, TargetKey};
 use cftunnel_policy::routes::ANY_HOST;
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::access_policy::{AccessPolicy, AccessPolicyStatus};
@@ -22,14 +22,6 @@ use cftunnel_types::names::FINALIZER;
 /// Why a catch-all part of a target (an Ingress `defaultBackend`, a rule with no host) is not
 /// protected.
 const CATCH_ALL_MESSAGE: &str = "a rule for every host (an Ingress defaultBackend or a rule without a host) cannot be put behind an Access application, which covers one hostname: it stays closed; give the rule a hostname to protect it";
-
-/// What a pass reads besides the policy.
-pub(crate) struct World<'a> {
-    pub guard: &'a AccessGuard,
-    pub records: &'a [TunnelRecord],
-    /// Tunnels not being deleted.
-    pub live: &'a BTreeSet<TunnelIdentity>,
-}
 
 /// Reconciles `policy`; returns what comes next and the status it wrote, if any.
 pub(crate) async fn reconcile(
