@@ -15,6 +15,7 @@ mod group_sync;
 mod groups;
 mod previous_zones;
 mod quota;
+mod quota_run;
 mod report;
 mod schedule;
 mod single;

@@ -30,7 +30,7 @@ use cftunnel_cloudflare::{
 use cftunnel_types::TunnelIdentity;
 
 use super::candidates::Reader;
-use super::quota::QuotaRun;
+use super::quota_run::QuotaRun;
 use super::report::{DnsWriteError, TunnelDnsReport, WriteKind, WrittenRecord, ZoneDnsReport};
 use cftunnel_policy::dns::{DesiredRecord, DnsAction, DnsChange, RecordRef};
 use cftunnel_policy::dns::{DnsOptions, ZoneDns, normalized};
