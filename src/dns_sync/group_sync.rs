@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 
 use crate::dns_sync::credentials::Resolved;
-use crate::dns_sync::groups::GroupKey;
-use crate::dns_sync::schedule::{
+use crate::dns_sync::groups::{GroupKey, wants_nothing};
+use crate::dns_sync::problem::{
     DnsProblem, REASON_DNS_CONFLICT, REASON_DNS_ERROR, REASON_DNS_OTHER_CLUSTER,
-    REASON_QUOTA_EXCEEDED, wants_nothing,
+    REASON_QUOTA_EXCEEDED,
 };
 use crate::dns_sync::sync_zone;
 use crate::term::Context;

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use crate::dns_sync::TunnelRecord;
 use crate::dns_sync::credentials::{CredentialKey, CredentialRef, Resolved};
-use crate::dns_sync::schedule::{DnsProblem, REASON_DNS_ERROR};
+use crate::dns_sync::problem::{DnsProblem, REASON_DNS_ERROR};
 use crate::term::Context;
 use crate::term::ReadyReason;
 use crate::term::conditions::find_ready;
@@ -368,4 +368,11 @@ pub(super) fn directory(listed: &Listed) -> Directory {
         .iter()
         .map(|(k, (zones, _))| (k.clone(), zones.clone()))
         .collect()
+}
+
+/// Is `tunnel` in `zone`'s group with no hostname there (its records there are removed)?
+pub(super) fn wants_nothing(zone: &ZoneDns, tunnel: &TunnelIdentity) -> bool {
+    zone.tunnels
+        .iter()
+        .any(|t| &t.identity == tunnel && t.hostnames.is_empty())
 }

@@ -19,33 +19,15 @@ use crate::dns_sync::TunnelRecord;
 use crate::dns_sync::credentials::Resolved;
 use crate::dns_sync::group_sync::{GroupOutcome, GroupReading, sync_once};
 use crate::dns_sync::groups::{
-    Directory, Elsewhere, GroupKey, Listed, Wanted, directory, refresh, wanted,
+    Directory, Elsewhere, GroupKey, Listed, Wanted, directory, refresh, wanted, wants_nothing,
+};
+use crate::dns_sync::problem::{
+    DnsProblem, REASON_DNS_ERROR, REASON_DNS_OTHER_CLUSTER, REASON_QUOTA_EXCEEDED,
 };
 use crate::term::Context;
 use cftunnel_policy::dns::{AccountZone, DnsOptions, SharedHostname, ZoneDns};
 use cftunnel_policy::routes::RouteTable;
 use cftunnel_types::TunnelIdentity;
-
-/// One problem of a tunnel's DNS: the hostname it concerns (`None`: all of them) and what to do.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DnsProblem {
-    pub hostname: Option<String>,
-    /// The condition reason: `DNSConflict` (a record that is not ours is in the way),
-    /// `DNSError` (Cloudflare refused or failed, or the hostname cannot have a record) or
-    /// `QuotaExceeded` (the zone is at its record quota).
-    pub reason: &'static str,
-    pub message: String,
-}
-
-pub(crate) const REASON_DNS_CONFLICT: &str = "DNSConflict";
-/// Another cftunnel cluster holds the hostname's record: not an error of this cluster. It is
-/// checked again at the drift interval, and taken over once that cluster lets go.
-pub(crate) const REASON_DNS_OTHER_CLUSTER: &str = "DNSHeldByOtherCluster";
-pub(crate) const REASON_DNS_ERROR: &str = "DNSError";
-/// The zone is at its record quota: the hostname waits for room, looked at again when the
-/// group's input changes (a hostname removed makes room) or at the drift interval, never in a
-/// retry loop (`dns_sync/quota.rs`).
-pub(crate) const REASON_QUOTA_EXCEEDED: &str = "QuotaExceeded";
 
 /// How long a drift sync is put off while changes of its credential wait at the pacer.
 const DRIFT_PUT_OFF: Duration = Duration::from_secs(15);
@@ -447,13 +429,6 @@ impl DnsSync {
             }
         }
     }
-}
-
-/// Is `tunnel` in `zone`'s group with no hostname there (its records there are removed)?
-pub(super) fn wants_nothing(zone: &ZoneDns, tunnel: &TunnelIdentity) -> bool {
-    zone.tunnels
-        .iter()
-        .any(|t| &t.identity == tunnel && t.hostnames.is_empty())
 }
 
 /// Each live tunnel's own zone id.

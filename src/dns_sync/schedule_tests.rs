@@ -2,6 +2,7 @@
 use super::*;
 use crate::dns_sync::credentials::{CredentialKey, CredentialRef, Resolved};
 use crate::dns_sync::groups::{Directory, Elsewhere};
+use crate::dns_sync::problem::REASON_DNS_CONFLICT;
 use cftunnel_cloudflare::Credentials;
 use cftunnel_policy::routes::{DnsName, TunnelRoutes};
 use cftunnel_types::TunnelKind;
