@@ -17,6 +17,7 @@ pub(crate) mod go_cluster_workload;
 pub mod legacy;
 pub(crate) mod remote;
 pub(crate) mod render_input;
+pub(crate) mod resolved;
 pub(crate) mod secret_guard;
 pub mod setup;
 pub mod status;

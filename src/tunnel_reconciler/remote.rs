@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::drift::DRIFT_READ_WAIT;
 use super::render_input::is_remote;
-use super::setup::Resolved;
+use super::resolved::Resolved;
 use crate::term::adapters::TunnelKindAdapter;
 use crate::term::context::Context;
 use crate::term::{ReconcileError, events};

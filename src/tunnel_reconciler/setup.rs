@@ -7,6 +7,7 @@ use kube::{Api, ResourceExt};
 use rand::RngCore;
 
 use super::render_input::is_remote;
+use super::resolved::Resolved;
 use super::{apply, legacy, status};
 use crate::term::ReconcileError;
 use crate::term::adapters::TunnelKindAdapter;
@@ -21,20 +22,6 @@ use cftunnel_policy::render::TunnelCredentials;
 use cftunnel_policy::render::config::ORIGIN_CA_KEY;
 use cftunnel_types::names::ANNOTATION_ADOPT_TUNNEL_ID;
 use cftunnel_types::{TunnelSpec, TunnelStatus};
-
-/// Everything the status and the renderer need about the tunnel.
-#[derive(Clone, Debug)]
-pub(crate) struct Resolved {
-    pub account_id: String,
-    pub tunnel_id: String,
-    pub tunnel_name: String,
-    pub zone_id: String,
-    pub zone_domain: String,
-    pub credentials: TunnelCredentials,
-    /// What admission would refuse in the spec today and how it was served instead
-    /// ([`legacy::notes`]); appended to the `Ready` message.
-    pub notes: Vec<String>,
-}
 
 fn non_empty(value: Option<&String>) -> Option<&str> {
     value.map(String::as_str).filter(|v| !v.is_empty())

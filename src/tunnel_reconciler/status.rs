@@ -8,7 +8,7 @@ use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
-use super::setup::Resolved;
+use super::resolved::Resolved;
 use crate::term::ReconcileError;
 use crate::term::adapters::TunnelKindAdapter;
 use crate::term::conditions::{ReadyReason, find_ready, ready_condition, with_ready};
