@@ -215,6 +215,11 @@ impl WebhookError {
     }
 }
 
+/// Resolves once shutdown has been asked for (or the sender is gone).
+pub(crate) async fn until_stopped(stopped: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|s| *s).await;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

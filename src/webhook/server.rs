@@ -21,7 +21,7 @@ use super::metrics::WebhookMetrics;
 use super::tls::{ReloadOutcome, ReloadingResolver, TlsError, server_config};
 use super::{
     DEFAULT_SMALL_BODY_RESERVE, DEFAULT_SMALL_DECODE_RESERVE, Policy, Readiness, WebhookConfig,
-    WebhookError, health_router, router_with_budget,
+    WebhookError, health_router, router_with_budget, until_stopped,
 };
 use crate::metrics::Metrics;
 use crate::scope::Scope;
@@ -198,11 +198,6 @@ pub async fn serve(
         result,
         owned: None,
     })
-}
-
-/// Resolves once shutdown has been asked for (or the sender is gone).
-pub(crate) async fn until_stopped(stopped: &mut watch::Receiver<bool>) {
-    let _ = stopped.wait_for(|s| *s).await;
 }
 
 async fn bind(addr: SocketAddr) -> Result<TcpListener, WebhookError> {

@@ -165,7 +165,7 @@ impl ReloadingResolver {
         ticker.tick().await;
         loop {
             tokio::select! {
-                () = super::server::until_stopped(&mut stop) => return,
+                () = super::until_stopped(&mut stop) => return,
                 _ = ticker.tick() => {
                     let resolver = self.clone();
                     // File reads block; keep them off the async workers.
