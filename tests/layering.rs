@@ -324,11 +324,15 @@ fn named_paths(text: &str, module: &[String]) -> Vec<(Vec<String>, Vec<String>)>
 
 /// The files a file includes with `#[path = "…"] mod m;`, each with `m`.
 fn path_includes(text: &str) -> Vec<(String, String)> {
-    let (code, _) = lex(text);
+    let (code, quoted) = lex(text);
     let mut includes = Vec::new();
-    let mut rest = code.as_str();
-    while let Some(at) = rest.find("#[path") {
-        rest = &rest[at + "#[path".len()..];
+    let mut from = 0;
+    while let Some(at) = code[from..].find("#[path").map(|at| from + at) {
+        from = at + "#[path".len();
+        if quoted[at] {
+            continue;
+        }
+        let rest = &code[from..];
         let Some(open) = rest.find('"') else { break };
         let Some(len) = rest[open + 1..].find('"') else {
             break;
