@@ -10,7 +10,7 @@
 //!   deeper than its file) or through the full `crate::folder::b` path, `use` groups expanded.
 //!   The folder's own file (`mod.rs`, or `x.rs` beside `x/`) is the folder, not a child: its
 //!   `self::b` makes no edge, and a test file it declares (`mod x_tests;`) is a child of its
-//!   own. The circles kept on purpose for now are listed in [`ALLOWED_CIRCLES`].
+//!   own. No circle is allowed.
 //!
 //! A `use` that crosses a layer upward or closes a circle fails here, naming the circle and a
 //! file that makes each of its edges.
@@ -49,14 +49,6 @@ const CRATES: &[(&str, &str, &[&str])] = &[
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
-
-/// Circles among the files of a folder module kept on purpose: the folder, from the workspace
-/// root, and the circle from its smallest module, as the check prints them. An entry that is no
-/// circle any more fails the check too, so the list only shrinks.
-const ALLOWED_CIRCLES: &[(&str, &str)] = &[
-    // redesign in progress: adapters -> context -> claims -> adapters
-    ("src/term/", "adapters -> context -> claims -> adapters"),
-];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -557,7 +549,6 @@ fn folder_dir(crate_dir: &str, folder: &[String]) -> String {
 #[test]
 fn no_folder_module_has_a_circle_among_its_files() {
     let mut wrong = Vec::new();
-    let mut allowed_found = BTreeSet::new();
     for (name, dir, _) in CRATES {
         let src = root().join(dir).join("src");
         for (folder, graph) in folder_graphs(&src) {
@@ -568,22 +559,11 @@ fn no_folder_module_has_a_circle_among_its_files() {
             let shown = folder_dir(dir, &folder);
             for circle in circles(&graph) {
                 let line = circle.join(" -> ");
-                if ALLOWED_CIRCLES.contains(&(shown.as_str(), line.as_str())) {
-                    allowed_found.insert((shown.clone(), line));
-                    continue;
-                }
                 wrong.push(format!(
                     "{name} {shown}: {line}\n{}",
                     edges_of(&circle, &graph)
                 ));
             }
-        }
-    }
-    for (folder, circle) in ALLOWED_CIRCLES {
-        if !allowed_found.contains(&(folder.to_string(), circle.to_string())) {
-            wrong.push(format!(
-                "{folder}: {circle} is in ALLOWED_CIRCLES but no circle any more: remove it"
-            ));
         }
     }
     assert!(

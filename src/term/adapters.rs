@@ -8,7 +8,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::context::Context;
+use super::options::ControllerOptions;
 use crate::caches::WatchScope;
 use cftunnel_policy::render::OwnerIdentity;
 use cftunnel_policy::render::labels::is_cluster_tunnel_value;
@@ -26,10 +26,8 @@ pub trait TunnelKindAdapter:
     fn watch_api(client: &Client, scope: &WatchScope) -> Api<Self>;
     /// The Api that reads and patches this very object.
     fn object_api(&self, client: &Client) -> Api<Self>;
-    /// Namespace of the children watch (`None`: all namespaces).
-    fn children_namespace(ctx: &Context) -> Option<String>;
     /// Namespace of the managed objects and of the API Secret.
-    fn managed_namespace(&self, ctx: &Context) -> String;
+    fn managed_namespace(&self, options: &ControllerOptions) -> String;
     /// The v1alpha2 spec (both kinds share one shape).
     fn tunnel_spec(&self) -> TunnelSpec;
     /// `spec.cloudflare.secret`: the API Secret, in [`Self::managed_namespace`].
@@ -43,10 +41,10 @@ pub trait TunnelKindAdapter:
     fn tunnel_status_mut(&mut self) -> &mut Option<TunnelStatus>;
 
     /// Owner of the rendered objects.
-    fn identity(&self, ctx: &Context) -> OwnerIdentity {
+    fn identity(&self, options: &ControllerOptions) -> OwnerIdentity {
         OwnerIdentity {
             kind: Self::KIND,
-            namespace: self.managed_namespace(ctx),
+            namespace: self.managed_namespace(options),
             name: self.name_any(),
             uid: self.uid().unwrap_or_default(),
         }
@@ -130,11 +128,7 @@ impl TunnelKindAdapter for Tunnel {
         Api::namespaced(client.clone(), &self.namespace().unwrap_or_default())
     }
 
-    fn children_namespace(ctx: &Context) -> Option<String> {
-        ctx.scope.namespace.clone()
-    }
-
-    fn managed_namespace(&self, _ctx: &Context) -> String {
+    fn managed_namespace(&self, _options: &ControllerOptions) -> String {
         self.namespace().unwrap_or_default()
     }
 
@@ -161,12 +155,8 @@ impl TunnelKindAdapter for ClusterTunnel {
         Api::all(client.clone())
     }
 
-    fn children_namespace(ctx: &Context) -> Option<String> {
-        Some(ctx.options.cluster_resource_namespace.clone())
-    }
-
-    fn managed_namespace(&self, ctx: &Context) -> String {
-        ctx.options.cluster_resource_namespace.clone()
+    fn managed_namespace(&self, options: &ControllerOptions) -> String {
+        options.cluster_resource_namespace.clone()
     }
 
     fn tunnel_spec(&self) -> TunnelSpec {

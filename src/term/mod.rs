@@ -18,6 +18,7 @@ mod error;
 pub mod events;
 pub mod finalizer;
 pub mod memory;
+pub mod options;
 pub mod recorder;
 pub mod shared;
 pub mod slots;

@@ -133,7 +133,7 @@ async fn delete<K: TunnelKindAdapter>(
     }
     finalizer::remove(obj, ctx).await?;
     ctx.forget_drift(&obj.uid().unwrap_or_default());
-    let (namespace, secret) = (obj.managed_namespace(ctx), obj.api_secret_name());
+    let (namespace, secret) = (obj.managed_namespace(&ctx.options), obj.api_secret_name());
     if let Err(error) = secret_guard::release_if_unused(ctx, &namespace, secret).await {
         // The object is gone now and cannot be requeued: the release is retried on its own.
         tracing::warn!(object = %obj.display(), %error, "API Secret guard not released yet; retrying");
@@ -191,7 +191,7 @@ async fn converge<K: TunnelKindAdapter>(
             "exactly one of spec.newTunnel and spec.existingTunnel must be set".to_string(),
         ));
     }
-    let namespace = obj.managed_namespace(ctx);
+    let namespace = obj.managed_namespace(&ctx.options);
     // The API server's part before Cloudflare takes a slot (see `Context::api_slots`); the
     // wait at the Cloudflare pacer holds none.
     let reading = ctx.api_slots.acquire(lane).await;
@@ -220,7 +220,7 @@ async fn converge<K: TunnelKindAdapter>(
         ))
         .await?;
     }
-    let identity = obj.identity(ctx);
+    let identity = obj.identity(&ctx.options);
     let names = render::ObjectNames::for_owner(&identity);
     let display = obj.display();
     Box::pin(apply::ensure_controlled::<Secret>(

@@ -43,8 +43,8 @@ pub async fn cleanup<K: TunnelKindAdapter>(
         remove_existing_tunnel_records(obj, ctx).await?;
         return Ok(None);
     }
-    let namespace = obj.managed_namespace(ctx);
-    let identity = obj.identity(ctx);
+    let namespace = obj.managed_namespace(&ctx.options);
+    let identity = obj.identity(&ctx.options);
     let deleted_at = obj.meta().deletion_timestamp.as_ref();
     let bound = ctx.options.deletion_pod_wait;
     let until = wait_until(deleted_at, bound, jiff::Timestamp::now());
@@ -159,9 +159,9 @@ pub(crate) async fn scale_to_zero<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
 ) -> Result<(), ReconcileError> {
-    let identity = obj.identity(ctx);
+    let identity = obj.identity(&ctx.options);
     let names = ObjectNames::for_owner(&identity);
-    let namespace = obj.managed_namespace(ctx);
+    let namespace = obj.managed_namespace(&ctx.options);
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
     let Some(deployment) = deployments
         .get_opt(&names.workload)
@@ -200,7 +200,7 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
         // Never Ready: no record was written for it.
         return Ok(());
     };
-    let namespace = obj.managed_namespace(ctx);
+    let namespace = obj.managed_namespace(&ctx.options);
     let spec = obj.tunnel_spec();
     let api_secret =
         credentials::read_api_secret(&ctx.client, &namespace, &spec.cloudflare).await?;

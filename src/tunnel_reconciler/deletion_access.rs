@@ -28,7 +28,7 @@ pub(crate) async fn policies_cleaning_up<K: TunnelKindAdapter>(
     else {
         return Ok(Vec::new());
     };
-    let namespace = obj.managed_namespace(ctx);
+    let namespace = obj.managed_namespace(&ctx.options);
     // Namespaces are listed, not read: cftunnel's RBAC reads one namespace by name only
     // (kube-system, for the cluster's identity).
     let terminating = Api::<k8s_openapi::api::core::v1::Namespace>::all(ctx.client.clone())

@@ -91,7 +91,7 @@ pub(crate) fn waiting_message(tunnel: &str, pods: &[String], until: jiff::Timest
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::term::context::DEFAULT_DELETION_POD_WAIT;
+    use crate::term::options::DEFAULT_DELETION_POD_WAIT;
     use serde_json::json;
 
     fn pod(name: &str, phase: &str) -> Pod {

@@ -85,7 +85,7 @@ pub(super) async fn managed_secret<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &Context,
 ) -> Result<Stored, ReconcileError> {
-    let identity = obj.identity(ctx);
+    let identity = obj.identity(&ctx.options);
     let names = ObjectNames::for_owner(&identity);
     let secret = Api::<Secret>::namespaced(ctx.client.clone(), &identity.namespace)
         .get_opt(&names.workload)

@@ -245,7 +245,7 @@ fn api_secret_users<K: TunnelKindAdapter>(
     tunnels
         .state()
         .iter()
-        .filter(|t| t.api_secret_name() == name && t.managed_namespace(ctx) == namespace)
+        .filter(|t| t.api_secret_name() == name && t.managed_namespace(&ctx.options) == namespace)
         .map(|t| ObjectRef::from_obj(&**t))
         .collect()
 }

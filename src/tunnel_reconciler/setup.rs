@@ -233,7 +233,7 @@ async fn store_new_secret<K: TunnelKindAdapter>(
 ) -> Result<Vec<u8>, ReconcileError> {
     let mut bytes = vec![0u8; MIN_TUNNEL_SECRET_BYTES];
     rand::rng().fill_bytes(&mut bytes);
-    apply::apply_pending_secret(ctx, &obj.identity(ctx), &STANDARD.encode(&bytes)).await?;
+    apply::apply_pending_secret(ctx, &obj.identity(&ctx.options), &STANDARD.encode(&bytes)).await?;
     Ok(bytes)
 }
 
