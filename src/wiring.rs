@@ -175,7 +175,7 @@ pub async fn run_term(
     );
     term.spawn(
         "access-tunnels",
-        tunnel_reconciler::access::run(ctx.clone(), children.clone()),
+        tunnel_reconciler::access_tunnel::run(ctx.clone(), children.clone()),
     );
     term.spawn(
         "access-policies",

@@ -370,7 +370,7 @@ const ACCESS_TOKEN_SECRET: &str = "render-test-service-token-value";
 /// offline is computed from placeholders), and no value of the token is printed.
 #[tokio::test]
 async fn render_of_an_access_tunnel_is_what_the_reconciler_applied_and_prints_no_token() {
-    use cftunnel_types::access::AccessTunnel;
+    use cftunnel_types::access_tunnel::AccessTunnel;
     use k8s_openapi::api::core::v1::Service;
 
     let h = Harness::start("render-access").await;

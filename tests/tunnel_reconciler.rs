@@ -1,7 +1,5 @@
 //! The Tunnel / ClusterTunnel reconciler against a real API server with KCM and the simulated
 //! Cloudflare, the operator running with the shipped RBAC as its own ServiceAccount user.
-#[path = "tunnel_reconciler/access.rs"]
-mod access;
 #[path = "tunnel_reconciler/access_conflict.rs"]
 mod access_conflict;
 #[path = "tunnel_reconciler/access_invariant.rs"]
@@ -12,6 +10,8 @@ mod access_policy;
 mod access_rbac;
 #[path = "tunnel_reconciler/access_retire.rs"]
 mod access_retire;
+#[path = "tunnel_reconciler/access_tunnel.rs"]
+mod access_tunnel;
 #[path = "tunnel_reconciler/api_secret.rs"]
 mod api_secret;
 #[path = "tunnel_reconciler/binding_deletion.rs"]

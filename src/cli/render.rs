@@ -7,7 +7,7 @@
 //! the input protect their targets' hostnames as in the cluster (docs/design.md §3.7): closed
 //! (`http_status:503`) unless the policy's `status.targets` records the application, then with
 //! `originRequest.access` (`required`, the team, the application's AUD).
-mod access;
+mod access_tunnel;
 mod world;
 
 use std::io::{Read, Write};
@@ -183,7 +183,7 @@ pub fn run(
             .and_then(Value::as_str)
             .filter(|ns| !ns.is_empty())
             .unwrap_or(DEFAULT_NAMESPACE);
-        match access::render(&document.value, namespace, &settings.cloudflared_image) {
+        match access_tunnel::render(&document.value, namespace, &settings.cloudflared_image) {
             Ok(text) => {
                 yaml.push_str(&text);
                 rendered_any = true;
@@ -478,7 +478,7 @@ target: {fqdn: db.example.com, protocol: udp}
         assert_eq!(
             checksum.as_str(),
             Some(
-                cftunnel_policy::render::access::token_checksum(
+                cftunnel_policy::render::access_tunnel::token_checksum(
                     REDACTED.as_bytes(),
                     REDACTED.as_bytes()
                 )

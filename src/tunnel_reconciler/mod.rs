@@ -4,7 +4,7 @@
 //! in the managed Secret under [`PENDING_SECRET_KEY`]; once the tunnel exists, the rendered
 //! Secret (credentials.json, holding the same secret) replaces that key. A restart between the two
 //! finds the live tunnel by name and adopts it only when its decoded secret equals the stored one.
-pub mod access;
+pub mod access_tunnel;
 pub mod apply;
 pub mod core;
 pub mod deletion;

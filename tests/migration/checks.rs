@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use cftunnel_policy::dns::ManagedTxt;
 use cftunnel_testenv::poll_until;
 use cftunnel_types::TunnelBinding;
-use cftunnel_types::access::AccessTunnel;
+use cftunnel_types::access_tunnel::AccessTunnel;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;

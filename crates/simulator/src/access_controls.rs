@@ -2,7 +2,7 @@
 //! the applications and policies as stored, an application made by someone else.
 use super::access_state::{SimAccessApp, SimAccessOrganization, SimAccessPolicy};
 use super::state::now;
-use super::{Simulator, routes};
+use super::{Simulator, handlers};
 
 impl Simulator {
     /// The account's Zero Trust organization; `None` without a team.
@@ -39,6 +39,6 @@ impl Simulator {
     /// `None` when it fails those rules.
     pub fn put_access_app(&self, app: serde_json::Value) -> Option<SimAccessApp> {
         let body = app.as_object()?;
-        routes::insert_access_app(&mut self.lock(), body).ok()
+        handlers::insert_access_app(&mut self.lock(), body).ok()
     }
 }

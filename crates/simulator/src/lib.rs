@@ -34,7 +34,7 @@
 //!   status). Unknown application or policy → 404/12135 `access.api.error.not_found`; a refused
 //!   body → 400/12130 `access.api.error.invalid_request: …` (both reported, not documented).
 //!   Creates answer 201 and deletes 202, as the Access schema declares. The rules of each call
-//!   are in `routes/access_apps.rs` and `routes/access_policies.rs`.
+//!   are in `handlers/access_apps.rs` and `handlers/access_policies.rs`.
 //!
 //! Limits, per credential (a Bearer token, or an email + key pair, known by a 12-hex-character
 //! SHA-256 fingerprint, never by the secret):
@@ -65,10 +65,10 @@ mod controls;
 mod envelope;
 mod fault_target;
 mod faults;
+mod handlers;
 mod limits;
 mod operation;
 mod query;
-mod routes;
 mod server;
 mod state;
 #[cfg(test)]
@@ -202,7 +202,7 @@ impl Simulator {
 
     /// The operations at paths relative to the API base (no `/client/v4` prefix).
     pub fn router(&self) -> axum::Router {
-        routes::build(self)
+        handlers::build(self)
     }
 
     /// Serves under `/client/v4` on a loopback address; anything else is refused.
@@ -333,7 +333,7 @@ impl Simulator {
     /// Seeds a record nobody created through this API; `None` if it fails validation or the
     /// zone's record quota.
     pub fn insert_dns_record(&self, zone_name: &str, record: serde_json::Value) -> Option<String> {
-        routes::insert_record(&mut self.lock(), zone_name, &record)
+        handlers::insert_record(&mut self.lock(), zone_name, &record)
     }
 
     /// The connector token the API would hand out for this tunnel.
@@ -341,6 +341,6 @@ impl Simulator {
         let state = self.lock();
         state
             .tunnel(tunnel_id)
-            .map(|t| routes::token_for(&state.account_id, t))
+            .map(|t| handlers::token_for(&state.account_id, t))
     }
 }

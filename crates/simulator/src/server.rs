@@ -106,7 +106,7 @@ fn refuse_off_loopback(addr: SocketAddr) -> std::io::Result<()> {
 fn app(sim: &Simulator) -> axum::Router {
     axum::Router::new()
         .nest(API_BASE_PATH, sim.router())
-        .fallback(super::routes::unmatched(sim))
+        .fallback(super::handlers::unmatched(sim))
 }
 
 pub(super) async fn serve(sim: &Simulator, addr: SocketAddr) -> std::io::Result<RunningSim> {

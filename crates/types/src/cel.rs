@@ -21,7 +21,7 @@ pub const TUNNEL_SOURCE_SWITCH: &str =
 pub const ACCOUNT_IMMUTABLE: &str = "spec.cloudflare: accountId and accountName cannot change once set; create a new Tunnel instead";
 
 /// AccessTunnel rules: (field path, rule, messageExpression). The messages are the texts of
-/// `admission::access`, the offending value quoted. `target.svc.port` keeps the Go operator's
+/// `admission::access_tunnel`, the offending value quoted. `target.svc.port` keeps the Go operator's
 /// `minimum`/`maximum` and adds a rule whose message is a constant (the API server prints both):
 /// kube-apiserver 1.37 estimates `string(self)` of an integer in a `messageExpression` at more
 /// than 100x its budget and refuses the CRD.

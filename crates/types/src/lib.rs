@@ -1,7 +1,7 @@
 //! The `networking.cfargotunnel.com` API: CRD types per kind and version, conversion, names and
 //! tunnel identity. No I/O.
-pub mod access;
 pub mod access_policy;
+pub mod access_tunnel;
 pub mod binding;
 pub mod cel;
 pub mod conversion;

@@ -2,7 +2,7 @@
 //! apply to each request, and the rules of the top-level kinds (Tunnel, ClusterTunnel,
 //! AccessTunnel), which need the rendered Deployment. Used by the webhook and the offline
 //! `cftunnel validate` command — one implementation.
-pub mod access;
+pub mod access_tunnel;
 pub mod ingress;
 pub mod review;
 pub mod tunnel;

@@ -15,8 +15,8 @@ use crate::rules::Verdict;
 use crate::rules::view::AdmissionView;
 use crate::rules::{binding, service};
 use cftunnel_types::TunnelKind;
-use cftunnel_types::access::AccessTunnelFields;
 use cftunnel_types::access_policy::AccessPolicySpec;
+use cftunnel_types::access_tunnel::AccessTunnelFields;
 use cftunnel_types::binding::TunnelBindingFields;
 use cftunnel_types::conversion::{self, V1ALPHA2};
 use cftunnel_types::names::GROUP;
@@ -122,7 +122,7 @@ fn judge(
             Err(e) => unreadable("", e),
         },
         Subject::AccessTunnel => match AccessTunnelFields::deserialize(&object.data) {
-            Ok(fields) => super::access::validate(&fields),
+            Ok(fields) => super::access_tunnel::validate(&fields),
             Err(e) => unreadable("", e),
         },
         Subject::AccessPolicy => {

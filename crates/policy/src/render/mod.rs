@@ -1,6 +1,6 @@
 //! Pure builders of everything the tunnel reconciler applies (docs/design.md §3.4, §3.5); `cftunnel render`
 //! prints the same objects. No I/O, no randomness: equal input gives equal bytes.
-pub mod access;
+pub mod access_tunnel;
 pub mod checksum;
 pub mod config;
 pub mod deploy_patch;

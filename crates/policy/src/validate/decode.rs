@@ -13,8 +13,8 @@ use super::input::Document;
 use super::report::ObjectRef;
 use crate::rules::Violation;
 use cftunnel_types::TunnelKind;
-use cftunnel_types::access::AccessTunnelFields;
 use cftunnel_types::access_policy::AccessPolicySpec;
+use cftunnel_types::access_tunnel::AccessTunnelFields;
 use cftunnel_types::binding::{TunnelBindingFields, TunnelBindingSubject, TunnelRef};
 use cftunnel_types::conversion::{self, V1ALPHA1, V1ALPHA2};
 use cftunnel_types::gateway::{

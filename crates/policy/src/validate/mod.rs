@@ -136,7 +136,7 @@ fn judge(
             view.add_claims(claims);
             Some(verdict)
         }
-        Decoded::Access(fields) => Some(admission::access::validate(fields)),
+        Decoded::Access(fields) => Some(admission::access_tunnel::validate(fields)),
         Decoded::AccessPolicy {
             namespace,
             name,

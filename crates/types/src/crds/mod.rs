@@ -9,8 +9,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::core::crd::{CustomResourceExt, merge_crds};
 
-use super::access::AccessTunnel;
 use super::access_policy::AccessPolicy;
+use super::access_tunnel::AccessTunnel;
 use super::binding::TunnelBinding;
 use super::cel::{self, CelRule};
 use super::tunnel::{v1alpha1, v1alpha2};

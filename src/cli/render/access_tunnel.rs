@@ -1,4 +1,4 @@
-//! AccessTunnels in `cftunnel render`: the objects `render::access` gives for the object, the
+//! AccessTunnels in `cftunnel render`: the objects `render::access_tunnel` gives for the object, the
 //! very ones the AccessTunnel reconciler applies. The service token never enters the output: it
 //! reaches the pods as an environment `valueFrom` reference, and the pod-template checksum, which
 //! the reconciler computes from the token's values, is computed from [`REDACTED`] placeholders
@@ -6,8 +6,8 @@
 use serde_json::Value;
 
 use super::{PLACEHOLDER_UID, REDACTED};
-use cftunnel_policy::render::access::{render_access, token_checksum};
-use cftunnel_types::access::AccessTunnel;
+use cftunnel_policy::render::access_tunnel::{render_access, token_checksum};
+use cftunnel_types::access_tunnel::AccessTunnel;
 
 /// The YAML of one AccessTunnel document, or why it cannot be rendered.
 pub(super) fn render(value: &Value, namespace: &str, image: &str) -> Result<String, String> {
@@ -18,7 +18,9 @@ pub(super) fn render(value: &Value, namespace: &str, image: &str) -> Result<Stri
     if at.metadata.uid.as_deref().is_none_or(str::is_empty) {
         at.metadata.uid = Some(PLACEHOLDER_UID.to_string());
     }
-    if let Some(message) = cftunnel_policy::admission::access::validate(&at.spec).denial_message() {
+    if let Some(message) =
+        cftunnel_policy::admission::access_tunnel::validate(&at.spec).denial_message()
+    {
         return Err(message);
     }
     let checksum = match &at.spec.service_token {

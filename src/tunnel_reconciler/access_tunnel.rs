@@ -1,5 +1,5 @@
 //! The AccessTunnel reconciler: renders the `cloudflared access` Deployment, its Service, PDB
-//! and ServiceAccount (`render::access`) and applies them with server-side apply; a change of
+//! and ServiceAccount (`render::access_tunnel`) and applies them with server-side apply; a change of
 //! the service token Secret rolls the pods through the pod-template checksum. Deletion is left
 //! to the garbage collector (every object carries a controller reference). No Cloudflare call.
 use std::sync::Arc;
@@ -21,8 +21,8 @@ use super::apply::ensure_controlled;
 use crate::caches::TermCaches;
 use crate::term::conditions::{ReadyReason, find_ready, ready_condition, with_ready};
 use crate::term::context::Context;
-use cftunnel_policy::render::access::{render_access, token_checksum};
-use cftunnel_types::access::AccessTunnel;
+use cftunnel_policy::render::access_tunnel::{render_access, token_checksum};
+use cftunnel_types::access_tunnel::AccessTunnel;
 use cftunnel_types::names::FIELD_MANAGER;
 
 const RETRY: Duration = Duration::from_secs(30);
@@ -99,7 +99,9 @@ async fn reconcile(at: Arc<AccessTunnel>, ctx: Arc<Context>) -> Result<Action, A
 
 async fn converge(at: &AccessTunnel, ctx: &Context) -> Result<String, (ReadyReason, String)> {
     let namespace = at.namespace().unwrap_or_default();
-    if let Some(message) = cftunnel_policy::admission::access::validate(&at.spec).denial_message() {
+    if let Some(message) =
+        cftunnel_policy::admission::access_tunnel::validate(&at.spec).denial_message()
+    {
         return Err((ReadyReason::InvalidSpec, message));
     }
     let checksum = match &at.spec.service_token {

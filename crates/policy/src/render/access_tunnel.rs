@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::RenderError;
 use crate::hardening::CLOUDFLARED_CONTAINER;
 use crate::hardening::mutate::harden_pod_spec;
-use cftunnel_types::access::AccessTunnel;
+use cftunnel_types::access_tunnel::AccessTunnel;
 use cftunnel_types::conversion::GO_OPERATOR_DEFAULT_IMAGES;
 use cftunnel_types::names::{ANNOTATION_CHECKSUM, APP_CLOUDFLARED, LABEL_APP};
 

@@ -1,7 +1,7 @@
 //! Validation of AccessTunnel: the target hostname, protocol, Service and token Secret.
 use crate::rules::Verdict;
 use crate::rules::syntax::{hostname_problem, is_dns_subdomain, is_service_name};
-use cftunnel_types::access::{ACCESS_PROTOCOLS, AccessTunnelFields};
+use cftunnel_types::access_tunnel::{ACCESS_PROTOCOLS, AccessTunnelFields};
 
 /// All rules of an AccessTunnel.
 pub fn validate(fields: &AccessTunnelFields) -> Verdict {

@@ -3,7 +3,7 @@
 //! changes, and everything gone with the object (KCM's garbage collector). No value of the token
 //! in the Deployment, in any Event of the namespace or in the operator's log lines.
 use cftunnel_testenv::poll_until;
-use cftunnel_types::access::AccessTunnel;
+use cftunnel_types::access_tunnel::AccessTunnel;
 use cftunnel_types::names::ANNOTATION_CHECKSUM;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, Secret, Service, ServiceAccount};
