@@ -152,3 +152,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "families_tests.rs"]
+mod families_tests;
