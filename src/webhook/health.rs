@@ -6,33 +6,40 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use prometheus_client::encoding::text;
+use prometheus_client::registry::Registry;
 
 use super::metrics::WebhookMetrics;
 use super::{NotReady, Readiness};
 use crate::metrics::Metrics;
 
+/// The content type of what [`text::encode`] writes: OpenMetrics text, which Prometheus
+/// scrapes.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
 #[derive(Clone)]
 struct HealthState {
     readiness: Readiness,
-    metrics: Arc<WebhookMetrics>,
-    operator: Arc<Metrics>,
+    registry: Arc<Registry>,
 }
 
-/// `/healthz` (always 200), `/readyz` (200 once ready) and `/metrics` (Prometheus text: the
-/// admission series, then the operator's).
+/// `/healthz` (always 200), `/readyz` (200 once ready) and `/metrics` (OpenMetrics text of one
+/// registry, built here once: the admission metrics of `metrics`, then the operator's).
 pub fn health_router(
     readiness: Readiness,
     metrics: Arc<WebhookMetrics>,
     operator: Arc<Metrics>,
 ) -> Router {
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    operator.register(&mut registry);
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .with_state(HealthState {
             readiness,
-            metrics,
-            operator,
+            registry: Arc::new(registry),
         })
 }
 
@@ -57,17 +64,18 @@ async fn readyz(State(state): State<HealthState>) -> Response {
 }
 
 async fn metrics_text(State(state): State<HealthState>) -> Response {
-    let mut text = String::new();
-    state.metrics.encode(&mut text);
-    state.operator.encode(&mut text);
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        text,
-    )
-        .into_response()
+    let mut out = String::new();
+    match text::encode(&mut out, &state.registry) {
+        Ok(()) => ([(header::CONTENT_TYPE, OPENMETRICS)], out).into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "the metrics could not be encoded");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the metrics could not be encoded\n",
+            )
+                .into_response()
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,18 @@
-//! Admission request counters, a latency histogram and the leader gauge, rendered in
-//! Prometheus text format.
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::{Mutex, PoisonError};
+//! Admission request counters, a latency histogram and the leader gauge, registered into the
+//! registry `/metrics` encodes ([`WebhookMetrics::register`]).
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::metrics::Declared;
 
 /// Upper bounds (seconds) of the latency histogram buckets.
 const BUCKETS: [f64; 12] = [
@@ -63,27 +72,69 @@ impl Outcome {
     }
 }
 
-#[derive(Debug, Default, Clone)]
-struct Histogram {
-    buckets: [u64; BUCKETS.len()],
-    sum: f64,
-    count: u64,
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Request {
+    endpoint: &'static str,
+    result: &'static str,
 }
 
-#[derive(Debug, Default)]
-struct Counts {
-    requests: BTreeMap<(Endpoint, Outcome), u64>,
-    latency: BTreeMap<Endpoint, Histogram>,
-    /// Whether this process runs the reconcilers; unset until leader election reports.
-    leading: Option<bool>,
-    /// Log lines about refused requests left out by the rate limit.
-    log_lines_suppressed: u64,
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndpointLabel {
+    endpoint: &'static str,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
+const LEADER_HELP: &str =
+    "Whether this replica holds the leader lease and runs the reconcilers (1) or not (0).";
+
+/// The `cftunnel_leader` gauge: left out until leader election reports.
+#[derive(Clone, Debug, Default)]
+struct LeaderGauge(Arc<Mutex<Option<bool>>>);
+
+impl LeaderGauge {
+    fn get(&self) -> Option<bool> {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Collector for LeaderGauge {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Some(leading) = self.get() else {
+            return Ok(());
+        };
+        let gauge = ConstGauge::new(i64::from(leading));
+        gauge.encode(encoder.encode_descriptor(
+            "cftunnel_leader",
+            LEADER_HELP,
+            None,
+            MetricType::Gauge,
+        )?)
+    }
 }
 
 /// Counters shared by the HTTPS router and the health server.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct WebhookMetrics {
-    counts: Mutex<Counts>,
+    requests: Family<Request, Counter>,
+    latency: Family<EndpointLabel, Histogram, fn() -> Histogram>,
+    /// Whether this process runs the reconcilers; unset until leader election reports.
+    leader: LeaderGauge,
+    /// Log lines about refused requests left out by the rate limit.
+    log_lines_suppressed: Counter,
+}
+
+impl Default for WebhookMetrics {
+    fn default() -> Self {
+        Self {
+            requests: Family::default(),
+            latency: Family::new_with_constructor(latency_histogram),
+            leader: LeaderGauge::default(),
+            log_lines_suppressed: Counter::default(),
+        }
+    }
 }
 
 impl WebhookMetrics {
@@ -92,116 +143,86 @@ impl WebhookMetrics {
         Self::default()
     }
 
+    /// Adds every metric to `registry`; the registry shares them, so it encodes what these
+    /// counters count from then on.
+    pub(crate) fn register(&self, registry: &mut Registry) {
+        registry.register_collector(Box::new(self.leader.clone()));
+        registry.register(
+            "cftunnel_admission_requests",
+            "Admission and conversion requests by endpoint and result",
+            Declared(self.requests.clone()),
+        );
+        registry.register(
+            "cftunnel_admission_log_lines_suppressed",
+            "Log lines about refused requests left out by the rate limit (one summary line per \
+             interval says how many)",
+            self.log_lines_suppressed.clone(),
+        );
+        registry.register_with_unit(
+            "cftunnel_admission_request_duration",
+            "Time to answer an admission or conversion request",
+            Unit::Seconds,
+            Declared(self.latency.clone()),
+        );
+    }
+
     /// Records one finished request.
     pub(crate) fn observe(&self, endpoint: Endpoint, outcome: Outcome, elapsed: Duration) {
-        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
-        *counts.requests.entry((endpoint, outcome)).or_default() += 1;
-        let seconds = elapsed.as_secs_f64();
-        let histogram = counts.latency.entry(endpoint).or_default();
-        for (bound, bucket) in BUCKETS.iter().zip(histogram.buckets.iter_mut()) {
-            if seconds <= *bound {
-                *bucket += 1;
-            }
-        }
-        histogram.sum += seconds;
-        histogram.count += 1;
+        let endpoint = endpoint.as_str();
+        let result = outcome.as_str();
+        self.requests
+            .get_or_create(&Request { endpoint, result })
+            .inc();
+        self.latency
+            .get_or_create(&EndpointLabel { endpoint })
+            .observe(elapsed.as_secs_f64());
     }
 
     /// Requests seen so far for one endpoint and outcome.
     pub fn requests(&self, endpoint: Endpoint, outcome: Outcome) -> u64 {
-        let counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
-        counts
-            .requests
-            .get(&(endpoint, outcome))
-            .copied()
-            .unwrap_or(0)
+        let labels = Request {
+            endpoint: endpoint.as_str(),
+            result: outcome.as_str(),
+        };
+        self.requests
+            .get(&labels)
+            .map_or(0, |counter| counter.get())
     }
 
     /// Counts log lines about refused requests that the rate limit left out.
     pub(crate) fn add_suppressed_log_lines(&self, lines: u64) {
-        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
-        counts.log_lines_suppressed += lines;
+        self.log_lines_suppressed.inc_by(lines);
     }
 
     /// Log lines left out so far.
     pub fn suppressed_log_lines(&self) -> u64 {
-        self.counts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .log_lines_suppressed
+        self.log_lines_suppressed.get()
     }
 
     /// Sets the `cftunnel_leader` gauge.
     pub(crate) fn set_leading(&self, leading: bool) {
-        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
-        counts.leading = Some(leading);
+        *self.leader.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(leading);
     }
 
     /// The `cftunnel_leader` gauge, if leader election has reported.
     pub fn leading(&self) -> Option<bool> {
-        self.counts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .leading
-    }
-
-    /// Appends the metrics in Prometheus text exposition format (0.0.4).
-    pub fn encode(&self, out: &mut String) {
-        let counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(leading) = counts.leading {
-            out.push_str("# HELP cftunnel_leader Whether this replica holds the leader lease and runs the reconcilers (1) or not (0).\n");
-            out.push_str("# TYPE cftunnel_leader gauge\n");
-            let _ = writeln!(out, "cftunnel_leader {}", u8::from(leading));
-        }
-        out.push_str("# HELP cftunnel_admission_requests_total Admission and conversion requests by endpoint and result.\n");
-        out.push_str("# TYPE cftunnel_admission_requests_total counter\n");
-        for ((endpoint, outcome), value) in &counts.requests {
-            let _ = writeln!(
-                out,
-                "cftunnel_admission_requests_total{{endpoint=\"{}\",result=\"{}\"}} {value}",
-                endpoint.as_str(),
-                outcome.as_str()
-            );
-        }
-        out.push_str("# HELP cftunnel_admission_log_lines_suppressed_total Log lines about refused requests left out by the rate limit (one summary line per interval says how many).\n");
-        out.push_str("# TYPE cftunnel_admission_log_lines_suppressed_total counter\n");
-        let _ = writeln!(
-            out,
-            "cftunnel_admission_log_lines_suppressed_total {}",
-            counts.log_lines_suppressed
-        );
-        out.push_str("# HELP cftunnel_admission_request_duration_seconds Time to answer an admission or conversion request.\n");
-        out.push_str("# TYPE cftunnel_admission_request_duration_seconds histogram\n");
-        for (endpoint, histogram) in &counts.latency {
-            let label = endpoint.as_str();
-            for (bound, bucket) in BUCKETS.iter().zip(histogram.buckets.iter()) {
-                let _ = writeln!(
-                    out,
-                    "cftunnel_admission_request_duration_seconds_bucket{{endpoint=\"{label}\",le=\"{bound}\"}} {bucket}"
-                );
-            }
-            let _ = writeln!(
-                out,
-                "cftunnel_admission_request_duration_seconds_bucket{{endpoint=\"{label}\",le=\"+Inf\"}} {}",
-                histogram.count
-            );
-            let _ = writeln!(
-                out,
-                "cftunnel_admission_request_duration_seconds_sum{{endpoint=\"{label}\"}} {}",
-                histogram.sum
-            );
-            let _ = writeln!(
-                out,
-                "cftunnel_admission_request_duration_seconds_count{{endpoint=\"{label}\"}} {}",
-                histogram.count
-            );
-        }
+        self.leader.get()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use prometheus_client::encoding::text;
+
+    /// The OpenMetrics text of `metrics` alone.
+    fn render(metrics: &WebhookMetrics) -> String {
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let mut text = String::new();
+        assert_eq!(text::encode(&mut text, &registry), Ok(()));
+        text
+    }
 
     #[test]
     fn counts_requests_by_endpoint_and_outcome() {
@@ -227,18 +248,17 @@ mod tests {
         let metrics = WebhookMetrics::new();
         metrics.observe(Endpoint::Mutate, Outcome::Denied, Duration::from_millis(3));
         metrics.observe(Endpoint::Mutate, Outcome::Allowed, Duration::from_secs(10));
-        let mut text = String::new();
-        metrics.encode(&mut text);
+        let text = render(&metrics);
         let lines: Vec<&str> = text.lines().collect();
         for expected in [
-            "# TYPE cftunnel_admission_requests_total counter",
+            "# TYPE cftunnel_admission_requests counter",
             "cftunnel_admission_requests_total{endpoint=\"mutate\",result=\"allowed\"} 1",
             "cftunnel_admission_requests_total{endpoint=\"mutate\",result=\"denied\"} 1",
             "# TYPE cftunnel_admission_request_duration_seconds histogram",
-            "cftunnel_admission_request_duration_seconds_bucket{endpoint=\"mutate\",le=\"0.0025\"} 0",
-            "cftunnel_admission_request_duration_seconds_bucket{endpoint=\"mutate\",le=\"0.005\"} 1",
-            "cftunnel_admission_request_duration_seconds_bucket{endpoint=\"mutate\",le=\"2.5\"} 1",
-            "cftunnel_admission_request_duration_seconds_bucket{endpoint=\"mutate\",le=\"+Inf\"} 2",
+            "cftunnel_admission_request_duration_seconds_bucket{le=\"0.0025\",endpoint=\"mutate\"} 0",
+            "cftunnel_admission_request_duration_seconds_bucket{le=\"0.005\",endpoint=\"mutate\"} 1",
+            "cftunnel_admission_request_duration_seconds_bucket{le=\"2.5\",endpoint=\"mutate\"} 1",
+            "cftunnel_admission_request_duration_seconds_bucket{le=\"+Inf\",endpoint=\"mutate\"} 2",
             "cftunnel_admission_request_duration_seconds_count{endpoint=\"mutate\"} 2",
         ] {
             assert!(lines.contains(&expected), "missing {expected:?} in\n{text}");
@@ -248,20 +268,17 @@ mod tests {
     #[test]
     fn leader_gauge_appears_once_reported() {
         let metrics = WebhookMetrics::new();
-        let mut before = String::new();
-        metrics.encode(&mut before);
+        let before = render(&metrics);
         assert!(!before.contains("cftunnel_leader"), "{before}");
         metrics.set_leading(true);
-        let mut text = String::new();
-        metrics.encode(&mut text);
+        let text = render(&metrics);
         assert!(
             text.lines().any(|l| l == "# TYPE cftunnel_leader gauge"),
             "{text}"
         );
         assert!(text.lines().any(|l| l == "cftunnel_leader 1"), "{text}");
         metrics.set_leading(false);
-        let mut text = String::new();
-        metrics.encode(&mut text);
+        let text = render(&metrics);
         assert!(text.lines().any(|l| l == "cftunnel_leader 0"), "{text}");
     }
 }

@@ -117,7 +117,7 @@ impl ServingHandle {
 
 /// Binds both ports and serves until `shutdown` completes or [`ServingHandle::shutdown`] is
 /// called; then open requests are drained. Everything runs as one task of `scope`, so the
-/// webhook ends with its owner at the latest. `/metrics` serves the admission series and then
+/// webhook ends with its owner at the latest. `/metrics` serves the admission metrics and
 /// `operator`'s.
 pub async fn serve(
     scope: &Scope,

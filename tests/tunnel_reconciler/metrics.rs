@@ -46,9 +46,9 @@ async fn scrape(url: &str) -> BTreeMap<String, f64> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    assert!(
-        content_type.starts_with("text/plain; version=0.0.4"),
-        "{content_type}"
+    assert_eq!(
+        content_type,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
     );
     let text = response.text().await.expect("metrics text");
     let mut typed: Vec<String> = Vec::new();
