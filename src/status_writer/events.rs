@@ -6,10 +6,11 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType};
 
-use super::bindings::ready_of;
+use super::facts::dns_notes;
 use super::ingress::ingress_reference;
 use crate::dns_sync::DnsView;
 use crate::term::Context;
+use cftunnel_policy::plan::statuses::ready_of;
 use cftunnel_policy::routes::{RouteTable, SourceKind, SourceRef};
 
 /// What was last told of each Service and Ingress, so each change gives one Event.
@@ -33,9 +34,9 @@ impl Outcomes {
             let problems = source
                 .tunnel
                 .as_ref()
-                .map(|t| dns.problems(t))
+                .map(|t| dns_notes(dns.problems(t)))
                 .unwrap_or_default();
-            let (reason, message, status) = ready_of(source, problems);
+            let (reason, message, status) = ready_of(source, &problems);
             let outcome = (reason.clone(), message.clone());
             if self.reported.get(source_ref) == Some(&outcome) {
                 continue;

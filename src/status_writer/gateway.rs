@@ -12,6 +12,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
+use super::facts::tunnel_ids;
 use crate::dns_sync::{DnsView, TunnelRecord};
 use crate::term::Context;
 use cftunnel_policy::routes::gateway::status::{
@@ -23,33 +24,13 @@ use cftunnel_types::gateway::{
     GRPCRoute, Gateway, GatewayClass, HTTPRoute, RouteParentStatus, RouteStatus,
 };
 
-/// The tunnel ids known to the tunnel records (a Gateway's address).
-fn tunnel_ids(records: &[TunnelRecord]) -> BTreeMap<TunnelIdentity, String> {
-    records
-        .iter()
-        .filter(|r| !r.deleting)
-        .filter_map(|r| {
-            let id = r.status.tunnel_id.clone().filter(|id| !id.is_empty())?;
-            Some((r.identity.clone(), id))
-        })
-        .collect()
-}
-
 /// The DNS sync's problems of every tunnel of the table, for the routes' parent statuses.
 fn dns_notes(table: &RouteTable, dns: &DnsView) -> BTreeMap<TunnelIdentity, Vec<DnsNote>> {
     table
         .tunnels
         .keys()
         .filter_map(|tunnel| {
-            let notes: Vec<DnsNote> = dns
-                .problems(tunnel)
-                .iter()
-                .map(|p| DnsNote {
-                    hostname: p.hostname.clone(),
-                    reason: p.reason.to_string(),
-                    message: p.message.clone(),
-                })
-                .collect();
+            let notes: Vec<DnsNote> = super::facts::dns_notes(dns.problems(tunnel));
             (!notes.is_empty()).then(|| (tunnel.clone(), notes))
         })
         .collect()

@@ -8,78 +8,17 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::api::networking::v1::{
-    Ingress, IngressLoadBalancerIngress, IngressLoadBalancerStatus,
-};
+use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::Latest;
-use crate::dns_sync::TunnelRecord;
+use super::facts::{all_tunnel_ids, tunnel_ids};
 use crate::term::Context;
-use cftunnel_policy::routes::{SourceKind, SourceRef, SourceStatus};
-
-/// The public name of a Cloudflare tunnel, which every routed hostname is a CNAME to.
-pub(crate) fn tunnel_hostname(tunnel_id: &str) -> String {
-    format!("{tunnel_id}.cfargotunnel.com")
-}
-
-/// The `status.loadBalancer` an Ingress should carry: the tunnel's hostname while some route of
-/// it is served and the tunnel has an id; empty otherwise.
-pub(crate) fn load_balancer(
-    source: &SourceStatus,
-    records: &[TunnelRecord],
-) -> IngressLoadBalancerStatus {
-    let served = source.routes.iter().any(|r| r.reason.is_served());
-    let id = source.tunnel.as_ref().and_then(|tunnel| {
-        records
-            .iter()
-            .find(|r| &r.identity == tunnel && !r.deleting)
-            .and_then(|r| r.status.tunnel_id.clone())
-            .filter(|id| !id.is_empty())
-    });
-    IngressLoadBalancerStatus {
-        ingress: id.filter(|_| served).map(|id| {
-            vec![IngressLoadBalancerIngress {
-                hostname: Some(tunnel_hostname(&id)),
-                ..IngressLoadBalancerIngress::default()
-            }]
-        }),
-    }
-}
-
-/// `have` without the entries naming one of cftunnel's tunnels: what an Ingress moved to
-/// another controller's class keeps (that controller writes its own, and ExternalDNS and
-/// others follow the field).
-pub(crate) fn without_ours(
-    have: &IngressLoadBalancerStatus,
-    records: &[TunnelRecord],
-) -> IngressLoadBalancerStatus {
-    let ours: HashSet<String> = records
-        .iter()
-        .filter_map(|r| r.status.tunnel_id.as_deref())
-        .chain(records.iter().flat_map(|r| {
-            r.status
-                .previous_tunnel_ids
-                .iter()
-                .flatten()
-                .map(String::as_str)
-        }))
-        .map(tunnel_hostname)
-        .collect();
-    let kept: Vec<IngressLoadBalancerIngress> = have
-        .ingress
-        .iter()
-        .flatten()
-        .filter(|i| !i.hostname.as_ref().is_some_and(|h| ours.contains(h)))
-        .cloned()
-        .collect();
-    IngressLoadBalancerStatus {
-        ingress: (!kept.is_empty()).then_some(kept),
-    }
-}
+use cftunnel_policy::plan::statuses::{load_balancer, without_ours};
+use cftunnel_policy::routes::{SourceKind, SourceRef};
 
 /// The ObjectReference Events about an Ingress name.
 pub(crate) fn ingress_reference(source: &SourceRef) -> ObjectReference {
@@ -118,9 +57,9 @@ pub(super) async fn write_ingresses(
             .and_then(|s| s.load_balancer.clone())
             .unwrap_or_default();
         let wanted = match table.sources.get(&source_ref) {
-            Some(source) => load_balancer(source, records),
+            Some(source) => load_balancer(source, &tunnel_ids(records)),
             // Not (or no longer) of cftunnel's classes: only the entries cftunnel wrote go.
-            None => without_ours(&have, records),
+            None => without_ours(&have, &all_tunnel_ids(records)),
         };
         let same = have.ingress.as_deref().unwrap_or_default()
             == wanted.ingress.as_deref().unwrap_or_default();
@@ -219,107 +158,4 @@ async fn tell(
         secondary: None,
     };
     super::bounded(ctx.recorder.publish(&event, &ingress_reference(source))).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use cftunnel_policy::routes::{RouteEntry, RouteReason};
-    use cftunnel_types::{TunnelIdentity, TunnelKind};
-
-    fn record(id: Option<&str>) -> TunnelRecord {
-        TunnelRecord {
-            identity: TunnelIdentity {
-                kind: TunnelKind::ClusterTunnel,
-                namespace: String::new(),
-                name: "edge".into(),
-            },
-            secret_namespace: "cftunnel-system".into(),
-            cloudflare: serde_json::from_value(json!({"domain": "example.com", "secret": "cf"}))
-                .unwrap_or_else(|e| panic!("{e}")),
-            status: serde_json::from_value(json!({"tunnelId": id}))
-                .unwrap_or_else(|e| panic!("{e}")),
-            routed: false,
-            deleting: false,
-        }
-    }
-
-    fn source(reason: RouteReason) -> SourceStatus {
-        let source = SourceRef {
-            kind: SourceKind::Ingress,
-            namespace: "shop".into(),
-            name: "web".into(),
-            uid: String::new(),
-        };
-        SourceStatus {
-            tunnel: Some(record(None).identity),
-            routes: vec![std::sync::Arc::new(RouteEntry {
-                hostname: "app.example.com".into(),
-                path: None,
-                service: "http://web.shop.svc:80".into(),
-                source: source.into(),
-                reason,
-                message: String::new(),
-            })],
-            reason,
-            message: String::new(),
-        }
-    }
-
-    fn hostnames(status: &IngressLoadBalancerStatus) -> Vec<String> {
-        status
-            .ingress
-            .iter()
-            .flatten()
-            .filter_map(|i| i.hostname.clone())
-            .collect()
-    }
-
-    #[test]
-    fn the_load_balancer_is_the_tunnel_while_a_route_is_served() {
-        let id = "6ff42ae2-765d-4adf-8112-31c55c1551ef";
-        let records = [record(Some(id))];
-        assert_eq!(
-            hostnames(&load_balancer(&source(RouteReason::Routed), &records)),
-            vec![format!("{id}.cfargotunnel.com")]
-        );
-        assert!(
-            hostnames(&load_balancer(
-                &source(RouteReason::HostnameConflict),
-                &records
-            ))
-            .is_empty()
-        );
-        assert!(
-            hostnames(&load_balancer(
-                &source(RouteReason::Routed),
-                &[record(None)]
-            ))
-            .is_empty(),
-            "no tunnel id yet: no address"
-        );
-    }
-
-    #[test]
-    fn an_ingress_of_another_class_keeps_only_the_entries_cftunnel_did_not_write() {
-        let id = "6ff42ae2-765d-4adf-8112-31c55c1551ef";
-        let entry = |h: &str| IngressLoadBalancerIngress {
-            hostname: Some(h.into()),
-            ..IngressLoadBalancerIngress::default()
-        };
-        let have = IngressLoadBalancerStatus {
-            ingress: Some(vec![
-                entry(&format!("{id}.cfargotunnel.com")),
-                entry("lb.other.example"),
-            ]),
-        };
-        assert_eq!(
-            hostnames(&without_ours(&have, &[record(Some(id))])),
-            vec!["lb.other.example".to_string()]
-        );
-        let only_ours = IngressLoadBalancerStatus {
-            ingress: Some(vec![entry(&format!("{id}.cfargotunnel.com"))]),
-        };
-        assert_eq!(without_ours(&only_ours, &[record(Some(id))]).ingress, None);
-    }
 }

@@ -15,6 +15,7 @@
 //! to [`RETRY_MAX`]) even when nothing changed, so no status is lost to a failed write.
 mod bindings;
 mod events;
+mod facts;
 mod gateway;
 mod ingress;
 

@@ -15,10 +15,11 @@ use crate::term::conditions::{ReadyReason, find_ready, ready_condition, with_rea
 use crate::term::context::Context;
 use crate::term::events;
 use crate::term::shared::{SHARED_TUNNEL, shared_message, with_shared};
+use cftunnel_policy::plan::statuses::route_statuses;
 use cftunnel_policy::render::TunnelInput;
 use cftunnel_policy::render::labels::{object_labels, selector_labels};
-use cftunnel_policy::routes::{RouteEntry, RouteReason};
-use cftunnel_types::{RouteStatus, TunnelStatus, ZoneRef};
+use cftunnel_policy::routes::RouteEntry;
+use cftunnel_types::{TunnelStatus, ZoneRef};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 fn now() -> Time {
@@ -240,33 +241,6 @@ fn shared_condition(status: Option<&TunnelStatus>) -> Option<&Condition> {
         .as_ref()?
         .iter()
         .find(|c| c.type_ == SHARED_TUNNEL)
-}
-
-/// `status.routes[]`: every route declared against the tunnel and what became of it.
-pub(crate) fn route_statuses(entries: &[Arc<RouteEntry>]) -> Vec<RouteStatus> {
-    entries
-        .iter()
-        .map(|e| RouteStatus {
-            hostname: e.hostname.clone(),
-            path: e.path.clone(),
-            target: e.service.clone(),
-            source: e.source.to_string(),
-            state: match e.reason {
-                RouteReason::Routed | RouteReason::LegacyRoute | RouteReason::UdpPort => "Active",
-                RouteReason::ServiceNotFound | RouteReason::PortNotFound => "Pending",
-                RouteReason::HostnameConflict => "Conflict",
-                _ => "Error",
-            }
-            .to_string(),
-            reason: (e.reason != RouteReason::Routed).then(|| {
-                if e.message.is_empty() {
-                    e.reason.as_str().to_string()
-                } else {
-                    format!("{}: {}", e.reason.as_str(), e.message)
-                }
-            }),
-        })
-        .collect()
 }
 
 /// Writes the ids as soon as the tunnel is known, before anything else can fail.
