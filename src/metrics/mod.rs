@@ -1,5 +1,6 @@
 //! The operator's metrics: reconciles, Cloudflare calls, rate-limiter waits, DNS writes,
-//! tunnels and routes by state, watch restarts, AccessPolicies unknown. `/metrics` serves them
+//! tunnels and routes by state, route computations, status writes, watch restarts,
+//! AccessPolicies unknown. `/metrics` serves them
 //! with the webhook's admission metrics.
 //!
 //! A leaf: [`Metrics`] is a handle that the wiring passes to the caches, the term context (so
@@ -16,6 +17,7 @@
 mod cloudflare;
 mod declared;
 mod dns;
+mod pipeline;
 mod reconcile;
 mod state;
 mod watches;
@@ -30,6 +32,7 @@ use prometheus_client::registry::Registry;
 use cloudflare::CloudflareMetrics;
 pub(crate) use declared::Declared;
 use dns::DnsMetrics;
+use pipeline::PipelineMetrics;
 use reconcile::ReconcileMetrics;
 use state::StateGauges;
 pub(crate) use state::{StateSource, TrackedRoutes, TrackedTunnels};
@@ -49,6 +52,7 @@ pub struct Metrics {
     reconcile: ReconcileMetrics,
     cloudflare: CloudflareMetrics,
     dns: DnsMetrics,
+    pipeline: PipelineMetrics,
     watches: WatchMetrics,
     state: StateGauges,
 }
@@ -73,6 +77,7 @@ impl Metrics {
         self.reconcile.register(registry);
         self.cloudflare.register(registry);
         self.dns.register(registry);
+        self.pipeline.register(registry);
         self.state.register(registry);
         self.watches.register(registry);
     }
@@ -97,6 +102,16 @@ impl Metrics {
     /// One DNS record write; `action` is create, update, take_over or delete.
     pub(crate) fn dns_written(&self, action: &'static str, succeeded: bool) {
         self.dns.written(action, succeeded);
+    }
+
+    /// The route reconciler computed a route table.
+    pub(crate) fn route_computed(&self) {
+        self.pipeline.route_computed();
+    }
+
+    /// The status writer wrote (or failed to write) one object of `kind`, or recorded an Event.
+    pub(crate) fn status_written(&self, kind: &'static str, succeeded: bool) {
+        self.pipeline.status_written(kind, succeeded);
     }
 
     /// A watch stream failed and restarts with backoff. `what` is a type name; its last path

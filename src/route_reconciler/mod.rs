@@ -185,6 +185,7 @@ fn compute(cache: &RouteCache, ctx: &Context) -> Arc<RouteTable> {
     let world = cache.world();
     let mut table = compute_routes(&world);
     drop(world);
+    ctx.metrics.route_computed();
     if let Some(published) = ctx.routes.current() {
         table.share_unchanged(&published);
     }

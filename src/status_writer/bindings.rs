@@ -6,8 +6,8 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use super::StatusPlan;
 use super::facts::dns_notes;
+use super::{StatusPlan, WriteError, bounded};
 use crate::dns_sync::DnsView;
 use crate::dns_sync::TunnelRecord;
 use crate::term::Context;
@@ -17,6 +17,9 @@ use cftunnel_policy::routes::{RouteTable, SourceKind, SourceRef};
 use cftunnel_types::TunnelBinding;
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::names::FINALIZER;
+
+/// The status-write metric's kind.
+const KIND: &str = "TunnelBinding";
 
 /// Has DNS let go of a deleting binding? One with `disableDNSUpdates` never had records; one
 /// whose routed hostnames are known waits only for those; otherwise for a clean sync of its
@@ -53,7 +56,7 @@ pub(super) async fn write_binding(
     plan: &StatusPlan,
     dns: &DnsView,
     binding: &TunnelBinding,
-) -> Result<(), kube::Error> {
+) -> Result<(), WriteError> {
     let (table, records) = (&*plan.table, &*plan.records);
     let namespace = binding.namespace().unwrap_or_default();
     let api: Api<TunnelBinding> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -80,22 +83,18 @@ pub(super) async fn write_binding(
                 .as_ref()
                 .is_some_and(|t| dns_released(binding, t, dns, table, records));
         if released && let Some(patch) = remove_patch(finalizers, FINALIZER) {
-            api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
-                .await?;
+            let patch = Patch::<()>::Json(patch);
+            bounded(ctx, KIND, api.patch(&name, &PatchParams::default(), &patch)).await?;
         }
         return Ok(());
     }
     if let Some(patch) = add_patch(finalizers, FINALIZER) {
-        api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
-            .await?;
+        let patch = Patch::<()>::Json(patch);
+        bounded(ctx, KIND, api.patch(&name, &PatchParams::default(), &patch)).await?;
     }
     if let Some(labels) = missing_labels(binding) {
-        api.patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "metadata": { "labels": labels } })),
-        )
-        .await?;
+        let patch = Patch::Merge(json!({ "metadata": { "labels": labels } }));
+        bounded(ctx, KIND, api.patch(&name, &PatchParams::default(), &patch)).await?;
     }
     let Some(source) = table.sources.get(&source_ref) else {
         return Ok(());
@@ -110,10 +109,11 @@ pub(super) async fn write_binding(
     if binding.status.as_ref() == Some(&wanted) {
         return Ok(());
     }
-    api.patch_status(
-        &name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({ "status": wanted })),
+    let patch = Patch::Merge(json!({ "status": wanted }));
+    bounded(
+        ctx,
+        KIND,
+        api.patch_status(&name, &PatchParams::default(), &patch),
     )
     .await?;
     Ok(())

@@ -75,7 +75,7 @@ impl Outcomes {
                     ..ObjectReference::default()
                 },
             };
-            match super::bounded(ctx.recorder.publish(&event, &reference)).await {
+            match super::bounded(ctx, "Event", ctx.recorder.publish(&event, &reference)).await {
                 Ok(()) => {
                     self.reported.insert(source_ref.clone(), outcome);
                 }

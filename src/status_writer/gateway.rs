@@ -98,7 +98,7 @@ pub(super) async fn write_gateway_status(ctx: &Context, writes: GatewayWrites) -
             let api: Api<GatewayClass> = Api::all(ctx.client.clone());
             let patch = Patch::Merge(json!({"status": wanted}));
             let write = api.patch_status(&name, &params, &patch);
-            if let Err(error) = super::bounded(write).await {
+            if let Err(error) = super::bounded(ctx, "GatewayClass", write).await {
                 failed += 1;
                 tracing::warn!(gatewayclass = %name, %error, "GatewayClass status not written");
             }
@@ -113,7 +113,7 @@ pub(super) async fn write_gateway_status(ctx: &Context, writes: GatewayWrites) -
             let api: Api<Gateway> = Api::namespaced(ctx.client.clone(), &key.0);
             let patch = Patch::Merge(json!({"status": wanted}));
             let write = api.patch_status(&key.1, &params, &patch);
-            if let Err(error) = super::bounded(write).await {
+            if let Err(error) = super::bounded(ctx, "Gateway", write).await {
                 failed += 1;
                 tracing::warn!(gateway = %format!("{}/{}", key.0, key.1), %error, "Gateway status not written");
             }
@@ -173,10 +173,24 @@ where
         let patch = json!({"status": {"parents": wanted}});
         let params = PatchParams::default();
         let patch = Patch::Merge(patch);
-        if let Err(error) = super::bounded(api.patch_status(&key.2, &params, &patch)).await {
+        if let Err(error) = super::bounded(
+            ctx,
+            kind_label(kind),
+            api.patch_status(&key.2, &params, &patch),
+        )
+        .await
+        {
             tracing::warn!(route = %key.2, %error, "route status not written");
             return 1;
         }
     }
     0
+}
+
+/// The status-write metric's kind of a route.
+fn kind_label(kind: SourceKind) -> &'static str {
+    match kind {
+        SourceKind::GRPCRoute => "GRPCRoute",
+        _ => "HTTPRoute",
+    }
 }

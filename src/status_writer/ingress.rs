@@ -69,7 +69,7 @@ pub(super) async fn write_ingresses(
             let params = PatchParams::default();
             let patch = Patch::Merge(patch);
             let write = api.patch_status(&source_ref.name, &params, &patch);
-            if let Err(error) = super::bounded(write).await {
+            if let Err(error) = super::bounded(ctx, "Ingress", write).await {
                 failed += 1;
                 tracing::warn!(ingress = %source_ref, %error, "Ingress status not written");
             }
@@ -157,5 +157,10 @@ async fn tell(
         action: "Route".to_string(),
         secondary: None,
     };
-    super::bounded(ctx.recorder.publish(&event, &ingress_reference(source))).await
+    super::bounded(
+        ctx,
+        "Event",
+        ctx.recorder.publish(&event, &ingress_reference(source)),
+    )
+    .await
 }

@@ -53,14 +53,18 @@ pub(crate) enum WriteError {
     TimedOut(Duration),
 }
 
-/// `write` within [`WRITE_TIMEOUT`].
+/// `write` within [`WRITE_TIMEOUT`], counted as a status write of `kind`.
 pub(crate) async fn bounded<T>(
+    ctx: &Context,
+    kind: &'static str,
     write: impl Future<Output = Result<T, kube::Error>>,
 ) -> Result<T, WriteError> {
-    match tokio::time::timeout(WRITE_TIMEOUT, write).await {
-        Ok(done) => Ok(done?),
+    let done = match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+        Ok(done) => done.map_err(WriteError::from),
         Err(_) => Err(WriteError::TimedOut(WRITE_TIMEOUT)),
-    }
+    };
+    ctx.metrics.status_written(kind, done.is_ok());
+    done
 }
 
 /// The newest plan and DNS view, read again for each object.
@@ -155,7 +159,7 @@ async fn pass(ctx: &Context, cache: &RouteCache, latest: &Latest, told: &mut Tol
             return failed;
         };
         let dns = latest.dns();
-        if let Err(error) = bounded(bindings::write_binding(ctx, &plan, &dns, &binding)).await {
+        if let Err(error) = bindings::write_binding(ctx, &plan, &dns, &binding).await {
             failed += 1;
             tracing::warn!(binding = %format!("{}/{}", binding.metadata.namespace.as_deref().unwrap_or_default(), binding.metadata.name.as_deref().unwrap_or_default()), %error, "binding status not written");
         }

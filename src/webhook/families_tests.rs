@@ -169,6 +169,8 @@ fn observed_everywhere() -> (Arc<WebhookMetrics>, Arc<Metrics>) {
     operator.dns_written("create", true);
     operator.watch_restarted("k8s_openapi::api::core::v1::Service");
     operator.access_policies_unknown("forbidden");
+    operator.route_computed();
+    operator.status_written("TunnelBinding", true);
     (webhook, operator)
 }
 
