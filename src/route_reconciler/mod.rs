@@ -93,10 +93,13 @@ pub async fn run(
         let started = Instant::now();
         cache.mark_seen();
         let inputs = cache.route_inputs();
+        let reused = computed
+            .as_ref()
+            .is_some_and(|(digest, _)| *digest == inputs);
         let table = match &computed {
             // Nothing routes read changed (a status written, a tunnel's id recorded): the
             // guard, DNS and statuses below still take the newest policies and tunnels.
-            Some((digest, table)) if *digest == inputs => table.clone(),
+            Some((_, table)) if reused => table.clone(),
             _ => {
                 let table = compute(&cache, &ctx);
                 route_gauge.set(routes_by_reason(&table));
@@ -152,7 +155,11 @@ pub async fn run(
             records,
         })));
         let took = started.elapsed();
-        tracing::debug!(took_ms = took.as_millis() as u64, "route iteration");
+        tracing::debug!(
+            took_ms = took.as_millis() as u64,
+            computed = !reused,
+            "route iteration"
+        );
         let pause = match grew {
             true => DEBOUNCE,
             false => pause_after(took),
