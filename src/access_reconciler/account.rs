@@ -249,7 +249,8 @@ pub(crate) async fn retire(
             )
         })?;
     let cf = ctx
-        .cloudflare_at(credentials, Priority::Urgent)
+        .cloudflare
+        .client_at(credentials, Priority::Urgent)
         .map_err(|e| e.to_string())?;
     let app = match cf.get_access_app(&h.account_id, &h.application_id).await {
         Ok(app) => app,
@@ -275,7 +276,8 @@ pub(crate) async fn delete_policies(
     key: &PolicyKey,
 ) -> Result<(), String> {
     let cf = ctx
-        .cloudflare_at(credentials, Priority::Urgent)
+        .cloudflare
+        .client_at(credentials, Priority::Urgent)
         .map_err(|e| e.to_string())?;
     let base = policy_name(&ctx.cluster, key);
     let names = [base.clone(), format!("{base}{SERVICE_TOKENS_SUFFIX}")];

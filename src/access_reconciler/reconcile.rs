@@ -97,7 +97,8 @@ pub(crate) async fn reconcile(
             }
         };
         let cf = ctx
-            .cloudflare_at(credentials, Priority::Interactive)
+            .cloudflare
+            .client_at(credentials, Priority::Interactive)
             .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?
             .for_work(work);
         let done = account::program(ctx, &cf, orgs, &key, &policy.spec, account, hosts).await;

@@ -77,7 +77,7 @@ pub(super) async fn sync_once(
     // (Urgent) waits for that lock. Dated once at its start, a sync was overtaken by every newer
     // request of its lane and the oldest in turn, and held a deletion for 50 s at 20 requests
     // per 15 s.
-    let client = match ctx.cloudflare_at(credentials, priority) {
+    let client = match ctx.cloudflare.client_at(credentials, priority) {
         Ok(client) => client,
         Err(error) => return everyone(format!("DNS records not synced: {error}")),
     };

@@ -338,7 +338,10 @@ pub(super) async fn refresh(
         };
         // The DNS sync waits for this list: it goes in the sync's lane (docs/design.md §3.8),
         // not behind every new tunnel of a burst.
-        let Ok(client) = ctx.cloudflare_at(credentials.clone(), Priority::Interactive) else {
+        let Ok(client) = ctx
+            .cloudflare
+            .client_at(credentials.clone(), Priority::Interactive)
+        else {
             continue;
         };
         let client = client.for_work(Work::starting());
@@ -346,6 +349,7 @@ pub(super) async fn refresh(
         let previous = listed.get(&key).map(|(z, _)| z.clone());
         let missed_now = previous.as_deref().is_some_and(|z| missed(z));
         let result = ctx
+            .cloudflare
             .zone_lists
             .get(credentials, &account, missed_now, || {
                 list_account_zones(&client, &account)

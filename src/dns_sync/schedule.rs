@@ -469,7 +469,8 @@ impl DnsSync {
         let Ok(credentials) = self.resolved.for_group(&key.credential) else {
             return false;
         };
-        ctx.cloudflare(credentials.clone())
+        ctx.cloudflare
+            .client(credentials.clone())
             .is_ok_and(|client| client.limiter().changes_waiting())
     }
 

@@ -10,6 +10,7 @@ use kube::runtime::events::Reporter;
 
 use super::recorder::Recorder;
 
+use super::cloudflare::Cloudflare;
 use super::memory::{DriftSchedule, Failures};
 pub use super::options::{
     ControllerOptions, DEFAULT_CLOUDFLARED_IMAGE, DEFAULT_CLUSTER_RESOURCE_NAMESPACE,
@@ -17,10 +18,8 @@ pub use super::options::{
 use crate::caches::WatchScope;
 use crate::metrics::Metrics;
 use crate::scope::Scope;
-use cftunnel_cloudflare::{
-    CloudflareClient, CloudflareError, Credentials, Pace, Priority, RateLimiters, Transport,
-};
-use cftunnel_policy::dns::{BatchMemory, ClusterId, DnsOptions, QuotaMemory};
+use cftunnel_cloudflare::RateLimiters;
+use cftunnel_policy::dns::{ClusterId, DnsOptions};
 
 /// Tunnel reconciles that talk to the API server at once. The controllers run every due
 /// reconcile at once, so that each waits for Cloudflare at its credential's pacer, where
@@ -34,7 +33,6 @@ pub(crate) const API_SLOTS: usize = 8;
 pub struct Context {
     pub client: Client,
     pub recorder: Recorder,
-    pub limiters: RateLimiters,
     pub options: ControllerOptions,
     pub scope: WatchScope,
     /// The leadership term (or standalone run) this context belongs to: everything the
@@ -44,10 +42,8 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// This cluster's identity in the DNS ownership marker and TXT.
     pub cluster: ClusterId,
-    /// What each zone allows of the batch call, shared by the DNS task and deletions.
-    batch_memory: BatchMemory,
-    /// Per-zone record quota facts, shared by the DNS task and deletions like `batch_memory`.
-    quota_memory: QuotaMemory,
+    /// Builds the term's Cloudflare clients; keeps what the term learned from Cloudflare.
+    pub cloudflare: Cloudflare,
     /// Every tunnel's routes, published by the route reconciler.
     pub routes: std::sync::Arc<cftunnel_policy::published::RouteIndex>,
     /// Other clusters' hostnames on each tunnel, published by the route reconciler from the
@@ -55,12 +51,6 @@ pub struct Context {
     pub shared_tunnels: super::shared::SharedTunnels,
     /// The Access guard and the protections each tunnel applied (`term/access.rs`).
     pub access: super::access::AccessShared,
-    /// The live tunnels of each account, one walk shared by the drift checks.
-    pub tunnel_lists: super::tunnel_lists::TunnelLists,
-    /// Zone ids looked up by name, shared by every reconcile.
-    pub zone_ids: super::zones::ZoneIds,
-    /// Every zone of an account per credential, for the DNS placement of hostnames.
-    pub zone_lists: super::zones::ZoneLists,
     /// Zones other than its own that a tunnel's records were placed in (by tunnel id), so its
     /// deletion removes them there too.
     pub dns_zones: super::dns_guard::TunnelZones,
@@ -69,10 +59,6 @@ pub struct Context {
     /// Every tunnel object, for the one-object-per-tunnel-id rule (set when the controllers
     /// start; unset, nothing is checked).
     pub claims: std::sync::OnceLock<super::claims::Claims>,
-    /// The HTTP client of every Cloudflare call of this term, built on first use: one
-    /// connection pool and TLS session cache, not one per reconcile (each cost ~10 KiB held and
-    /// a new connection to Cloudflare).
-    http: std::sync::OnceLock<Transport>,
     /// Reconciles talking to the API server at once (see [`API_SLOTS`]), served by lane.
     pub api_slots: super::slots::Slots,
     /// The open request of each tunnel object: the lane and date of its reconciles.
@@ -99,67 +85,24 @@ impl Context {
         };
         Context {
             recorder: Recorder::new(client.clone(), reporter),
+            cloudflare: Cloudflare::new(limiters, &options, term.write_gate(), metrics.clone()),
             client,
-            limiters,
             options,
             scope,
             term,
             metrics,
             cluster,
-            batch_memory: BatchMemory::default(),
-            quota_memory: QuotaMemory::default(),
             routes: Default::default(),
             shared_tunnels: Default::default(),
             access: Default::default(),
-            tunnel_lists: Default::default(),
-            zone_ids: Default::default(),
-            zone_lists: Default::default(),
             dns_zones: Default::default(),
             dns_guard: Default::default(),
             claims: Default::default(),
-            http: std::sync::OnceLock::new(),
             api_slots: super::slots::Slots::new(API_SLOTS),
             asks: Default::default(),
             failures: Mutex::new(Failures::default()),
             drift_due: Mutex::new(DriftSchedule::default()),
         }
-    }
-
-    /// A Cloudflare client for `credentials`, sharing the process-wide pacer of the
-    /// credential (paced within `--cloudflare-budget`); its calls queue at [`Priority::Normal`].
-    pub fn cloudflare(
-        &self,
-        credentials: Credentials,
-    ) -> Result<CloudflareClient, CloudflareError> {
-        let builder = CloudflareClient::builder(credentials)
-            .transport(self.http()?)
-            .base_url(self.options.cloudflare_api_url.clone())
-            .limiters(self.limiters.clone())
-            .pace(Pace::within(self.options.cloudflare_budget))
-            .write_gate(self.term.write_gate())
-            .observer(self.metrics.clone());
-        match self.options.cloudflare_max_attempts {
-            Some(attempts) => builder.max_attempts(attempts).build(),
-            None => builder.build(),
-        }
-    }
-
-    /// The term's HTTP client (a clone shares its pool).
-    fn http(&self) -> Result<Transport, CloudflareError> {
-        if let Some(transport) = self.http.get() {
-            return Ok(transport.clone());
-        }
-        let transport = Transport::http()?;
-        Ok(self.http.get_or_init(|| transport).clone())
-    }
-
-    /// [`Context::cloudflare`] whose calls queue at `priority`.
-    pub fn cloudflare_at(
-        &self,
-        credentials: Credentials,
-        priority: Priority,
-    ) -> Result<CloudflareClient, CloudflareError> {
-        Ok(self.cloudflare(credentials)?.with_priority(priority))
     }
 
     /// The DNS options of every sync of this term, the DNS task's and the deletions' alike.
@@ -168,8 +111,8 @@ impl Context {
             overwrite_unmanaged: self.options.overwrite_unmanaged_dns,
             cluster_id: Some(self.cluster.clone()),
             batch: self.options.dns_batch,
-            batch_memory: self.batch_memory.clone(),
-            quota_memory: self.quota_memory.clone(),
+            batch_memory: self.cloudflare.batch_memory(),
+            quota_memory: self.cloudflare.quota_memory(),
             ..DnsOptions::default()
         }
     }

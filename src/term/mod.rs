@@ -9,6 +9,7 @@ pub mod access;
 pub mod adapters;
 pub mod asks;
 pub mod claims;
+pub mod cloudflare;
 pub mod cluster;
 pub mod conditions;
 pub mod context;

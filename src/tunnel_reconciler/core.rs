@@ -236,7 +236,8 @@ async fn converge<K: TunnelKindAdapter>(
         .await
         .map_err(|source| ReconcileError::kube("reading the managed Secret", source))?;
     let cf = ctx
-        .cloudflare(api_secret.credentials.clone())
+        .cloudflare
+        .client(api_secret.credentials.clone())
         .map_err(|source| ReconcileError::cloudflare("building the Cloudflare client", source))?
         .with_priority(lane.priority)
         .for_work(lane.work);

@@ -99,7 +99,8 @@ pub async fn cleanup<K: TunnelKindAdapter>(
             }
         };
     let cf = ctx
-        .cloudflare_at(api_secret.credentials.clone(), Priority::Urgent)
+        .cloudflare
+        .client_at(api_secret.credentials.clone(), Priority::Urgent)
         .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?;
     let Some(target) = deletion_target::find(obj, ctx, &cf, &spec, &status).await? else {
         return Ok(None);
@@ -205,7 +206,8 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
     let api_secret =
         credentials::read_api_secret(&ctx.client, &namespace, &spec.cloudflare).await?;
     let cf = ctx
-        .cloudflare_at(api_secret.credentials.clone(), Priority::Urgent)
+        .cloudflare
+        .client_at(api_secret.credentials.clone(), Priority::Urgent)
         .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?;
     let target = Target {
         account_id: status.account_id.clone().unwrap_or_default(),

@@ -162,6 +162,7 @@ pub(crate) async fn other_zones(
         return out;
     }
     let listed = ctx
+        .cloudflare
         .zone_lists
         .get(api_credentials, account_id, false, || {
             crate::term::zones::list_account_zones(cf, account_id)

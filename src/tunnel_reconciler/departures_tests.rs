@@ -143,8 +143,8 @@ async fn terms_of_one_process_share_its_rate_limiters_so_a_pause_outlives_a_reel
     let (first, second) = (term("first"), term("second"));
     let credentials = cftunnel_cloudflare::Credentials::ApiToken("t".into());
     let rate = cftunnel_cloudflare::Pace::from(cftunnel_cloudflare::RateLimit::default());
-    let paused = first.limiters.limiter(&credentials, rate);
-    let next = second.limiters.limiter(&credentials, rate);
+    let paused = first.cloudflare.limiters().limiter(&credentials, rate);
+    let next = second.cloudflare.limiters().limiter(&credentials, rate);
     assert!(
         Arc::ptr_eq(&paused, &next),
         "the next term's client waits out the 429 pause of the last one"

@@ -3,7 +3,7 @@
 //! existingTunnel named by its name follows the name (the tunnel that holds it now, e.g. after
 //! `cloudflared tunnel delete` and `create`, runs next, its records re-pointed); one named by
 //! id is reported, never recreated. Between checks no Cloudflare call is made, and the checks
-//! of a credential share one walk of the account's tunnels (`term::tunnel_lists`).
+//! of a credential share one walk of the account's tunnels (`term::tunnel_lists`, kept by `term::cloudflare`).
 use std::time::Duration;
 
 use kube::ResourceExt;
@@ -96,6 +96,7 @@ pub async fn check<K: TunnelKindAdapter>(
         // the interval; a tunnel it does not list is looked up on its own (it may be newer).
         let max_age = (ctx.options.drift_interval / 4).max(Duration::from_secs(1));
         let listed = ctx
+            .cloudflare
             .tunnel_lists
             .live(cf, credential, account_id, max_age)
             .await

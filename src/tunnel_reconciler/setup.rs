@@ -76,7 +76,8 @@ pub(crate) async fn resolve<K: TunnelKindAdapter>(
     let zone_id = match non_empty(status.zone_id.as_ref()) {
         Some(id) if status.zone_domain.as_deref() == Some(domain.as_str()) => id.to_string(),
         _ => {
-            ctx.zone_ids
+            ctx.cloudflare
+                .zone_ids
                 .get_or_lookup(&api_secret.credentials, &account_id, &domain, || {
                     zone_id(cf, &account_id, &domain)
                 })
