@@ -13,9 +13,21 @@
 //!         ├── route reconciler                                          (route_reconciler/)
 //!         ├── its DNS task                                              (dns_sync/)
 //!         ├── Tunnel, ClusterTunnel and AccessTunnel controllers        (tunnel_reconciler/)
+//!         ├── Access reconciler                                         (access_reconciler/)
 //!         ├── Secret guard sweeps and retries                           (tunnel_reconciler/secret_guard.rs)
 //!         └── checksum watcher                                          (checksum_watcher.rs)
-//!     all of them sharing one Context                                   (term/)
+//!     all of them sharing one Context                                   (term/context.rs)
+//! ```
+//!
+//! The `Context` holds only what every component reads. What one component hands another is
+//! made once per term in [`run_term`] and given to both explicitly:
+//!
+//! ```text
+//! route reconciler ──RoutePublisher──▶ RouteReader ──▶ tunnel reconciler, Access reconciler
+//!                  ──AccessShared (guard)─────────────▶ Access reconciler
+//!   tunnel reconciler ──AccessShared (what each tunnel applied)──▶ Access reconciler
+//!                  ──SharedTunnels, Asks, re-runs─────▶ tunnel reconciler
+//! DNS task ◀──DnsWriters (zone locks, retired ids, other zones)──▶ tunnel deletions
 //! ```
 //!
 //! Everything long-lived is spawned through a [`Scope`], so it ends with its owner. Stop order
@@ -34,10 +46,16 @@ use crate::caches::WatchScope;
 use crate::caches::{ProcessCaches, TermCaches, child_namespaces};
 use crate::leader::{LeaderElectionConfig, LeaderStatus, report_to_metrics, run_while_leading};
 use crate::metrics::Metrics;
+use crate::route_reconciler;
 use crate::scope::Scope;
+use crate::term::access::AccessShared;
+use crate::term::asks::Asks;
 use crate::term::cluster::wait_for_cluster_id;
+use crate::term::dns_guard::DnsWriters;
+use crate::term::route_index::route_index;
+use crate::term::shared::SharedTunnels;
 use crate::term::{Context, ControllerOptions};
-use crate::tunnel_reconciler;
+use crate::tunnel_reconciler::{self, TunnelContext};
 use crate::webhook::WebhookConfig;
 use cftunnel_cloudflare::RateLimiters;
 
@@ -168,6 +186,14 @@ pub async fn run_term(
     ));
     let namespaces = child_namespaces(&ctx.scope, &ctx.options.cluster_resource_namespace);
     let children = TermCaches::start(&term, &client, &namespaces, &metrics);
+    // What the components hand each other in this term, each made once here and given to
+    // the components that write it and those that read it.
+    let (routes, route_reader) = route_index();
+    let access = Arc::new(AccessShared::default());
+    let shared_tunnels = Arc::new(SharedTunnels::default());
+    let asks = Arc::new(Asks::default());
+    let dns = DnsWriters::default();
+    let (route_tx, route_rx) = mpsc::unbounded_channel();
     tunnel_reconciler::start_secret_guard(&ctx);
     term.spawn(
         "checksum-watcher",
@@ -179,13 +205,32 @@ pub async fn run_term(
     );
     term.spawn(
         "access-policies",
-        crate::access_reconciler::run(ctx.clone(), caches.clone()),
+        crate::access_reconciler::run(
+            ctx.clone(),
+            caches.clone(),
+            route_reader.clone(),
+            access.clone(),
+        ),
     );
-    let (route_tx, route_rx) = mpsc::unbounded_channel();
+    let tunnel_ctx = Arc::new(TunnelContext::new(
+        ctx.clone(),
+        route_reader,
+        access.clone(),
+        shared_tunnels.clone(),
+        asks.clone(),
+        dns.clone(),
+    ));
+    let outputs = route_reconciler::Outputs {
+        triggers: route_tx,
+        routes,
+        access,
+        shared_tunnels,
+        asks,
+    };
     futures::join!(
-        crate::route_reconciler::run(ctx.clone(), caches.clone(), route_tx),
+        route_reconciler::run(ctx, caches.clone(), outputs, dns),
         tunnel_reconciler::run_controllers(
-            ctx,
+            tunnel_ctx,
             caches.tunnels.clone(),
             caches.cluster_tunnels.clone(),
             children,

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
+use super::context::AccessContext;
 use super::status::{
     Outcome, REASON_APPLICATION_CONFLICT, REASON_NO_ORGANIZATION, REASON_POLICY_NOT_FOUND, Recorded,
 };
@@ -90,7 +91,7 @@ pub(crate) async fn credentials_for(
 
 /// Everything `hosts` (hostnames of one account) need, and what became of each.
 pub(crate) async fn program(
-    ctx: &Context,
+    ctx: &AccessContext,
     cf: &CloudflareClient,
     orgs: &mut Organizations,
     key: &PolicyKey,

@@ -9,16 +9,17 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 
 use super::account;
+use super::context::AccessContext;
 use super::status::{self, Recorded};
 use super::{AccessError, Next, STEP_WAIT, World};
+use crate::term::ReconcileError;
 use crate::term::finalizer::remove_patch;
-use crate::term::{Context, ReconcileError};
 use cftunnel_policy::access::PolicyKey;
 use cftunnel_types::access_policy::{AccessPolicy, AccessPolicyStatus};
 use cftunnel_types::names::FINALIZER;
 
 pub(crate) async fn finish(
-    ctx: &Context,
+    ctx: &AccessContext,
     policy: &Arc<AccessPolicy>,
     world: &World<'_>,
 ) -> Result<(Next, Option<AccessPolicyStatus>), AccessError> {

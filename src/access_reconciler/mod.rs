@@ -13,6 +13,7 @@
 //! the hostnames it protects, what their tunnels applied), when a step waits, after a failure
 //! (with backoff) and at the drift interval. Access calls go through the credential's pacer.
 mod account;
+mod context;
 mod deletion;
 mod events;
 mod reconcile;
@@ -27,10 +28,13 @@ use std::time::{Duration, Instant};
 use crate::caches::ProcessCaches;
 use crate::dns_sync::TunnelRecord;
 use crate::term::Context;
+use crate::term::access::AccessShared;
+use crate::term::route_index::RouteReader;
 use crate::world::RouteCache;
 use cftunnel_policy::access::{AccessGuard, PolicyKey};
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::access_policy::AccessPolicy;
+use context::AccessContext;
 
 /// How soon a step that waits for a tunnel's render is looked at again.
 pub(crate) const STEP_WAIT: Duration = Duration::from_secs(2);
@@ -69,8 +73,15 @@ struct Remembered {
     due: Option<Instant>,
 }
 
-/// Runs until its term ends.
-pub async fn run(ctx: Arc<Context>, caches: ProcessCaches) {
+/// Runs until its term ends. `routes` is read for whether a first table is published;
+/// `access` for the Access guard and what each tunnel applied, whose changes wake it.
+pub async fn run(
+    ctx: Arc<Context>,
+    caches: ProcessCaches,
+    routes: RouteReader,
+    access: Arc<AccessShared>,
+) {
+    let ctx = AccessContext::new(ctx, routes, access);
     let cache = RouteCache::new(&caches, &ctx.options.cluster_resource_namespace);
     caches.synced().await;
     let mut changes = caches.subscribe();
@@ -122,7 +133,7 @@ pub async fn run(ctx: Arc<Context>, caches: ProcessCaches) {
                 let due = match next {
                     Next::After(wait) => Some(Instant::now() + wait),
                     Next::Settled => (!ctx.options.drift_interval.is_zero())
-                        .then(|| Instant::now() + ctx.jittered_drift_interval()),
+                        .then(|| Instant::now() + ctx.options.jittered_drift_interval()),
                 };
                 // The input as it is after the reconcile's own writes: they need no second pass.
                 let input = fingerprint(&after, &ctx.access.guard(), &ctx, &live);
@@ -130,6 +141,8 @@ pub async fn run(ctx: Arc<Context>, caches: ProcessCaches) {
             }
             let keys: BTreeSet<PolicyKey> = policies.iter().map(|p| PolicyKey::of(p)).collect();
             memory.retain(|k, _| keys.contains(k));
+            let live: BTreeSet<String> = keys.iter().map(backoff_key).collect();
+            ctx.retain_backoff(|k| live.contains(k.strip_suffix(" calls").unwrap_or(k)));
         }
         let next_due = memory.values().filter_map(|m| m.due).min();
         tokio::select! {
@@ -163,7 +176,7 @@ async fn sleep_until(due: Option<Instant>) {
 fn fingerprint(
     policy: &AccessPolicy,
     guard: &AccessGuard,
-    ctx: &Context,
+    ctx: &AccessContext,
     live: &BTreeSet<TunnelIdentity>,
 ) -> u64 {
     let key = PolicyKey::of(policy);

@@ -7,11 +7,12 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 
 use super::account::{self, Organizations};
+use super::context::AccessContext;
 use super::status::{self, Outcome, Recorded};
 use super::{AccessError, Next, STEP_WAIT, World, deletion, record_of};
 use crate::dns_sync::TunnelRecord;
+use crate::term::ReconcileError;
 use crate::term::finalizer::add_patch;
-use crate::term::{Context, ReconcileError};
 use cftunnel_cloudflare::{Priority, Work};
 use cftunnel_policy::access::{Guarded, PolicyKey, TargetKey};
 use cftunnel_policy::routes::ANY_HOST;
@@ -25,7 +26,7 @@ const CATCH_ALL_MESSAGE: &str = "a rule for every host (an Ingress defaultBacken
 
 /// Reconciles `policy`; returns what comes next and the status it wrote, if any.
 pub(crate) async fn reconcile(
-    ctx: &Context,
+    ctx: &AccessContext,
     policy: &Arc<AccessPolicy>,
     world: &World<'_>,
     orgs: &mut Organizations,

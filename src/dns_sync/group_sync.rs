@@ -10,6 +10,7 @@ use crate::dns_sync::problem::{
 };
 use crate::dns_sync::sync_zone;
 use crate::term::Context;
+use crate::term::dns_guard::DnsGuard;
 use cftunnel_cloudflare::Priority;
 use cftunnel_policy::dns::{DnsOptions, SharedHostname, ZoneDns};
 use cftunnel_types::TunnelIdentity;
@@ -34,6 +35,7 @@ pub(super) struct GroupReading<'a> {
 /// One sync of one group.
 pub(super) async fn sync_once(
     ctx: &Context,
+    guard: &DnsGuard,
     key: &GroupKey,
     zone: &ZoneDns,
     reading: &GroupReading<'_>,
@@ -82,12 +84,9 @@ pub(super) async fn sync_once(
         Err(error) => return everyone(format!("DNS records not synced: {error}")),
     };
     // Tunnels being deleted are left out once their deletion has the zone (see `DnsGuard`).
-    let _zone_lock = ctx.dns_guard.lock(&key.zone_id).await;
+    let _zone_lock = guard.lock(&key.zone_id).await;
     // A copy only when a tunnel must be left out (the input is the whole zone's).
-    let retiring = zone
-        .tunnels
-        .iter()
-        .any(|t| ctx.dns_guard.is_retired(&t.tunnel_id));
+    let retiring = zone.tunnels.iter().any(|t| guard.is_retired(&t.tunnel_id));
     let without_retired;
     let zone = if retiring {
         without_retired = ZoneDns {
@@ -95,7 +94,7 @@ pub(super) async fn sync_once(
             tunnels: zone
                 .tunnels
                 .iter()
-                .filter(|t| !ctx.dns_guard.is_retired(&t.tunnel_id))
+                .filter(|t| !guard.is_retired(&t.tunnel_id))
                 .cloned()
                 .collect(),
             routed_elsewhere: zone.routed_elsewhere.clone(),

@@ -25,6 +25,7 @@ use crate::dns_sync::problem::{
     DnsProblem, REASON_DNS_ERROR, REASON_DNS_OTHER_CLUSTER, REASON_QUOTA_EXCEEDED,
 };
 use crate::term::Context;
+use crate::term::dns_guard::DnsWriters;
 use cftunnel_policy::dns::{AccountZone, DnsOptions, SharedHostname, ZoneDns};
 use cftunnel_policy::routes::RouteTable;
 use cftunnel_types::TunnelIdentity;
@@ -144,6 +145,9 @@ impl DnsView {
 
 /// Memory of the syncs, owned by the DNS task of the route reconciler.
 pub struct DnsSync {
+    /// Shared with tunnel deletions: the zone locks and retired tunnel ids, and the zones
+    /// other than their own where tunnels' records were placed (added and dropped here).
+    dns: DnsWriters,
     options: DnsOptions,
     txt_records: bool,
     drift: Option<Duration>,
@@ -183,9 +187,10 @@ fn waits(p: &DnsProblem) -> bool {
 }
 
 impl DnsSync {
-    pub fn new(ctx: &Context) -> DnsSync {
+    pub fn new(ctx: &Context, dns: DnsWriters) -> DnsSync {
         let o = &ctx.options;
         DnsSync {
+            dns,
             options: ctx.dns_options(),
             txt_records: o.dns_txt_records,
             drift: (!o.drift_interval.is_zero()).then_some(o.drift_interval),
@@ -297,7 +302,7 @@ impl DnsSync {
                         tracing::warn!(tunnel = %t.identity, zone = %placed.name, %error, "zone not recorded in status yet; its records wait");
                         unrecorded.insert(key.clone());
                     }
-                    ctx.dns_zones.add(&t.tunnel_id, &placed);
+                    self.dns.zones.add(&t.tunnel_id, &placed);
                     self.elsewhere
                         .entry(t.identity.clone())
                         .or_default()
@@ -491,7 +496,7 @@ impl DnsSync {
         let GroupOutcome {
             problems: outcome,
             shared,
-        } = sync_once(ctx, &key, &zone, &reading).await;
+        } = sync_once(ctx, &self.dns.guard, &key, &zone, &reading).await;
         // A sync that could not read the zone knows nothing new of other clusters' hostnames.
         let shared = shared.unwrap_or_else(|| {
             self.groups
@@ -506,7 +511,7 @@ impl DnsSync {
                 if owners.get(&t.identity) == Some(&key.zone_id) {
                     continue;
                 }
-                ctx.dns_zones.remove(&t.tunnel_id, &key.zone_id);
+                self.dns.zones.remove(&t.tunnel_id, &key.zone_id);
                 if let Some(set) = self.elsewhere.get_mut(&t.identity) {
                     set.retain(|z| z.id != key.zone_id);
                     if set.is_empty() {
@@ -530,12 +535,12 @@ impl DnsSync {
         };
         let due = if clean {
             self.drift
-                .map(|_| Instant::now() + ctx.jittered_drift_interval())
+                .map(|_| Instant::now() + ctx.options.jittered_drift_interval())
         } else if waits_for_others {
             // Without drift checks, another cluster's hostname is looked at every retry_max;
             // a full zone only when the input changes.
             match (self.drift, for_another_cluster) {
-                (Some(_), _) => Some(Instant::now() + ctx.jittered_drift_interval()),
+                (Some(_), _) => Some(Instant::now() + ctx.options.jittered_drift_interval()),
                 (None, true) => Some(Instant::now() + self.retry_max),
                 (None, false) => None,
             }

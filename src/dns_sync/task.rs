@@ -8,6 +8,7 @@ use tokio::sync::watch;
 use super::TunnelRecord;
 use super::schedule::{DnsSync, DnsView};
 use crate::term::Context;
+use crate::term::dns_guard::DnsWriters;
 use cftunnel_policy::routes::RouteTable;
 
 /// Least time between the start of one DNS sync and the start of the next one that a route
@@ -30,13 +31,16 @@ pub(crate) struct DnsInput {
     pub held: Arc<std::collections::BTreeSet<String>>,
 }
 
-/// The DNS task: syncs on every new input, and when a retry or drift sync comes due.
+/// The DNS task: syncs on every new input, and when a retry or drift sync comes due. `dns` is
+/// what it shares with tunnel deletions (zone locks, retired ids, each tunnel's other zones);
+/// its findings go out on `view`.
 pub(crate) async fn run_dns(
     ctx: Arc<Context>,
+    dns: DnsWriters,
     mut input: watch::Receiver<Option<Arc<DnsInput>>>,
     view: watch::Sender<Arc<DnsView>>,
 ) {
-    let mut dns = DnsSync::new(&ctx);
+    let mut dns = DnsSync::new(&ctx, dns);
     loop {
         let current = input.borrow_and_update().clone();
         let ran_at = current.is_some().then(tokio::time::Instant::now);

@@ -2,8 +2,8 @@
 //! namespace labels, Ingresses and the Gateway API kinds ([`crate::world`]); computes every
 //! tunnel's routes ([`cftunnel_policy::routes`]) and hands them on, never waiting for any of
 //! their consumers:
-//! - to the tunnel reconciler (the single writer of config.yaml) through the shared
-//!   `RouteIndex`, triggering only the tunnels whose routes changed;
+//! - to the tunnel reconciler (the single writer of config.yaml) through the term's
+//!   `RouteIndex` ([`RoutePublisher`]), triggering only the tunnels whose routes changed;
 //! - with each table the Access guard (`cftunnel_policy::access`): which hostnames
 //!   AccessPolicies protect, which tunnels must re-render for it, and which hostnames DNS must
 //!   not publish yet;
@@ -28,6 +28,11 @@ use crate::dns_sync::task::{DnsInput, run_dns};
 use crate::dns_sync::{DnsView, TunnelRecord};
 use crate::status_writer::StatusPlan;
 use crate::term::Context;
+use crate::term::access::AccessShared;
+use crate::term::asks::Asks;
+use crate::term::dns_guard::DnsWriters;
+use crate::term::route_index::RoutePublisher;
+use crate::term::shared::SharedTunnels;
 use crate::world::RouteCache;
 use cftunnel_policy::routes::{RouteTable, changed_tunnels, compute_routes};
 use cftunnel_types::TunnelIdentity;
@@ -62,17 +67,41 @@ async fn wait_out(cache: &mut RouteCache, table: &RouteTable, pause: Duration) {
     }
 }
 
+/// What the route reconciler writes for other components: made once per term in `wiring.rs`,
+/// each read by the components named.
+pub struct Outputs {
+    /// The tunnels whose routes, protections or other clusters' hostnames changed: the tunnel
+    /// reconciler re-runs each.
+    pub triggers: UnboundedSender<TunnelIdentity>,
+    /// Each table with its Access guard; read by the tunnel reconciler (each tunnel's routes
+    /// and protections) and the Access reconciler.
+    pub routes: RoutePublisher,
+    /// The Access guard, published with each table; read by the Access reconciler, to which
+    /// the tunnel reconciler reports what each tunnel applied.
+    pub access: Arc<AccessShared>,
+    /// Other clusters' hostnames on each tunnel, from the DNS task's findings; read by the
+    /// tunnel reconciler for the `SharedTunnel` condition.
+    pub shared_tunnels: Arc<SharedTunnels>,
+    /// Route changes after the term's first table, as a user's asks; the tunnel reconciler
+    /// serves them in their lane (docs/design.md §3.8).
+    pub asks: Arc<Asks>,
+}
+
 /// Runs until its term ends (the DNS task and the status writer are spawned in `ctx.term`).
-/// `triggers` receives the tunnels whose routes changed.
+/// What it computes goes out through `outputs`; `dns` is handed to the DNS task, which shares
+/// it with tunnel deletions.
 ///
 /// DNS runs in its own task: a first sync of many hostnames is paced by the Cloudflare rate
 /// limit (minutes for a thousand), and route changes must reach config.yaml meanwhile. Statuses
 /// are written by theirs: thousands of writes in a first sync must not hold back a table.
-pub async fn run(
-    ctx: Arc<Context>,
-    caches: ProcessCaches,
-    triggers: UnboundedSender<TunnelIdentity>,
-) {
+pub async fn run(ctx: Arc<Context>, caches: ProcessCaches, outputs: Outputs, dns: DnsWriters) {
+    let Outputs {
+        triggers,
+        routes,
+        access,
+        shared_tunnels,
+        asks,
+    } = outputs;
     let mut cache = RouteCache::new(&caches, &ctx.options.cluster_resource_namespace);
     caches.synced().await;
     tracing::info!("route caches synced");
@@ -80,7 +109,7 @@ pub async fn run(
     let (view_tx, mut view_rx) = watch::channel(Arc::new(DnsView::default()));
     let (plan_tx, plan_rx) = watch::channel::<Option<Arc<StatusPlan>>>(None);
     ctx.term
-        .spawn("dns", run_dns(ctx.clone(), input_rx, view_tx));
+        .spawn("dns", run_dns(ctx.clone(), dns, input_rx, view_tx));
     ctx.term.spawn(
         "statuses",
         crate::status_writer::run(ctx.clone(), caches.clone(), plan_rx, view_rx.clone()),
@@ -101,7 +130,8 @@ pub async fn run(
             // guard, DNS and statuses below still take the newest policies and tunnels.
             Some((_, table)) if reused => table.clone(),
             _ => {
-                let table = compute(&cache, &ctx);
+                let table = compute(&cache, &routes);
+                ctx.metrics.route_computed();
                 route_gauge.set(routes_by_reason(&table));
                 computed = Some((inputs, table.clone()));
                 table
@@ -125,8 +155,8 @@ pub async fn run(
             }
         };
         let held = Arc::new(guard.held());
-        let protections_changed = ctx.access.publish(guard.clone());
-        let previous = ctx.routes.publish(table.clone(), guard);
+        let protections_changed = access.publish(guard.clone());
+        let previous = routes.publish(table.clone(), guard);
         // A tunnel new since the last table: its routes (a binding applied with it) usually
         // arrive a moment after it, so the next table comes soon (docs/design.md §3.8).
         let grew = previous
@@ -135,7 +165,7 @@ pub async fn run(
         for tunnel in changed_tunnels(previous.as_deref(), &table) {
             // A change after the term's first table is a user's (docs/design.md §3.8).
             if previous.is_some() {
-                ctx.asks.routes_changed(tunnel.to_string());
+                asks.routes_changed(tunnel.to_string());
             }
             let _ = triggers.send(tunnel);
         }
@@ -177,7 +207,7 @@ pub async fn run(
                     // The tunnel reconciler writes the SharedTunnel condition: re-run those
                     // whose other clusters' hostnames changed. Nothing else here reads DNS.
                     let view = view_rx.borrow_and_update().clone();
-                    for tunnel in ctx.shared_tunnels.replace(view.shared()) {
+                    for tunnel in shared_tunnels.replace(view.shared()) {
                         let _ = triggers.send(tunnel);
                     }
                 }
@@ -188,12 +218,11 @@ pub async fn run(
 
 /// Computes the routes of the world `cache` reads; routes unchanged since the published table
 /// share its entries.
-fn compute(cache: &RouteCache, ctx: &Context) -> Arc<RouteTable> {
+fn compute(cache: &RouteCache, routes: &RoutePublisher) -> Arc<RouteTable> {
     let world = cache.world();
     let mut table = compute_routes(&world);
     drop(world);
-    ctx.metrics.route_computed();
-    if let Some(published) = ctx.routes.current() {
+    if let Some(published) = routes.current() {
         table.share_unchanged(&published);
     }
     Arc::new(table)

@@ -58,7 +58,8 @@ struct Inner {
 }
 
 /// The open asks of a term's tunnel objects, by uid. An entry goes when its object converges
-/// or leaves the store (`forget_all_but`).
+/// or leaves the store (`TunnelContext::forget_all_but`). The route reconciler
+/// writes route changes here (`routes_changed`); the tunnel reconciler reads and meets them.
 #[derive(Debug, Default)]
 pub struct Asks {
     inner: Mutex<Inner>,

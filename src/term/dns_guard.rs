@@ -1,4 +1,5 @@
-//! One DNS writer per zone at a time, between the route reconciler's syncs and deletions.
+//! One DNS writer per zone at a time, between the DNS task's syncs and deletions, and the zones
+//! a tunnel's records were placed in ([`DnsWriters`] holds both for a term).
 //!
 //! A deletion removes its tunnel's records with a sync of its zone that wants nothing for it,
 //! while the route reconciler may be in the middle of a sync that still wants them (it read its
@@ -18,6 +19,19 @@ use cftunnel_policy::dns::AccountZone;
 /// How long a retired tunnel id is remembered (its object is long gone by then; a tunnel id is
 /// never reused).
 const RETIRED_FOR: Duration = Duration::from_secs(3600);
+
+/// What the two writers of DNS, the DNS task (`dns_sync`) and tunnel deletions
+/// (`tunnel_reconciler::deletion`), share: made once per term in `wiring.rs`; a clone shares
+/// both.
+#[derive(Clone, Default)]
+pub struct DnsWriters {
+    /// One sync per zone at a time: both lock a zone for a sync; a deletion retires its tunnel
+    /// id, which the DNS task's syncs then leave out.
+    pub guard: Arc<DnsGuard>,
+    /// Zones other than its own that hold records of a tunnel: the DNS task adds and drops
+    /// them as it places records; a deletion reads them, cleans each and drops it.
+    pub zones: Arc<TunnelZones>,
+}
 
 #[derive(Default)]
 pub struct DnsGuard {

@@ -1,10 +1,65 @@
-//! Per-object memory of the tunnel controllers (failure counts, drift schedule). An entry goes
-//! when its object does: the controllers follow their kinds' watch and, whenever an object
-//! leaves the store (deleted, or out of the watch's scope), keep only the entries of objects
-//! still in it (`forget_departed` in `tunnel_reconciler/departures.rs`), so an object deleted without a last
-//! reconcile (no finalizer, never converged) leaves nothing behind.
+//! Per-object memory of a reconciler (failure counts and their backoff, drift schedule). The
+//! tunnel reconciler keeps its own in `tunnel_reconciler::TunnelContext`, the Access reconciler
+//! its own [`Backoff`]. An entry goes when its object does: the tunnel controllers follow their
+//! kinds' watch and, whenever an object leaves the store (deleted, or out of the watch's scope),
+//! keep only the entries of objects still in it (`forget_departed` in
+//! `tunnel_reconciler/departures.rs`), so an object deleted without a last reconcile (no
+//! finalizer, never converged) leaves nothing behind.
 use std::collections::HashMap;
-use std::time::Instant;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::options::ControllerOptions;
+
+/// Exponential backoff per key: consecutive failures, and the delay they call for
+/// (`--retry-base` doubling per failure, at most `--retry-max`).
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    failures: Mutex<Failures>,
+    base: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    pub(crate) fn new(options: &ControllerOptions) -> Backoff {
+        Backoff {
+            failures: Mutex::new(Failures::default()),
+            base: options.retry_base,
+            max: options.retry_max,
+        }
+    }
+
+    fn failures(&self) -> std::sync::MutexGuard<'_, Failures> {
+        self.failures.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records one more failure of `key` and returns the delay before the next attempt.
+    pub(crate) fn next(&self, key: &str) -> Duration {
+        let count = self.failures().bump(key);
+        let factor = 2u32.saturating_pow(count.saturating_sub(1).min(16));
+        self.base.saturating_mul(factor).min(self.max)
+    }
+
+    /// Is `key` failing already, i.e. is a new failure part of a streak that was announced?
+    pub(crate) fn in_streak(&self, key: &str) -> bool {
+        self.failures().count(key) > 0
+    }
+
+    /// Forgets the failures of `key` after a success.
+    pub(crate) fn reset(&self, key: &str) {
+        self.failures().reset(key);
+    }
+
+    /// Keeps the failure counts of the keys `live` accepts.
+    pub(crate) fn retain(&self, live: impl Fn(&str) -> bool) {
+        self.failures().retain(live);
+    }
+
+    /// How many keys have a failure count.
+    pub(crate) fn len(&self) -> usize {
+        self.failures().len()
+    }
+}
 
 /// Consecutive failures per object key (`Kind namespace/name`).
 #[derive(Debug, Default)]

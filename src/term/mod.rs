@@ -21,6 +21,7 @@ pub mod finalizer;
 pub mod memory;
 pub mod options;
 pub mod recorder;
+pub mod route_index;
 pub mod shared;
 pub mod slots;
 pub mod tunnel_lists;

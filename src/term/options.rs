@@ -57,6 +57,15 @@ pub struct ControllerOptions {
     pub default_config_source: ConfigSource,
 }
 
+impl ControllerOptions {
+    /// The drift interval ±10 %, so many objects do not check in lockstep.
+    pub(crate) fn jittered_drift_interval(&self) -> Duration {
+        use rand::Rng;
+        let factor = rand::rng().random_range(0.9..=1.1);
+        self.drift_interval.mul_f64(factor)
+    }
+}
+
 impl Default for ControllerOptions {
     fn default() -> Self {
         ControllerOptions {

@@ -1,5 +1,5 @@
 //! The API slots: how many tunnel reconciles talk to the API server at once
-//! ([`super::context::API_SLOTS`]), handed out by lane (docs/design.md §3.8). A FIFO semaphore
+//! (`tunnel_reconciler::context::API_SLOTS`), handed out by lane (docs/design.md §3.8). A FIFO semaphore
 //! would put a user's new tunnel behind every reconcile of a backlog that reached the slots
 //! first; here a free slot goes to the waiting reconcile of the highest lane: a deletion, then
 //! the newest request of a user, then the backlog in order.

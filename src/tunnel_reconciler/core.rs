@@ -6,13 +6,13 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
+use super::context::TunnelContext;
 use super::render_input::{TunnelFacts, render_options, tunnel_input, with_config_source};
 use super::{apply, deletion, drift, go_cluster_workload, remote, secret_guard, setup, status};
 use crate::term::ReconcileError;
 use crate::term::adapters::TunnelKindAdapter;
 use crate::term::asks::Lane;
 use crate::term::conditions::ReadyReason;
-use crate::term::context::Context;
 use crate::term::{credentials, events, finalizer};
 use cftunnel_cloudflare::Priority;
 use cftunnel_policy::render;
@@ -27,7 +27,7 @@ const ROUTES_WAIT: Duration = Duration::from_millis(500);
 /// Entry point of both controllers.
 pub async fn reconcile<K: TunnelKindAdapter>(
     obj: Arc<K>,
-    ctx: Arc<Context>,
+    ctx: Arc<TunnelContext>,
 ) -> Result<Action, ReconcileError> {
     let key = obj.display();
     let started = std::time::Instant::now();
@@ -74,7 +74,7 @@ pub async fn reconcile<K: TunnelKindAdapter>(
 const DELETION_POLL: Duration = Duration::from_secs(1);
 
 /// Returns once the stores see `obj` being deleted (never while it is not).
-async fn deletion_seen<K: TunnelKindAdapter>(obj: &K, ctx: &Context) {
+async fn deletion_seen<K: TunnelKindAdapter>(obj: &K, ctx: &TunnelContext) {
     loop {
         tokio::time::sleep(DELETION_POLL).await;
         if ctx.claims.get().is_some_and(|c| c.deletion_started(obj)) {
@@ -87,7 +87,7 @@ async fn deletion_seen<K: TunnelKindAdapter>(obj: &K, ctx: &Context) {
 pub(crate) fn error_policy<K: TunnelKindAdapter>(
     obj: Arc<K>,
     error: &ReconcileError,
-    ctx: Arc<Context>,
+    ctx: Arc<TunnelContext>,
 ) -> Action {
     tracing::warn!(object = %obj.display(), %error, "reconcile failed");
     Action::requeue(ctx.next_backoff(&obj.display()))
@@ -100,7 +100,7 @@ const ACCESS_CLEANUP_WAIT: Duration = Duration::from_secs(2);
 /// credentials (`deletion_access`), then the finalizer goes, then the API Secret guard.
 async fn delete<K: TunnelKindAdapter>(
     obj: &K,
-    ctx: &Arc<Context>,
+    ctx: &Arc<TunnelContext>,
 ) -> Result<Action, ReconcileError> {
     if !obj.finalizers().iter().any(|f| f == FINALIZER) {
         return Ok(Action::await_change());
@@ -137,7 +137,7 @@ async fn delete<K: TunnelKindAdapter>(
     if let Err(error) = secret_guard::release_if_unused(ctx, &namespace, secret).await {
         // The object is gone now and cannot be requeued: the release is retried on its own.
         tracing::warn!(object = %obj.display(), %error, "API Secret guard not released yet; retrying");
-        secret_guard::release_later(ctx.clone(), namespace, secret.to_string());
+        secret_guard::release_later(ctx.ctx.clone(), namespace, secret.to_string());
     }
     Ok(Action::await_change())
 }
@@ -153,7 +153,7 @@ pub(super) fn spec_changed<K: TunnelKindAdapter>(obj: &K) -> bool {
 
 /// The lane of a reconcile of `obj`: its open request's; once it converged, its open route
 /// change's, or routine.
-fn lane_of<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Lane {
+fn lane_of<K: TunnelKindAdapter>(obj: &K, ctx: &TunnelContext) -> Lane {
     let uid = obj.uid().unwrap_or_default();
     match spec_changed(obj) {
         true => ctx
@@ -173,7 +173,7 @@ fn lane_of<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Lane {
 /// pacer, and an unboxed step's state would be part of each (about 15 KiB instead of 5).
 async fn converge<K: TunnelKindAdapter>(
     current: &mut K,
-    ctx: &Context,
+    ctx: &TunnelContext,
 ) -> Result<Action, ReconcileError> {
     let obj = &*current;
     // Every Cloudflare call and API slot of this reconcile waits in its request's lane, as old
@@ -192,7 +192,7 @@ async fn converge<K: TunnelKindAdapter>(
         ));
     }
     let namespace = obj.managed_namespace(&ctx.options);
-    // The API server's part before Cloudflare takes a slot (see `Context::api_slots`); the
+    // The API server's part before Cloudflare takes a slot (see `TunnelContext::api_slots`); the
     // wait at the Cloudflare pacer holds none.
     let reading = ctx.api_slots.acquire(lane).await;
     // Both kinds hold the finalizer: a new tunnel is deleted on Cloudflare, and the DNS records
@@ -271,7 +271,8 @@ async fn converge<K: TunnelKindAdapter>(
         Err(error) => return Err(error),
     };
     // An existing tunnel named again by a new object after its old object's deletion.
-    ctx.dns_guard
+    ctx.dns
+        .guard
         .readmit(&resolved.tunnel_id, &current.uid().unwrap_or_default());
     let origin_ca_pem = {
         let _reading = ctx.api_slots.acquire(lane).await;

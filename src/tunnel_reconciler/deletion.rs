@@ -14,6 +14,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::apply::controlled_by;
+use super::context::TunnelContext;
 use super::deletion_pods::{PodWait, pod_wait, wait_until, waiting_message};
 use super::deletion_target::{self, Target};
 use super::{go_cluster_workload, status};
@@ -21,7 +22,6 @@ use crate::dns_sync::sync_zone;
 use crate::term::ReconcileError;
 use crate::term::adapters::TunnelKindAdapter;
 use crate::term::conditions::ReadyReason;
-use crate::term::context::Context;
 use crate::term::credentials::Stored;
 use crate::term::{credentials, events};
 use cftunnel_cloudflare::{CloudflareClient, Priority};
@@ -36,7 +36,7 @@ const POD_WAIT: Duration = Duration::from_secs(2);
 /// `Some(action)` while waiting for pods; `None` once Cloudflare holds nothing of this object.
 pub async fn cleanup<K: TunnelKindAdapter>(
     obj: &K,
-    ctx: &Context,
+    ctx: &TunnelContext,
 ) -> Result<Option<Action>, ReconcileError> {
     let spec = obj.tunnel_spec();
     if spec.new_tunnel.is_none() {
@@ -106,7 +106,7 @@ pub async fn cleanup<K: TunnelKindAdapter>(
         return Ok(None);
     };
     if let Some(id) = &target.tunnel_id {
-        ctx.dns_guard.retire(id, &obj.uid().unwrap_or_default());
+        ctx.dns.guard.retire(id, &obj.uid().unwrap_or_default());
     }
     let dns = async {
         let creds = &api_secret.credentials;
@@ -158,7 +158,7 @@ pub async fn cleanup<K: TunnelKindAdapter>(
 /// Scales the object's own cloudflared Deployment (if any) to zero replicas.
 pub(crate) async fn scale_to_zero<K: TunnelKindAdapter>(
     obj: &K,
-    ctx: &Context,
+    ctx: &TunnelContext,
 ) -> Result<(), ReconcileError> {
     let identity = obj.identity(&ctx.options);
     let names = ObjectNames::for_owner(&identity);
@@ -190,7 +190,7 @@ pub(crate) async fn scale_to_zero<K: TunnelKindAdapter>(
 /// Cloudflare and so do its connections (cloudflared elsewhere may run it too).
 async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
     obj: &K,
-    ctx: &Context,
+    ctx: &TunnelContext,
 ) -> Result<(), ReconcileError> {
     let status = obj.tunnel_status().cloned().unwrap_or_default();
     let (Some(tunnel_id), Some(zone_id), Some(zone_name)) = (
@@ -225,7 +225,7 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
     )
     .await;
     // A route sync that read its input before this deletion must not write them again after it.
-    ctx.dns_guard.retire(
+    ctx.dns.guard.retire(
         &target.tunnel_id.clone().unwrap_or_default(),
         &obj.uid().unwrap_or_default(),
     );
@@ -260,7 +260,7 @@ pub(crate) fn abandons_cleanup<K: TunnelKindAdapter>(obj: &K) -> bool {
 /// The route reconciler leaves a retired tunnel out, so nothing re-creates them meanwhile.
 async fn remove_dns_records<K: TunnelKindAdapter>(
     obj: &K,
-    ctx: &Context,
+    ctx: &TunnelContext,
     cf: &CloudflareClient,
     target: &Target,
     own: Option<(String, String)>,
@@ -279,7 +279,7 @@ async fn remove_dns_records<K: TunnelKindAdapter>(
         .collect();
     let remembered = std::iter::once(&tunnel_id)
         .chain(&ids)
-        .flat_map(|id| ctx.dns_zones.of(id));
+        .flat_map(|id| ctx.dns.zones.of(id));
     for zone in remembered.chain(others) {
         if !zones.iter().any(|z| z.id == zone.id) {
             zones.push(zone);
@@ -299,7 +299,7 @@ async fn remove_dns_records<K: TunnelKindAdapter>(
             }],
             ..ZoneDns::default()
         };
-        let _zone_lock = ctx.dns_guard.lock(&zone.id).await;
+        let _zone_lock = ctx.dns.guard.lock(&zone.id).await;
         let report = sync_zone(cf, &zone.id, &input, &ctx.dns_options())
             .await
             .map_err(|e| {
@@ -319,7 +319,7 @@ async fn remove_dns_records<K: TunnelKindAdapter>(
             ));
         }
         for id in std::iter::once(&tunnel_id).chain(&ids) {
-            ctx.dns_zones.remove(id, &zone.id);
+            ctx.dns.zones.remove(id, &zone.id);
         }
     }
     Ok(())

@@ -13,9 +13,9 @@ use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::mpsc;
 
+use super::context::TunnelContext;
 use crate::term::adapters::TunnelKindAdapter;
 use crate::term::claims::{self, Rank};
-use crate::term::context::Context;
 use cftunnel_types::{ClusterTunnel, Tunnel};
 use cftunnel_types::{TunnelIdentity, TunnelKind};
 
@@ -73,7 +73,7 @@ fn change<K: TunnelKindAdapter>(store: &Store<K>, obj: &K) -> Change {
 
 /// Runs until the term ends.
 pub async fn follow(
-    ctx: Arc<Context>,
+    ctx: Arc<TunnelContext>,
     tunnels: impl futures::Stream<Item = Arc<Tunnel>> + Send,
     cluster_tunnels: impl futures::Stream<Item = Arc<ClusterTunnel>> + Send,
     stores: (Store<Tunnel>, Store<ClusterTunnel>),
@@ -117,7 +117,7 @@ pub async fn follow(
 }
 
 /// Drops the failure counts and drift schedules of objects no longer in either store.
-pub(crate) fn forget_departed(ctx: &Context) {
+pub(crate) fn forget_departed(ctx: &TunnelContext) {
     let Some(claims) = ctx.claims.get() else {
         return;
     };

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::*;
 use crate::caches::WatchScope;
 use crate::scope::Scope;
-use crate::term::ControllerOptions;
+use crate::term::{Context, ControllerOptions};
 use crate::tunnel_reconciler::receiver_stream;
 
 const ID: &str = "6ff42ae2-765d-4adf-8112-31c55c1551ef";
@@ -39,7 +39,7 @@ async fn an_object_that_leaves_the_store_takes_its_memory_along_and_hands_its_tu
         drift_interval: Duration::from_secs(600),
         ..ControllerOptions::default()
     };
-    let ctx = Arc::new(Context::new(
+    let term = Arc::new(Context::new(
         client,
         options,
         WatchScope::default(),
@@ -47,6 +47,14 @@ async fn an_object_that_leaves_the_store_takes_its_memory_along_and_hands_its_tu
         crate::metrics::Metrics::process(),
         cftunnel_cloudflare::RateLimiters::new(),
         cftunnel_policy::dns::ClusterId::new("test-cluster").expect("cluster id"),
+    ));
+    let ctx = Arc::new(TunnelContext::new(
+        term,
+        crate::term::route_index::route_index().1,
+        Default::default(),
+        Default::default(),
+        Default::default(),
+        Default::default(),
     ));
     let (tunnels, mut writer) = reflector::store::<Tunnel>();
     let (clusters, _) = reflector::store::<ClusterTunnel>();

@@ -10,10 +10,10 @@ use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
+use super::context::TunnelContext;
 use crate::term::ReconcileError;
 use crate::term::adapters::TunnelKindAdapter;
 use crate::term::conditions::{ReadyReason, find_ready};
-use crate::term::context::Context;
 use crate::term::events;
 use cftunnel_cloudflare::CloudflareClient;
 use cftunnel_types::{TunnelSpec, TunnelStatus};
@@ -61,7 +61,7 @@ fn existing_targets_status(spec: &TunnelSpec, status: &TunnelStatus, id: &str) -
 /// of a remotely-managed tunnel is then checked too).
 pub async fn check<K: TunnelKindAdapter>(
     obj: &mut K,
-    ctx: &Context,
+    ctx: &TunnelContext,
     cf: &CloudflareClient,
     credential: &str,
     spec: &TunnelSpec,

@@ -6,6 +6,7 @@
 //! finds the live tunnel by name and adopts it only when its decoded secret equals the stored one.
 pub mod access_tunnel;
 pub mod apply;
+pub mod context;
 pub mod core;
 pub mod deletion;
 mod deletion_access;
@@ -36,6 +37,7 @@ use crate::caches::{Shared, TermCaches};
 use crate::term::{Context, TunnelKindAdapter, claims};
 use cftunnel_types::{ClusterTunnel, Tunnel};
 use cftunnel_types::{TunnelIdentity, TunnelKind};
+pub use context::TunnelContext;
 
 pub use crate::term::credentials::PENDING_SECRET_KEY;
 
@@ -57,7 +59,7 @@ pub(crate) fn start_secret_guard(ctx: &Arc<Context>) {
 /// Runs the Tunnel and ClusterTunnel controllers until the term ends. `route_changes` names
 /// the tunnels whose routes changed (the route reconciler sends them); each is re-run.
 pub(crate) async fn run_controllers(
-    ctx: Arc<Context>,
+    ctx: Arc<TunnelContext>,
     tunnels: Shared<Tunnel, Store<Tunnel>>,
     cluster_tunnels: Shared<ClusterTunnel, Store<ClusterTunnel>>,
     children: TermCaches,
@@ -125,7 +127,7 @@ fn waiting_requests<K: TunnelKindAdapter>(
 /// Reconciles of one kind running at once: all that are due (`0`). Each waits for Cloudflare at
 /// its credential's pacer, where a deletion goes first and a new tunnel does not queue behind a
 /// first sync; the part that holds memory (render and apply) is bounded by
-/// `Context::api_slots`.
+/// `TunnelContext::api_slots`.
 const RECONCILE_CONCURRENCY: u16 = 0;
 
 /// One controller: the custom resources of kind `K` (from the process-wide shared store),
@@ -134,7 +136,7 @@ const RECONCILE_CONCURRENCY: u16 = 0;
 /// watches are the term's shared ones ([`TermCaches`]): Secrets and ConfigMaps metadata-only,
 /// so memory never holds Secret data.
 async fn run_kind<K: TunnelKindAdapter>(
-    ctx: Arc<Context>,
+    ctx: Arc<TunnelContext>,
     objects: Shared<K, Store<K>>,
     children: &TermCaches,
     route_changes: impl futures::Stream<Item = ObjectRef<K>> + Send + 'static,

@@ -17,6 +17,7 @@ use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
+use super::context::TunnelContext;
 use super::drift::DRIFT_READ_WAIT;
 use super::render_input::is_remote;
 use super::resolved::Resolved;
@@ -68,7 +69,7 @@ pub(crate) fn pushes<K: TunnelKindAdapter>(obj: &K, spec: &TunnelSpec) -> bool {
 /// the two can never leave a rule of cftunnel's that it would take for someone else's.
 pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
     obj: &mut K,
-    ctx: &Context,
+    ctx: &TunnelContext,
     cf: &CloudflareClient,
     resolved: &Resolved,
     config: &Value,

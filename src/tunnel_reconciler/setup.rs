@@ -6,6 +6,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, ResourceExt};
 use rand::RngCore;
 
+use super::context::TunnelContext;
 use super::render_input::is_remote;
 use super::resolved::Resolved;
 use super::{apply, legacy, status};
@@ -33,7 +34,7 @@ fn is_account_id(id: &str) -> bool {
 
 pub(crate) async fn resolve<K: TunnelKindAdapter>(
     obj: &K,
-    ctx: &Context,
+    ctx: &TunnelContext,
     cf: &CloudflareClient,
     spec: &TunnelSpec,
     api_secret: &ApiSecret,

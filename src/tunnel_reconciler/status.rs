@@ -8,6 +8,7 @@ use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
+use super::context::TunnelContext;
 use super::resolved::Resolved;
 use crate::term::ReconcileError;
 use crate::term::adapters::TunnelKindAdapter;
@@ -180,7 +181,7 @@ pub(crate) async fn report_progress<K: TunnelKindAdapter>(
 
 pub(crate) async fn report_ready<K: TunnelKindAdapter>(
     obj: &K,
-    ctx: &Context,
+    ctx: &TunnelContext,
     resolved: &Resolved,
     routes: &[Arc<RouteEntry>],
     access_unknown: Option<&(String, Vec<String>)>,
