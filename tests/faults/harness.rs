@@ -21,7 +21,7 @@ use serde_json::json;
 use tokio::sync::OnceCell;
 
 use crate::install_support::{
-    OPERATOR_USER, cftunnel_run_on, install_namespaces_and_rbac, serving_cert_dir,
+    OPERATOR_USER, cftunnel_run_from, install_namespaces_and_rbac, serving_cert_dir,
 };
 
 pub const TOKEN: &str = "sim-token-for-bad-days";
@@ -126,14 +126,35 @@ impl Operator {
         name: &str,
         extra: &[&str],
     ) -> Operator {
+        let binary = Path::new(env!("CARGO_BIN_EXE_cftunnel"));
+        let url = cloudflare.running.url.clone();
+        Operator::start_binary(binary, plane, kubeconfig, ns, &url, name, extra)
+    }
+
+    /// Like [`Operator::start`], running `binary` (another build of cftunnel) against the
+    /// Cloudflare API at `api_url`.
+    pub fn start_binary(
+        binary: &Path,
+        plane: &ControlPlane,
+        kubeconfig: &Path,
+        ns: &str,
+        api_url: &str,
+        name: &str,
+        extra: &[&str],
+    ) -> Operator {
         let dir = serving_cert_dir(plane);
         let health = format!("127.0.0.1:{}", free_port());
-        let (mut command, log) =
-            cftunnel_run_on(dir.path(), kubeconfig, &health, &format!("{name}.log"));
+        let (mut command, log) = cftunnel_run_from(
+            binary,
+            dir.path(),
+            kubeconfig,
+            &health,
+            &format!("{name}.log"),
+        );
         command
             .args(["--certificate-mode", "files"])
             .args(["--watch-namespace", ns, "--cluster-resource-namespace", ns])
-            .args(["--cloudflare-api-url", &cloudflare.running.url])
+            .args(["--cloudflare-api-url", api_url])
             .args(["--go-operator-lease-namespace", ns])
             .args(["--deletion-pod-wait", "5s"])
             .args(extra)
@@ -190,6 +211,31 @@ impl Operator {
             .filter(|l| l.starts_with(prefix))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .fold(0.0, |a, b| a + b)
+    }
+
+    /// SIGTERM, as Kubernetes stops a pod: the operator shuts down and releases its lease. Waits
+    /// up to `within` for it to exit (then SIGKILL); whether it exited cleanly.
+    pub async fn terminate(&mut self, within: Duration) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return true;
+        };
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => return status.success(),
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return false;
+                }
+            }
+        }
     }
 
     /// SIGKILL: no shutdown, no lease release, writes in flight cut off.

@@ -111,9 +111,22 @@ pub fn cftunnel_run_on(
     health: &str,
     log: &str,
 ) -> (std::process::Command, PathBuf) {
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_cftunnel"));
+    cftunnel_run_from(binary, dir, kubeconfig, health, log)
+}
+
+/// [`cftunnel_run_on`] running `binary` (another build of cftunnel, e.g. the pinned earlier one
+/// tests/upgrade.rs upgrades from) instead of this tree's.
+pub fn cftunnel_run_from(
+    binary: &std::path::Path,
+    dir: &std::path::Path,
+    kubeconfig: &std::path::Path,
+    health: &str,
+    log: &str,
+) -> (std::process::Command, PathBuf) {
     let log_path = dir.join(log);
     let log = std::fs::File::create(&log_path).expect("log file");
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cftunnel"));
+    let mut command = std::process::Command::new(binary);
     command
         .args(["run", "--webhook-listen", "127.0.0.1:0"])
         .args(["--health-listen", health, "--tls-cert-file"])
