@@ -30,7 +30,7 @@ if [ ! -s "$logs/targets" ]; then
 fi
 
 # The slowest binaries first, so the long ones never start last.
-order="node tunnel_reconciler faults image admission_apiserver go_regex_cloudflared leader_election cftunnel_policy cftunnel"
+order="node tunnel_reconciler faults upgrade image admission_apiserver go_regex_cloudflared leader_election cftunnel_policy cftunnel"
 {
   for name in $order; do grep "/$name-[0-9a-f]* " "$logs/targets" || true; done
   grep -v -E "/($(tr ' ' '|' <<<"$order"))-[0-9a-f]* " "$logs/targets" || true

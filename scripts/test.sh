@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: installs the Debian packages the node and image tests use and builds
-# the Kubernetes binaries first (no-ops when present), then `cargo test`. Integration tests start
-# their own etcd + kube-apiserver (+ controller manager, + a node in a network namespace of its
-# own) and the Cloudflare simulator in-process.
+# Runs the whole test suite: installs the Debian packages the node and image tests use, builds
+# the Kubernetes binaries and the pinned earlier cftunnel build first (no-ops when present), then
+# `cargo test`. Integration tests start their own etcd + kube-apiserver (+ controller manager, + a
+# node in a network namespace of its own) and the Cloudflare simulator in-process.
 #
 #   scripts/test.sh                # everything, as CI runs it
 #   scripts/test.sh --test node    # arguments go to cargo test
@@ -22,6 +22,11 @@ scripts/install-node-deps.sh >&2
 scripts/install-image-deps.sh >&2
 bin_dir=$(scripts/build-control-plane.sh | tail -n 1)
 export CFTUNNEL_BIN_DIR=$bin_dir
+# The pinned earlier cftunnel build tests/upgrade.rs upgrades from and rolls back to (cached).
+if [ -z "${CFTUNNEL_PINNED_BIN:-}" ]; then
+  CFTUNNEL_PINNED_BIN=$(scripts/build-pinned.sh | tail -n 1)
+fi
+export CFTUNNEL_PINNED_BIN
 # The whole suite: test binaries side by side (scripts/run-tests.sh). With other arguments (a
 # filter, `--test NAME`), plain `cargo test`.
 case "$*" in
