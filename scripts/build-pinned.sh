@@ -42,7 +42,7 @@ mkdir -p "$SRC.tmp"
 git archive --format=tar "$PINNED_COMMIT" | tar -x -C "$SRC.tmp"
 mv "$SRC.tmp" "$SRC"
 
-log "building cftunnel at $PINNED_COMMIT (cold: a few minutes on 2 cores)"
+log "building cftunnel at $PINNED_COMMIT (cold: about 6 minutes on 2 cores)"
 (cd "$SRC" && CARGO_TARGET_DIR=$OUT/target cargo build --locked -p cftunnel --bin cftunnel >&2)
 install -m 0755 "$OUT/target/debug/cftunnel" "$BIN.tmp"
 mv "$BIN.tmp" "$BIN"
