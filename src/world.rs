@@ -131,15 +131,16 @@ impl RouteCache {
 
     /// A digest of what routes are computed from, so a wake that changed none of it (a status
     /// written, a tunnel's id recorded) computes nothing. Objects whose status cftunnel writes
-    /// (tunnels, bindings, Ingresses, the Gateway API kinds) count by what routes read of them:
-    /// identity, `generation` (the API server moves it on every change outside `metadata` and
-    /// `status`), labels, annotations and whether they are being deleted. The others (Services,
+    /// (bindings, Ingresses, the Gateway API kinds) count by what routes read of them: identity,
+    /// `generation` (the API server moves it on every change outside `metadata` and `status`),
+    /// labels, annotations and whether they are being deleted; tunnels the same without labels
+    /// and annotations (routes read only their spec). The others (Services,
     /// namespaces, IngressClasses, ReferenceGrants) count by `resourceVersion`: any change.
     /// Independent of the stores' order.
     pub(crate) fn route_inputs(&self) -> u64 {
         let mut digest = Digest::default();
-        digest.specs("Tunnel", self.caches.tunnels.store().state());
-        digest.specs("ClusterTunnel", self.caches.cluster_tunnels.store().state());
+        digest.tunnels("Tunnel", self.caches.tunnels.store().state());
+        digest.tunnels("ClusterTunnel", self.caches.cluster_tunnels.store().state());
         digest.specs("TunnelBinding", self.caches.bindings.store().state());
         digest.specs("Ingress", self.caches.ingresses.store().state());
         digest.versions("Service", self.caches.services.store().state());
@@ -251,6 +252,22 @@ impl Digest {
         }
     }
 
+    /// Tunnels by their spec alone (routes read nothing else of them): the labels and
+    /// annotations their reconciler writes (the tunnel id's label on each) compute nothing.
+    fn tunnels<K: Resource>(&mut self, kind: &str, objects: Vec<Arc<K>>) {
+        for object in objects {
+            let meta = object.meta();
+            self.add((
+                kind,
+                &meta.namespace,
+                &meta.name,
+                &meta.uid,
+                meta.generation,
+                meta.deletion_timestamp.is_some(),
+            ));
+        }
+    }
+
     /// Objects by their version: any change counts.
     fn versions<K: Resource>(&mut self, kind: &str, objects: Vec<Arc<K>>) {
         for object in objects {
@@ -279,4 +296,60 @@ fn live<K: Resource>(objects: Vec<Arc<K>>) -> Vec<Arc<K>> {
 
 fn is_deleting<K: Resource>(object: &K) -> bool {
     object.meta().deletion_timestamp.is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cftunnel_types::Tunnel;
+
+    fn tunnel(name: &str, generation: i64, labels: serde_json::Value) -> Arc<Tunnel> {
+        let object = serde_json::json!({
+            "apiVersion": "networking.cfargotunnel.com/v1alpha2",
+            "kind": "Tunnel",
+            "metadata": {"name": name, "namespace": "shop", "uid": name, "generation": generation,
+                "labels": labels},
+            "spec": {"cloudflare": {"domain": "example.com", "secret": "cf"},
+                "newTunnel": {"name": name}},
+        });
+        Arc::new(serde_json::from_value(object).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    fn digest_of(f: impl FnOnce(&mut Digest)) -> u64 {
+        let mut digest = Digest::default();
+        f(&mut digest);
+        digest.finish()
+    }
+
+    #[test]
+    fn the_digest_ignores_order_and_a_tunnels_labels_but_not_its_generation() {
+        let (a, b) = (tunnel("a", 1, json_labels()), tunnel("b", 1, json_labels()));
+        let both = digest_of(|d| d.tunnels("Tunnel", vec![a.clone(), b.clone()]));
+        assert_eq!(
+            both,
+            digest_of(|d| d.tunnels("Tunnel", vec![b.clone(), a.clone()]))
+        );
+        // The tunnel id's label, written by its reconciler: no route changes.
+        let labelled = tunnel("a", 1, serde_json::json!({"cfargotunnel.com/id": "x"}));
+        assert_eq!(
+            both,
+            digest_of(|d| d.tunnels("Tunnel", vec![labelled, b.clone()]))
+        );
+        // A spec change moves the generation.
+        let edited = tunnel("a", 2, json_labels());
+        assert_ne!(
+            both,
+            digest_of(|d| d.tunnels("Tunnel", vec![edited, b.clone()]))
+        );
+        // One fewer.
+        assert_ne!(both, digest_of(|d| d.tunnels("Tunnel", vec![b.clone()])));
+        // Objects read by their labels (bindings, routes) do count a label.
+        let with = digest_of(|d| d.specs("Tunnel", vec![a.clone()]));
+        let relabelled = tunnel("a", 1, serde_json::json!({"team": "x"}));
+        assert_ne!(with, digest_of(|d| d.specs("Tunnel", vec![relabelled])));
+    }
+
+    fn json_labels() -> serde_json::Value {
+        serde_json::json!({})
+    }
 }
