@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
@@ -228,58 +229,44 @@ struct Digest {
 }
 
 impl Digest {
-    fn add(&mut self, item: impl Hash) {
-        let mut hasher = DefaultHasher::new();
-        item.hash(&mut hasher);
-        self.sum = self.sum.wrapping_add(hasher.finish());
-        self.count += 1;
+    /// Adds each object by its kind and identity, and what `read` hashes of its metadata.
+    fn each<K: Resource>(
+        &mut self,
+        kind: &str,
+        objects: Vec<Arc<K>>,
+        read: impl Fn(&ObjectMeta, &mut DefaultHasher),
+    ) {
+        for object in objects {
+            let meta = object.meta();
+            let mut hasher = DefaultHasher::new();
+            (kind, &meta.namespace, &meta.name, &meta.uid).hash(&mut hasher);
+            read(meta, &mut hasher);
+            self.sum = self.sum.wrapping_add(hasher.finish());
+            self.count += 1;
+        }
     }
 
     /// Objects by what routes read of those whose status cftunnel writes.
     fn specs<K: Resource>(&mut self, kind: &str, objects: Vec<Arc<K>>) {
-        for object in objects {
-            let meta = object.meta();
-            self.add((
-                kind,
-                &meta.namespace,
-                &meta.name,
-                &meta.uid,
-                meta.generation,
-                meta.deletion_timestamp.is_some(),
-                &meta.labels,
-                &meta.annotations,
-            ));
-        }
+        self.each(kind, objects, |meta, hasher| {
+            let deleting = meta.deletion_timestamp.is_some();
+            (meta.generation, deleting, &meta.labels, &meta.annotations).hash(hasher);
+        });
     }
 
     /// Tunnels by their spec alone (routes read nothing else of them): the labels and
     /// annotations their reconciler writes (the tunnel id's label on each) compute nothing.
     fn tunnels<K: Resource>(&mut self, kind: &str, objects: Vec<Arc<K>>) {
-        for object in objects {
-            let meta = object.meta();
-            self.add((
-                kind,
-                &meta.namespace,
-                &meta.name,
-                &meta.uid,
-                meta.generation,
-                meta.deletion_timestamp.is_some(),
-            ));
-        }
+        self.each(kind, objects, |meta, hasher| {
+            (meta.generation, meta.deletion_timestamp.is_some()).hash(hasher);
+        });
     }
 
     /// Objects by their version: any change counts.
     fn versions<K: Resource>(&mut self, kind: &str, objects: Vec<Arc<K>>) {
-        for object in objects {
-            let meta = object.meta();
-            self.add((
-                kind,
-                &meta.namespace,
-                &meta.name,
-                &meta.uid,
-                &meta.resource_version,
-            ));
-        }
+        self.each(kind, objects, |meta, hasher| {
+            meta.resource_version.hash(hasher)
+        });
     }
 
     fn finish(&self) -> u64 {
