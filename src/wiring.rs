@@ -11,7 +11,8 @@
 //!         ├── TermCaches: Secrets and ConfigMaps (metadata), cloudflared
 //!         │   Deployments and DaemonSets — one watch each               (caches/)
 //!         ├── route reconciler                                          (route_reconciler/)
-//!         ├── its DNS task                                              (dns_sync/)
+//!         ├── DNS task                                                  (dns_sync/)
+//!         ├── status writer                                             (status_writer/)
 //!         ├── Tunnel, ClusterTunnel and AccessTunnel controllers        (tunnel_reconciler/)
 //!         ├── Access reconciler                                         (access_reconciler/)
 //!         ├── Secret guard sweeps and retries                           (tunnel_reconciler/secret_guard.rs)
@@ -27,7 +28,11 @@
 //!                  ──AccessShared (guard)─────────────▶ Access reconciler
 //!   tunnel reconciler ──AccessShared (what each tunnel applied)──▶ Access reconciler
 //!                  ──SharedTunnels, Asks, re-runs─────▶ tunnel reconciler
+//!                  ──DnsInput (watch)─────────────────▶ DNS task
+//!                  ──StatusPlan (watch)───────────────▶ status writer
+//! DNS task ──DnsView (watch)──▶ status writer, route reconciler (SharedTunnel re-runs)
 //! DNS task ◀──DnsWriters (zone locks, retired ids, other zones)──▶ tunnel deletions
+//! Access reconciler ──AccessStatuses──▶ status writer
 //! ```
 //!
 //! Everything long-lived is spawned through a [`Scope`], so it ends with its owner. Stop order
@@ -39,15 +44,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::admission_view::serve::serve_webhook;
 use crate::caches::WatchScope;
 use crate::caches::{ProcessCaches, TermCaches, child_namespaces};
+use crate::dns_sync::DnsView;
+use crate::dns_sync::task::run_dns;
 use crate::leader::{LeaderElectionConfig, LeaderStatus, report_to_metrics, run_while_leading};
 use crate::metrics::Metrics;
 use crate::route_reconciler;
 use crate::scope::Scope;
+use crate::status_writer::{self, AccessStatuses};
 use crate::term::access::AccessShared;
 use crate::term::asks::Asks;
 use crate::term::cluster::wait_for_cluster_id;
@@ -194,6 +202,10 @@ pub async fn run_term(
     let asks = Arc::new(Asks::default());
     let dns = DnsWriters::default();
     let (route_tx, route_rx) = mpsc::unbounded_channel();
+    let (dns_input, dns_input_rx) = watch::channel(None);
+    let (dns_view_tx, dns_view) = watch::channel(Arc::new(DnsView::default()));
+    let (statuses, plans) = watch::channel(None);
+    let access_statuses = AccessStatuses::default();
     tunnel_reconciler::start_secret_guard(&ctx);
     term.spawn(
         "checksum-watcher",
@@ -210,6 +222,24 @@ pub async fn run_term(
             caches.clone(),
             route_reader.clone(),
             access.clone(),
+            access_statuses.clone(),
+        ),
+    );
+    // The DNS task shares `dns` with tunnel deletions.
+    term.spawn(
+        "dns",
+        run_dns(ctx.clone(), dns.clone(), dns_input_rx, dns_view_tx),
+    );
+    term.spawn(
+        "statuses",
+        status_writer::run(
+            ctx.clone(),
+            caches.clone(),
+            status_writer::Inputs {
+                plans,
+                dns: dns_view.clone(),
+                access_policies: access_statuses,
+            },
         ),
     );
     let tunnel_ctx = Arc::new(TunnelContext::new(
@@ -226,9 +256,11 @@ pub async fn run_term(
         access,
         shared_tunnels,
         asks,
+        dns: dns_input,
+        statuses,
     };
     futures::join!(
-        route_reconciler::run(ctx, caches.clone(), outputs, dns),
+        route_reconciler::run(ctx, caches.clone(), dns_view, outputs),
         tunnel_reconciler::run_controllers(
             tunnel_ctx,
             caches.tunnels.clone(),

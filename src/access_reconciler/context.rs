@@ -4,6 +4,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::status_writer::AccessStatuses;
 use crate::term::Context;
 use crate::term::access::AccessShared;
 use crate::term::memory::Backoff;
@@ -19,6 +20,8 @@ pub(crate) struct AccessContext {
     /// Read: the Access guard (published by the route reconciler) and what each tunnel applied
     /// (recorded by the tunnel reconciler); each change wakes this reconciler.
     pub access: Arc<AccessShared>,
+    /// Written: each policy's status, handed to the status writer.
+    pub statuses: AccessStatuses,
     /// Consecutive failures per policy (`AccessPolicy namespace/name`, and the same with
     /// ` calls` for a pass whose Cloudflare calls failed), for exponential backoff.
     failures: Backoff,
@@ -38,12 +41,14 @@ impl AccessContext {
         ctx: Arc<Context>,
         routes: RouteReader,
         access: Arc<AccessShared>,
+        statuses: AccessStatuses,
     ) -> AccessContext {
         AccessContext {
             failures: Backoff::new(&ctx.options),
             ctx,
             routes,
             access,
+            statuses,
         }
     }
 

@@ -74,14 +74,16 @@ struct Remembered {
 }
 
 /// Runs until its term ends. `routes` is read for whether a first table is published;
-/// `access` for the Access guard and what each tunnel applied, whose changes wake it.
+/// `access` for the Access guard and what each tunnel applied, whose changes wake it; each
+/// policy's status goes to the status writer through `statuses`.
 pub async fn run(
     ctx: Arc<Context>,
     caches: ProcessCaches,
     routes: RouteReader,
     access: Arc<AccessShared>,
+    statuses: crate::status_writer::AccessStatuses,
 ) {
-    let ctx = AccessContext::new(ctx, routes, access);
+    let ctx = AccessContext::new(ctx, routes, access, statuses);
     let cache = RouteCache::new(&caches, &ctx.options.cluster_resource_namespace);
     caches.synced().await;
     let mut changes = caches.subscribe();

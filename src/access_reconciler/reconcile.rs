@@ -164,7 +164,8 @@ pub(crate) async fn reconcile(
     }
     let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now());
     let next_status = status::build(policy, world.guard, &outcomes, &retiring, now);
-    let written = status::write(ctx, policy, next_status).await?;
+    // Handed to the status writer: the records it holds open their hostnames once written.
+    let written = ctx.statuses.hand_in(policy, next_status);
     waiting |= outcomes.values().any(|o| matches!(o, Outcome::Waiting(_)));
     failed |= outcomes.values().any(|o| matches!(o, Outcome::Failed(_)));
     let next = if failed {

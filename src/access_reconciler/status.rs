@@ -1,15 +1,11 @@
 //! The AccessPolicy's status: per target the hostnames behind Access (application id, AUD,
-//! team, account) or why not, and the `Accepted` and `Programmed` conditions. Written with a
-//! merge patch of the status subresource, only when it differs; `lastTransitionTime` is kept
-//! while a condition's status holds.
+//! team, account) or why not, and the `Accepted` and `Programmed` conditions; `lastTransitionTime`
+//! is kept while a condition's status holds. The status writer writes it
+//! (`status_writer::AccessStatuses`).
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Patch, PatchParams};
-use kube::{Api, ResourceExt};
-use serde_json::json;
 
-use crate::term::{Context, ReconcileError};
 use cftunnel_policy::access::{AccessGuard, PolicyKey, TargetKey};
 use cftunnel_types::access_policy::{
     AccessPolicy, AccessPolicyStatus, CONDITION_ACCEPTED, CONDITION_PROGRAMMED, ProtectedHostname,
@@ -266,35 +262,10 @@ fn join<'a>(messages: impl Iterator<Item = &'a str>) -> String {
     seen.join("; ")
 }
 
-/// Writes `status` when it differs from the stored one; returns it when written.
-pub(crate) async fn write(
-    ctx: &Context,
-    policy: &AccessPolicy,
-    status: AccessPolicyStatus,
-) -> Result<Option<AccessPolicyStatus>, ReconcileError> {
-    if policy.status.as_ref() == Some(&status) {
-        return Ok(None);
-    }
-    let api: Api<AccessPolicy> =
-        Api::namespaced(ctx.client.clone(), &policy.namespace().unwrap_or_default());
-    // A merge patch keeps what it leaves out: a list that became empty is removed by name.
-    let mut body = json!({"status": status});
-    if status.retiring.is_none() {
-        body["status"]["retiring"] = serde_json::Value::Null;
-    }
-    api.patch_status(
-        &policy.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(body),
-    )
-    .await
-    .map_err(|e| ReconcileError::kube("writing the AccessPolicy status", e))?;
-    Ok(Some(status))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn recorded(target: &str, hostname: &str) -> Recorded {
         Recorded {

@@ -24,13 +24,12 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 
 use crate::caches::ProcessCaches;
-use crate::dns_sync::task::{DnsInput, run_dns};
+use crate::dns_sync::task::DnsInput;
 use crate::dns_sync::{DnsView, TunnelRecord};
 use crate::status_writer::StatusPlan;
 use crate::term::Context;
 use crate::term::access::AccessShared;
 use crate::term::asks::Asks;
-use crate::term::dns_guard::DnsWriters;
 use crate::term::route_index::RoutePublisher;
 use crate::term::shared::SharedTunnels;
 use crate::world::RouteCache;
@@ -85,35 +84,37 @@ pub struct Outputs {
     /// Route changes after the term's first table, as a user's asks; the tunnel reconciler
     /// serves them in their lane (docs/design.md §3.8).
     pub asks: Arc<Asks>,
+    /// Each table's hostnames with the tunnel records and the hostnames held closed; read by
+    /// the DNS task.
+    pub(crate) dns: watch::Sender<Option<Arc<DnsInput>>>,
+    /// Each table with the tunnel records it was computed with; read by the status writer.
+    pub statuses: watch::Sender<Option<Arc<StatusPlan>>>,
 }
 
-/// Runs until its term ends (the DNS task and the status writer are spawned in `ctx.term`).
-/// What it computes goes out through `outputs`; `dns` is handed to the DNS task, which shares
-/// it with tunnel deletions.
+/// Runs until its term ends. What it computes goes out through `outputs`; `dns_view` (the DNS
+/// task's findings) is read only for the tunnels whose other clusters' hostnames moved.
 ///
 /// DNS runs in its own task: a first sync of many hostnames is paced by the Cloudflare rate
 /// limit (minutes for a thousand), and route changes must reach config.yaml meanwhile. Statuses
 /// are written by theirs: thousands of writes in a first sync must not hold back a table.
-pub async fn run(ctx: Arc<Context>, caches: ProcessCaches, outputs: Outputs, dns: DnsWriters) {
+pub async fn run(
+    ctx: Arc<Context>,
+    caches: ProcessCaches,
+    mut dns_view: watch::Receiver<Arc<DnsView>>,
+    outputs: Outputs,
+) {
     let Outputs {
         triggers,
         routes,
         access,
         shared_tunnels,
         asks,
+        dns: input_tx,
+        statuses: plan_tx,
     } = outputs;
     let mut cache = RouteCache::new(&caches, &ctx.options.cluster_resource_namespace);
     caches.synced().await;
     tracing::info!("route caches synced");
-    let (input_tx, input_rx) = watch::channel::<Option<Arc<DnsInput>>>(None);
-    let (view_tx, mut view_rx) = watch::channel(Arc::new(DnsView::default()));
-    let (plan_tx, plan_rx) = watch::channel::<Option<Arc<StatusPlan>>>(None);
-    ctx.term
-        .spawn("dns", run_dns(ctx.clone(), dns, input_rx, view_tx));
-    ctx.term.spawn(
-        "statuses",
-        crate::status_writer::run(ctx.clone(), caches.clone(), plan_rx, view_rx.clone()),
-    );
     let mut known: Option<Known> = None;
     let route_gauge = ctx.metrics.track_routes();
     // The table last computed, with the digest of what it was computed from.
@@ -200,13 +201,13 @@ pub async fn run(ctx: Arc<Context>, caches: ProcessCaches, outputs: Outputs, dns
                     wait_out(&mut cache, &table, pause).await;
                     break;
                 }
-                changed = view_rx.changed() => {
+                changed = dns_view.changed() => {
                     if changed.is_err() {
                         std::future::pending::<()>().await;
                     }
                     // The tunnel reconciler writes the SharedTunnel condition: re-run those
                     // whose other clusters' hostnames changed. Nothing else here reads DNS.
-                    let view = view_rx.borrow_and_update().clone();
+                    let view = dns_view.borrow_and_update().clone();
                     for tunnel in shared_tunnels.replace(view.shared()) {
                         let _ = triggers.send(tunnel);
                     }

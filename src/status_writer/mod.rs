@@ -1,23 +1,31 @@
-//! The status writer (docs/design.md §3.3): the one task that writes what the route pipeline
-//! reports on the objects that declare routes — TunnelBinding status, finalizer and labels;
-//! Events on labelled Services and Ingresses; Ingress `status.loadBalancer`; GatewayClass,
-//! Gateway, HTTPRoute and GRPCRoute statuses.
+//! The status writer (docs/design.md §3.3): the one task that writes the statuses of the objects
+//! that declare routes or protect them — TunnelBinding status, finalizer and labels; Events on
+//! labelled Services and Ingresses; Ingress `status.loadBalancer`; GatewayClass, Gateway,
+//! HTTPRoute and GRPCRoute statuses; the tunnels' `status.routes`; AccessPolicy statuses.
 //!
-//! It reads two values and writes nothing else back: the latest [`StatusPlan`] the route
-//! reconciler published (its route table and the tunnel records it was computed with) and the
-//! DNS task's latest [`DnsView`]. A DNS finding rewrites statuses here without any route being
-//! computed again, and the computation never waits for a write: each object is written from
-//! the newest plan and view there are when its turn comes, so a pass that outlives its plan goes
-//! on with the next one, and a pass follows whenever either changed meanwhile.
+//! It reads three inputs ([`Inputs`]) and writes nothing else back: the latest [`StatusPlan`]
+//! the route reconciler published (its route table and the tunnel records it was computed
+//! with), the DNS task's latest [`DnsView`], and the AccessPolicy statuses the Access reconciler
+//! handed in ([`AccessStatuses`]). A DNS finding rewrites statuses here without any route being
+//! computed again, and no computation waits for a write: each object is written from the newest
+//! plan and view there are when its turn comes, so a pass that outlives its plan goes on with
+//! the next one, and a pass follows whenever any input changed meanwhile.
+//!
+//! The tunnel reconciler writes the rest of a tunnel's status (ids, zones, `Ready`): those are
+//! what it learned from Cloudflare and must record before its next step.
 //!
 //! It runs in the leadership term (only the leader writes). Every write has [`WRITE_TIMEOUT`];
 //! a pass with failed writes is followed by another after a backoff ([`RETRY_FIRST`] doubling
 //! to [`RETRY_MAX`]) even when nothing changed, so no status is lost to a failed write.
+mod access_policies;
 mod bindings;
 mod events;
 mod facts;
 mod gateway;
 mod ingress;
+mod tunnel_routes;
+
+pub use access_policies::AccessStatuses;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,10 +75,22 @@ pub(crate) async fn bounded<T>(
     done
 }
 
+/// What the writer reads, each made once per term in `wiring.rs`.
+pub struct Inputs {
+    /// The route reconciler's newest table.
+    pub plans: watch::Receiver<Option<Arc<StatusPlan>>>,
+    /// The DNS task's newest findings.
+    pub dns: watch::Receiver<Arc<DnsView>>,
+    /// The AccessPolicy statuses the Access reconciler computed.
+    pub access_policies: AccessStatuses,
+}
+
 /// The newest plan and DNS view, read again for each object.
 pub(crate) struct Latest {
     plans: watch::Receiver<Option<Arc<StatusPlan>>>,
     dns: watch::Receiver<Arc<DnsView>>,
+    /// Bumped when an AccessPolicy status is handed in.
+    access: watch::Receiver<u64>,
 }
 
 impl Latest {
@@ -82,13 +102,14 @@ impl Latest {
         self.dns.borrow().clone()
     }
 
-    /// Marks both as read: a change after this starts another pass.
+    /// Marks every input as read: a change after this starts another pass.
     fn mark_seen(&mut self) {
         self.plans.borrow_and_update();
         self.dns.borrow_and_update();
+        self.access.borrow_and_update();
     }
 
-    /// Waits until either changed, or `retry` passed when it is set.
+    /// Waits until any input changed, or `retry` passed when it is set.
     async fn changed(&mut self, retry: Option<Duration>) {
         let retry = async {
             match retry {
@@ -108,6 +129,8 @@ impl Latest {
                     std::future::pending::<()>().await;
                 }
             }
+            // The sender lives as long as the writer's own copy of it.
+            _ = self.access.changed() => {}
             _ = retry => {}
         }
     }
@@ -121,29 +144,31 @@ struct Told {
     ingress: std::collections::HashSet<(String, i64, ingress::Notice)>,
 }
 
-/// Runs until its term ends, writing from the plans `plans` receives and the DNS views `dns`
-/// receives.
-pub async fn run(
-    ctx: Arc<Context>,
-    caches: ProcessCaches,
-    plans: watch::Receiver<Option<Arc<StatusPlan>>>,
-    dns: watch::Receiver<Arc<DnsView>>,
-) {
+/// Runs until its term ends, writing from what `inputs` receive.
+pub async fn run(ctx: Arc<Context>, caches: ProcessCaches, inputs: Inputs) {
     let cache = RouteCache::new(&caches, &ctx.options.cluster_resource_namespace);
-    let mut latest = Latest { plans, dns };
+    let access_policies = inputs.access_policies;
+    let mut latest = Latest {
+        plans: inputs.plans,
+        dns: inputs.dns,
+        access: access_policies.subscribe(),
+    };
     let mut told = Told::default();
     let mut retry: Option<Duration> = None;
     loop {
         latest.mark_seen();
+        // Applications' records first: each opens a hostname someone waits for.
+        let mut failed =
+            access_policies::write_access_policies(&ctx, &caches, &access_policies).await;
         if latest.plan().is_some() {
-            let failed = pass(&ctx, &cache, &latest, &mut told).await;
-            retry = match failed {
-                0 => None,
-                _ => Some(retry.map_or(RETRY_FIRST, |r| (r * 2).min(RETRY_MAX))),
-            };
-            if failed > 0 {
-                tracing::debug!(failed, retry_in = ?retry, "status writes failed");
-            }
+            failed += pass(&ctx, &caches, &cache, &latest, &mut told).await;
+        }
+        retry = match failed {
+            0 => None,
+            _ => Some(retry.map_or(RETRY_FIRST, |r| (r * 2).min(RETRY_MAX))),
+        };
+        if failed > 0 {
+            tracing::debug!(failed, retry_in = ?retry, "status writes failed");
         }
         latest.changed(retry).await;
     }
@@ -151,8 +176,14 @@ pub async fn run(
 
 /// Writes every status that differs from what the newest plan and view say; returns how many
 /// writes failed.
-async fn pass(ctx: &Context, cache: &RouteCache, latest: &Latest, told: &mut Told) -> usize {
-    let mut failed = 0;
+async fn pass(
+    ctx: &Context,
+    caches: &ProcessCaches,
+    cache: &RouteCache,
+    latest: &Latest,
+    told: &mut Told,
+) -> usize {
+    let mut failed = tunnel_routes::write_tunnel_routes(ctx, caches, latest).await;
     // Each binding is let go once written: its store holds the version the write returned.
     for binding in cache.bindings() {
         let Some(plan) = latest.plan() else {

@@ -337,14 +337,7 @@ async fn converge<K: TunnelKindAdapter>(
         ctx.access.applied(&route_identity, protections);
         let obj = &*current;
         status::ensure_labels(obj, ctx, &input).await?;
-        status::report_ready(
-            obj,
-            ctx,
-            &resolved,
-            &routes.entries,
-            access_unknown.as_ref(),
-        )
-        .await?;
+        status::report_ready(obj, ctx, &resolved, access_unknown.as_ref()).await?;
         // What a user asked of its routes is served (a newer change stays asked).
         ctx.asks.routes_met(&display, lane);
         if let Some(wait) = go_cluster_workload::retire(obj, ctx, &input.identity).await? {

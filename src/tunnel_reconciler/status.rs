@@ -1,7 +1,6 @@
 //! Status through the status subresource (merge patch of the whole computed status, skipped when
 //! nothing changed) and the §1.5 labels on the object.
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
@@ -16,10 +15,8 @@ use crate::term::conditions::{ReadyReason, find_ready, ready_condition, with_rea
 use crate::term::context::Context;
 use crate::term::events;
 use crate::term::shared::{SHARED_TUNNEL, shared_message, with_shared};
-use cftunnel_policy::plan::statuses::route_statuses;
 use cftunnel_policy::render::TunnelInput;
 use cftunnel_policy::render::labels::{object_labels, selector_labels};
-use cftunnel_policy::routes::RouteEntry;
 use cftunnel_types::{TunnelStatus, ZoneRef};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
@@ -183,11 +180,9 @@ pub(crate) async fn report_ready<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &TunnelContext,
     resolved: &Resolved,
-    routes: &[Arc<RouteEntry>],
     access_unknown: Option<&(String, Vec<String>)>,
 ) -> Result<(), ReconcileError> {
     let mut next = obj.tunnel_status().cloned().unwrap_or_default();
-    next.routes = Some(route_statuses(routes));
     next.account_id = Some(resolved.account_id.clone());
     next.tunnel_id = Some(resolved.tunnel_id.clone());
     next.tunnel_name = Some(resolved.tunnel_name.clone());

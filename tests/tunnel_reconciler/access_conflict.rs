@@ -103,14 +103,16 @@ async fn a_conflict_message_over_the_crds_bound_is_cut_and_the_other_target_stay
             json!({"name": long_name, "domain": "c.example.com", "type": "self_hosted"}),
         )
         .expect("their application");
-    route(&h, "web-c", "c.example.com").await;
-    route(&h, "web-a", "a.example.com").await;
+    // The policy goes first: both hostnames are protected from their first render (a route
+    // created before its policy is public until the policy arrives).
     create_policy(
         &h,
         "staff",
         json!([binding_target("web-c"), binding_target("web-a")]),
     )
     .await;
+    route(&h, "web-c", "c.example.com").await;
+    route(&h, "web-a", "a.example.com").await;
     let targets = poll_until(
         "the conflict and the other target's application in status",
         WAIT,
