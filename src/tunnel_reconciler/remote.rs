@@ -184,10 +184,13 @@ pub(crate) async fn withdraw<K: TunnelKindAdapter>(
     tunnel: &str,
 ) -> Result<(), ReconcileError> {
     let status = obj.tunnel_status().cloned().unwrap_or_default();
-    if status.config_version.is_none() {
+    // `configHostnames` is recorded before a push and `configVersion` after it: a reconcile
+    // cut short between the two (by this very deletion, or a restart) pushed rules whose
+    // version was never recorded. The hostnames alone say what may be cftunnel's there.
+    let owned: BTreeSet<String> = status.config_hostnames.iter().flatten().cloned().collect();
+    if owned.is_empty() {
         return Ok(());
     }
-    let owned: BTreeSet<String> = status.config_hostnames.iter().flatten().cloned().collect();
     let held = match cf.tunnel_configuration(account, tunnel).await {
         Ok(held) => held,
         Err(e) if e.is_not_found() => return Ok(()),
