@@ -36,8 +36,7 @@ use cftunnel_policy::routes::RouteTable;
 use cftunnel_policy::rules::route::in_domain;
 use cftunnel_types::TunnelIdentity;
 
-/// The condition reason of a hostname that no zone of the account holds.
-pub(crate) const REASON_DNS_NO_ZONE: &str = "DNSZoneNotFound";
+pub(crate) use cftunnel_policy::dns::REASON_DNS_NO_ZONE;
 
 /// Tunnels sharing one zone and one API credential are synced together
 /// (`crate::dns_sync::credentials`).

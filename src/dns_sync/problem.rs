@@ -16,7 +16,7 @@ pub(crate) const REASON_DNS_CONFLICT: &str = "DNSConflict";
 /// Another cftunnel cluster holds the hostname's record: not an error of this cluster. It is
 /// checked again at the drift interval, and taken over once that cluster lets go.
 pub(crate) const REASON_DNS_OTHER_CLUSTER: &str = "DNSHeldByOtherCluster";
-pub(crate) const REASON_DNS_ERROR: &str = "DNSError";
+pub(crate) use cftunnel_policy::dns::REASON_DNS_ERROR;
 /// The zone is at its record quota: the hostname waits for room, looked at again when the
 /// group's input changes (a hostname removed makes room) or at the drift interval, never in a
 /// retry loop (`dns_sync/quota.rs`).

@@ -58,3 +58,9 @@ pub use quota::{Fitted, OverQuota, QuotaBasis, ZoneRoom, fit, records_added, rec
 pub use quota_memory::{QuotaFacts, QuotaMemory, Refusal};
 pub use txt::{ManagedTxt, TXT_PREFIX, managed_txt_name, quote_txt, unquote_txt};
 pub use zones::{AccountZone, MAX_ZONES_NAMED, no_zone_message, pending_zone, place};
+
+/// The reason a route reports for a hostname that no zone of its tunnel's account holds.
+pub const REASON_DNS_NO_ZONE: &str = "DNSZoneNotFound";
+/// The reason a route reports for a hostname that cannot have a record, or whose record a
+/// Cloudflare call failed to write.
+pub const REASON_DNS_ERROR: &str = "DNSError";

@@ -7,17 +7,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::input::PlanInput;
 use super::output::{RecordPlan, ZonePlan};
 use crate::dns::{
-    AccountZone, DnsAction, DnsOptions, TunnelDns, ZoneDns, no_zone_message, normalize_name, place,
-    plan_zone,
+    AccountZone, DnsAction, DnsOptions, REASON_DNS_ERROR, REASON_DNS_NO_ZONE, TunnelDns, ZoneDns,
+    no_zone_message, normalize_name, place, plan_zone,
 };
 use crate::routes::RouteTable;
 use crate::routes::gateway::status::DnsNote;
 use cftunnel_types::TunnelIdentity;
-
-/// The reason of a hostname that no zone of the account holds.
-pub const REASON_DNS_NO_ZONE: &str = "DNSZoneNotFound";
-/// The reason of a hostname that cannot have a record.
-pub const REASON_DNS_ERROR: &str = "DNSError";
 
 /// The zones and the notes found placing and planning them.
 pub(super) struct DnsWanted {

@@ -12,7 +12,6 @@ mod tunnels;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use dns::{REASON_DNS_ERROR, REASON_DNS_NO_ZONE};
 pub use input::{PlanInput, PlanTunnel};
 pub use output::{
     AccessPlan, ApplicationPlan, BindingPlan, IngressRulePlan, Plan, ProtectionPlan, RecordPlan,

@@ -452,7 +452,8 @@ struct Claim<'a, 'w> {
 /// outlive their claims.
 #[derive(Default)]
 struct Authority<'w> {
-    tunnel_of: HashMap<String, (&'w TunnelIdentity, Arc<str>)>,
+    /// Per fqdn: its tunnel, and the object (number and name) that claimed it first.
+    tunnel_of: HashMap<String, (&'w TunnelIdentity, usize, Arc<str>)>,
     owner_of: HashMap<(String, Option<String>), (usize, Arc<str>)>,
 }
 
@@ -467,7 +468,13 @@ impl<'w> Authority<'w> {
         };
         let mut owner: Option<Arc<str>> = None;
         match self.tunnel_of.get(fqdn).filter(|_| fqdn != ANY_HOST) {
-            Some((tunnel, owner)) if *tunnel != claim.tunnel => {
+            // One route attached to Gateways of two tunnels: it is not older than itself.
+            Some((tunnel, object, _)) if *tunnel != claim.tunnel && *object == claim.object => {
+                return Err(format!(
+                    "{field}: {fqdn} is already routed through {tunnel} by another parent of this route; one hostname can use one tunnel, attach the route to Gateways of one tunnel or give each parent its own hostnames"
+                ));
+            }
+            Some((tunnel, _, owner)) if *tunnel != claim.tunnel => {
                 return Err(format!(
                     "{field}: {fqdn} is already routed through {tunnel} by {owner}, which is older; one hostname can use one tunnel, remove it from one of them"
                 ));
@@ -477,7 +484,7 @@ impl<'w> Authority<'w> {
             None => {
                 let name = owner.get_or_insert_with(|| Arc::from(claim.owner)).clone();
                 self.tunnel_of
-                    .insert(fqdn.to_string(), (claim.tunnel, name));
+                    .insert(fqdn.to_string(), (claim.tunnel, claim.object, name));
             }
         }
         let key = (key_host, claim.path.map(str::to_string));

@@ -337,9 +337,10 @@ fn a_hostname_two_parents_would_serve_through_two_tunnels_goes_through_one_and_t
     );
     let (status, reason, message) = condition(parent(&statuses, "twice", "web"), "Accepted");
     assert_eq!((status, reason), ("False", "HostnameConflict"));
-    assert!(
-        message.contains("same.example.org is already routed through Tunnel shop/edge"),
-        "{message}"
+    // The route is told its own other parent holds the hostname, not an older route.
+    assert_eq!(
+        message,
+        "spec.hostnames[0]: same.example.org is already routed through Tunnel shop/edge by another parent of this route; one hostname can use one tunnel, attach the route to Gateways of one tunnel or give each parent its own hostnames"
     );
 }
 
