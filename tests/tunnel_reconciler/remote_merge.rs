@@ -6,7 +6,7 @@ use std::time::Duration;
 use cftunnel_cloudflare::ConfigSrc;
 use cftunnel_sim::Operation;
 use cftunnel_testenv::poll_until;
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
 use crate::harness::{Harness, POLL, TOKEN, WAIT};
@@ -169,4 +169,65 @@ async fn deleting_a_cloudflare_mode_existing_tunnel_takes_out_only_cftunnels_rul
         1,
         "an existing tunnel is never deleted"
     );
+}
+
+/// A reconcile cut short between its push and the record of the pushed version (by the
+/// deletion itself, or a restart) leaves `configHostnames` recorded and `configVersion`
+/// missing: the deletion still takes cftunnel's rules out.
+#[tokio::test]
+async fn a_deletion_after_a_push_whose_version_was_never_recorded_still_takes_out_cftunnels_rules()
+{
+    let mut h = Harness::start("tr-rm-cut").await;
+    let id = adopted_with_dashboard_rule(&h).await;
+    create_binding(
+        &h,
+        "app",
+        json!([{"name": "web", "spec": {"fqdn": "app.example.com"}}]),
+    )
+    .await;
+    let web = web(&h);
+    let dashboard = ("dashboard.example.com", "http://dashboard:8080");
+    wait_rules(
+        &h,
+        &id,
+        &[
+            ("app.example.com", &web),
+            dashboard,
+            ("*", "http_status:404"),
+        ],
+    )
+    .await;
+    let recorded = poll_until(
+        "the pushed hostnames and version in status",
+        WAIT,
+        POLL,
+        || async {
+            let status = h.tunnels().get("edge").await.ok()?.status?;
+            (status.config_version.is_some()
+                && status
+                    .config_hostnames
+                    .as_ref()
+                    .is_some_and(|hosts| hosts.iter().any(|host| host == "app.example.com")))
+            .then_some(())
+        },
+    )
+    .await;
+    recorded.unwrap_or_else(|e| panic!("{e}"));
+    // The state a reconcile leaves when it stops right after the PUT.
+    h.stop_operator();
+    h.tunnels()
+        .patch_status(
+            "edge",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"configVersion": null}})),
+        )
+        .await
+        .expect("configVersion removed");
+    h.tunnels()
+        .delete("edge", &DeleteParams::default())
+        .await
+        .expect("delete edge");
+    h.start_operator();
+    h.wait_gone(&h.tunnels(), "edge").await;
+    wait_rules(&h, &id, &[dashboard, ("*", "http_status:404")]).await;
 }
