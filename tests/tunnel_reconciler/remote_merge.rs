@@ -57,7 +57,7 @@ async fn a_dashboard_rule_for_a_hostname_cftunnel_does_not_own_survives_route_ch
  {
     let h = Harness::start_with("tr-rm-dash", fast_drift).await;
     let id = adopted_with_dashboard_rule(&h).await;
-    let dashboard = ("dashboard.example.com", "http://dashboard:8080");
+    let dashboard = DASHBOARD;
     create_binding(
         &h,
         "app",
@@ -136,34 +136,43 @@ async fn a_dashboard_rule_for_a_hostname_cftunnel_does_not_own_survives_route_ch
     );
 }
 
-#[tokio::test]
-async fn deleting_a_cloudflare_mode_existing_tunnel_takes_out_only_cftunnels_rules() {
-    let h = Harness::start("tr-rm-delete").await;
-    let id = adopted_with_dashboard_rule(&h).await;
+/// The dashboard's rule in Cloudflare's copy of the configuration.
+const DASHBOARD: (&str, &str) = ("dashboard.example.com", "http://dashboard:8080");
+
+/// [`adopted_with_dashboard_rule`] with cftunnel's rule for app.example.com pushed beside the
+/// dashboard's; returns the tunnel id.
+async fn app_beside_the_dashboard_rule(h: &Harness) -> String {
+    let id = adopted_with_dashboard_rule(h).await;
     create_binding(
-        &h,
+        h,
         "app",
         json!([{"name": "web", "spec": {"fqdn": "app.example.com"}}]),
     )
     .await;
-    let web = web(&h);
-    let dashboard = ("dashboard.example.com", "http://dashboard:8080");
+    let web = web(h);
     wait_rules(
-        &h,
+        h,
         &id,
         &[
             ("app.example.com", &web),
-            dashboard,
+            DASHBOARD,
             ("*", "http_status:404"),
         ],
     )
     .await;
+    id
+}
+
+#[tokio::test]
+async fn deleting_a_cloudflare_mode_existing_tunnel_takes_out_only_cftunnels_rules() {
+    let h = Harness::start("tr-rm-delete").await;
+    let id = app_beside_the_dashboard_rule(&h).await;
     h.tunnels()
         .delete("edge", &DeleteParams::default())
         .await
         .expect("delete edge");
     h.wait_gone(&h.tunnels(), "edge").await;
-    wait_rules(&h, &id, &[dashboard, ("*", "http_status:404")]).await;
+    wait_rules(&h, &id, &[DASHBOARD, ("*", "http_status:404")]).await;
     assert_eq!(
         h.live_tunnels().len(),
         1,
@@ -178,25 +187,7 @@ async fn deleting_a_cloudflare_mode_existing_tunnel_takes_out_only_cftunnels_rul
 async fn a_deletion_after_a_push_whose_version_was_never_recorded_still_takes_out_cftunnels_rules()
 {
     let mut h = Harness::start("tr-rm-cut").await;
-    let id = adopted_with_dashboard_rule(&h).await;
-    create_binding(
-        &h,
-        "app",
-        json!([{"name": "web", "spec": {"fqdn": "app.example.com"}}]),
-    )
-    .await;
-    let web = web(&h);
-    let dashboard = ("dashboard.example.com", "http://dashboard:8080");
-    wait_rules(
-        &h,
-        &id,
-        &[
-            ("app.example.com", &web),
-            dashboard,
-            ("*", "http_status:404"),
-        ],
-    )
-    .await;
+    let id = app_beside_the_dashboard_rule(&h).await;
     let recorded = poll_until(
         "the pushed hostnames and version in status",
         WAIT,
@@ -229,5 +220,5 @@ async fn a_deletion_after_a_push_whose_version_was_never_recorded_still_takes_ou
         .expect("delete edge");
     h.start_operator();
     h.wait_gone(&h.tunnels(), "edge").await;
-    wait_rules(&h, &id, &[dashboard, ("*", "http_status:404")]).await;
+    wait_rules(&h, &id, &[DASHBOARD, ("*", "http_status:404")]).await;
 }
