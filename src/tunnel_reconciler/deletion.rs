@@ -192,15 +192,35 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
     obj: &K,
     ctx: &TunnelContext,
 ) -> Result<(), ReconcileError> {
+    // The status that says what is ours, read fresh: the watch's copy can predate the status
+    // write that recorded the last push (a deletion right after it), and would then take
+    // nothing out.
+    let name = obj.meta().name.clone().unwrap_or_default();
+    let fresh = obj
+        .object_api(&ctx.client)
+        .get_opt(&name)
+        .await
+        .map_err(|e| ReconcileError::kube("reading the tunnel before its records go", e))?;
+    let obj = fresh.as_ref().unwrap_or(obj);
     let status = obj.tunnel_status().cloned().unwrap_or_default();
-    let (Some(tunnel_id), Some(zone_id), Some(zone_name)) = (
-        status.tunnel_id.clone().filter(|s| !s.is_empty()),
-        status.zone_id.clone().filter(|s| !s.is_empty()),
-        status.zone_domain.clone().filter(|s| !s.is_empty()),
-    ) else {
-        // Never Ready: no record was written for it.
+    let Some(tunnel_id) = status.tunnel_id.clone().filter(|s| !s.is_empty()) else {
+        // Never resolved: nothing was written for it.
         return Ok(());
     };
+    // The zone is recorded with Ready, after a remotely-managed tunnel's push: a reconcile cut
+    // between the two pushed rules but wrote no record.
+    let zone = status
+        .zone_id
+        .clone()
+        .filter(|s| !s.is_empty())
+        .zip(status.zone_domain.clone().filter(|s| !s.is_empty()));
+    let pushed = status
+        .config_hostnames
+        .as_ref()
+        .is_some_and(|h| !h.is_empty());
+    if zone.is_none() && !pushed {
+        return Ok(());
+    }
     let namespace = obj.managed_namespace(&ctx.options);
     let spec = obj.tunnel_spec();
     let api_secret =
@@ -209,41 +229,32 @@ async fn remove_existing_tunnel_records<K: TunnelKindAdapter>(
         .cloudflare
         .client_at(api_secret.credentials.clone(), Priority::Urgent)
         .map_err(|e| ReconcileError::cloudflare("building the Cloudflare client", e))?;
-    let target = Target {
-        account_id: status.account_id.clone().unwrap_or_default(),
-        tunnel_id: Some(tunnel_id),
-        previous_tunnel_ids: status.previous_tunnel_ids.clone().unwrap_or_default(),
-        tunnel_name: status.tunnel_name.clone().unwrap_or_default(),
-    };
-    let others = deletion_target::other_zones(
-        ctx,
-        &cf,
-        &api_secret.credentials,
-        &target.account_id,
-        &status,
-        &zone_id,
-    )
-    .await;
+    let account_id = status.account_id.clone().unwrap_or_default();
     // A route sync that read its input before this deletion must not write them again after it.
-    ctx.dns.guard.retire(
-        &target.tunnel_id.clone().unwrap_or_default(),
-        &obj.uid().unwrap_or_default(),
-    );
-    let own = Some((zone_id, zone_name));
-    remove_dns_records(obj, ctx, &cf, &target, own, others, false).await?;
+    ctx.dns
+        .guard
+        .retire(&tunnel_id, &obj.uid().unwrap_or_default());
+    if let Some((zone_id, zone_name)) = zone {
+        let target = Target {
+            account_id: account_id.clone(),
+            tunnel_id: Some(tunnel_id.clone()),
+            previous_tunnel_ids: status.previous_tunnel_ids.clone().unwrap_or_default(),
+            tunnel_name: status.tunnel_name.clone().unwrap_or_default(),
+        };
+        let others = deletion_target::other_zones(
+            ctx,
+            &cf,
+            &api_secret.credentials,
+            &account_id,
+            &status,
+            &zone_id,
+        )
+        .await;
+        let own = Some((zone_id, zone_name));
+        remove_dns_records(obj, ctx, &cf, &target, own, others, false).await?;
+    }
     // A remotely-managed tunnel stays on Cloudflare: only cftunnel's rules leave it.
-    let tunnel_id = target.tunnel_id.clone().unwrap_or_default();
-    // The status that says which rules are ours, read fresh: the watch's copy can predate the
-    // status write that recorded the last push (a deletion right after it), and would then
-    // take nothing out.
-    let name = obj.meta().name.clone().unwrap_or_default();
-    let fresh = obj
-        .object_api(&ctx.client)
-        .get_opt(&name)
-        .await
-        .map_err(|e| ReconcileError::kube("reading the tunnel before its rules leave", e))?;
-    let status_of = fresh.as_ref().unwrap_or(obj);
-    super::remote::withdraw(status_of, &cf, &target.account_id, &tunnel_id).await
+    super::remote::withdraw(obj, &cf, &account_id, &tunnel_id).await
 }
 
 /// Has the user let this deletion finish without (all of) the clean-up on Cloudflare?

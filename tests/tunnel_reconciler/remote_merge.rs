@@ -180,9 +180,9 @@ async fn deleting_a_cloudflare_mode_existing_tunnel_takes_out_only_cftunnels_rul
     );
 }
 
-/// A reconcile cut short between its push and the record of the pushed version (by the
-/// deletion itself, or a restart) leaves `configHostnames` recorded and `configVersion`
-/// missing: the deletion still takes cftunnel's rules out.
+/// A first reconcile cut short right after its push (by the deletion itself, or a restart)
+/// leaves `configHostnames` recorded, and neither `configVersion` nor the zone (written with
+/// Ready, after the push): the deletion still takes cftunnel's rules out.
 #[tokio::test]
 async fn a_deletion_after_a_push_whose_version_was_never_recorded_still_takes_out_cftunnels_rules()
 {
@@ -210,10 +210,12 @@ async fn a_deletion_after_a_push_whose_version_was_never_recorded_still_takes_ou
         .patch_status(
             "edge",
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"configVersion": null}})),
+            &Patch::Merge(json!({"status": {
+                "configVersion": null, "zoneId": null, "zoneDomain": null,
+            }})),
         )
         .await
-        .expect("configVersion removed");
+        .expect("configVersion and the zone removed");
     h.tunnels()
         .delete("edge", &DeleteParams::default())
         .await
