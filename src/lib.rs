@@ -11,6 +11,7 @@ pub mod certs;
 pub mod checksum_watcher;
 pub mod cli;
 pub mod dns_sync;
+pub mod edge_health;
 pub mod kube_client;
 pub mod leader;
 pub mod metrics;

@@ -13,6 +13,7 @@
 //!         ├── route reconciler                                          (route_reconciler/)
 //!         ├── DNS task                                                  (dns_sync/)
 //!         ├── status writer                                             (status_writer/)
+//!         ├── edge health: each tunnel's word at Cloudflare's edge       (edge_health/)
 //!         ├── Tunnel, ClusterTunnel and AccessTunnel controllers        (tunnel_reconciler/)
 //!         ├── Access reconciler                                         (access_reconciler/)
 //!         ├── Secret guard sweeps and retries                           (tunnel_reconciler/secret_guard.rs)
@@ -33,6 +34,7 @@
 //! DNS task ──DnsView (watch)──▶ status writer, route reconciler (SharedTunnel re-runs)
 //! DNS task ◀──DnsWriters (zone locks, retired ids, other zones)──▶ tunnel deletions
 //! Access reconciler ──AccessStatuses──▶ status writer
+//! edge health ──EdgeView (watch)──▶ status writer
 //! ```
 //!
 //! Everything long-lived is spawned through a [`Scope`], so it ends with its owner. Stop order
@@ -51,6 +53,7 @@ use crate::caches::WatchScope;
 use crate::caches::{ProcessCaches, TermCaches, child_namespaces};
 use crate::dns_sync::DnsView;
 use crate::dns_sync::task::run_dns;
+use crate::edge_health::EdgeView;
 use crate::leader::{LeaderElectionConfig, LeaderStatus, report_to_metrics, run_while_leading};
 use crate::metrics::Metrics;
 use crate::route_reconciler;
@@ -206,6 +209,7 @@ pub async fn run_term(
     let (dns_view_tx, dns_view) = watch::channel(Arc::new(DnsView::default()));
     let (statuses, plans) = watch::channel(None);
     let access_statuses = AccessStatuses::default();
+    let (edge_tx, edge_view) = watch::channel(Arc::new(EdgeView::default()));
     tunnel_reconciler::start_secret_guard(&ctx);
     term.spawn(
         "checksum-watcher",
@@ -231,6 +235,10 @@ pub async fn run_term(
         run_dns(ctx.clone(), dns.clone(), dns_input_rx, dns_view_tx),
     );
     term.spawn(
+        "edge-health",
+        crate::edge_health::run(ctx.clone(), caches.clone(), children.clone(), edge_tx),
+    );
+    term.spawn(
         "statuses",
         status_writer::run(
             ctx.clone(),
@@ -239,6 +247,7 @@ pub async fn run_term(
                 plans,
                 dns: dns_view.clone(),
                 access_policies: access_statuses,
+                edge: edge_view,
             },
         ),
     );

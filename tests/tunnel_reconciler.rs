@@ -29,6 +29,8 @@ mod domain_change;
 mod drift_chaos;
 #[path = "tunnel_reconciler/drift_walk.rs"]
 mod drift_walk;
+#[path = "tunnel_reconciler/edge.rs"]
+mod edge;
 #[path = "tunnel_reconciler/harness.rs"]
 mod harness;
 #[path = "tunnel_reconciler/ingress.rs"]

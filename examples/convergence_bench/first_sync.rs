@@ -119,6 +119,7 @@ pub async fn first_sync(
             at: now.as_secs_f64(),
             ready,
             dns,
+            rss_kib: operator.rss_kib(),
         });
 
         if options.probes && pending.is_none() && ready * 2 >= tunnels {

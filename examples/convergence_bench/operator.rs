@@ -112,15 +112,18 @@ impl Operator {
             let log = std::fs::read_to_string(&self.log).unwrap_or_default();
             bail!("cftunnel run exited with {status}:\n{log}");
         }
-        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()))?;
-        if let Some(kib) = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        {
+        if let Some(kib) = status_kib(child.id(), "VmHWM:") {
             self.peak_rss_kib = self.peak_rss_kib.max(kib);
         }
         Ok(())
+    }
+
+    /// The operator's resident memory now (0 when it cannot be read).
+    pub fn rss_kib(&self) -> u64 {
+        self.child
+            .as_ref()
+            .and_then(|child| status_kib(child.id(), "VmRSS:"))
+            .unwrap_or(0)
     }
 
     /// The running operator's process id.
@@ -175,4 +178,13 @@ fn unique() -> u128 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default()
+}
+
+/// A `kB` figure of the process's `/proc/PID/status` (`field` with its colon).
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }

@@ -1,5 +1,6 @@
-//! What the term's watches keep of a cloudflared Deployment or DaemonSet: its metadata, its pod
-//! template's metadata and the template's volumes, nothing else.
+//! What the term's watches keep of a cloudflared Deployment or DaemonSet: its metadata, its
+//! replicas wanted and ready, its pod template's metadata and the template's volumes, nothing
+//! else.
 //!
 //! The watches decode straight into [`Workload`]; containers, the rest of the pod spec and the
 //! status are skipped while decoding, never allocated. A `k8s_openapi` `Deployment` is about
@@ -7,7 +8,7 @@
 //!
 //! Readers: the tunnel reconcilers (a workload's owner triggers its tunnel) and the checksum
 //! watcher (a user-managed workload's template annotations and the ConfigMaps its volumes
-//! mount). A workload of cftunnel's own kinds ([`kept_by_cftunnel`]) keeps no volumes either:
+//! mount), and the edge health task (the replicas: a tunnel's `status.connectors`). A workload of cftunnel's own kinds ([`kept_by_cftunnel`]) keeps no volumes either:
 //! only its metadata is read.
 use std::borrow::Cow;
 use std::fmt;
@@ -30,6 +31,8 @@ pub struct Workload<K> {
     pub metadata: ObjectMeta,
     #[serde(default)]
     pub spec: WorkloadSpec,
+    #[serde(default, skip_serializing_if = "WorkloadStatus::is_empty")]
+    pub status: WorkloadStatus,
     #[serde(skip)]
     kind: PhantomData<fn() -> K>,
 }
@@ -37,8 +40,32 @@ pub struct Workload<K> {
 /// The part of a workload's spec that is kept.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct WorkloadSpec {
+    /// A Deployment's replicas (absent: one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
     #[serde(default)]
     pub template: Template,
+}
+
+/// The part of a workload's status that is kept: its pods ready, and (a DaemonSet) wanted.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadStatus {
+    /// A Deployment's ready pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
+    /// A DaemonSet's ready pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number_ready: Option<i32>,
+    /// A DaemonSet's nodes that should run a pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_number_scheduled: Option<i32>,
+}
+
+impl WorkloadStatus {
+    fn is_empty(&self) -> bool {
+        *self == WorkloadStatus::default()
+    }
 }
 
 /// The pod template: its metadata and volumes.
@@ -62,7 +89,21 @@ impl<K> Workload<K> {
         Workload {
             metadata,
             spec,
+            status: WorkloadStatus::default(),
             kind: PhantomData,
+        }
+    }
+
+    /// Pods ready and wanted: a Deployment's `readyReplicas` of `spec.replicas`, a
+    /// DaemonSet's `numberReady` of `desiredNumberScheduled`.
+    pub fn pods_ready(&self) -> (i32, i32) {
+        let s = &self.status;
+        match s.desired_number_scheduled {
+            Some(desired) => (s.number_ready.unwrap_or(0), desired),
+            None => (
+                s.ready_replicas.unwrap_or(0),
+                self.spec.replicas.unwrap_or(1),
+            ),
         }
     }
 }
@@ -76,13 +117,16 @@ pub(crate) fn strip_workload<K>(workload: &mut Workload<K>) {
 
 impl<K> Clone for Workload<K> {
     fn clone(&self) -> Self {
-        Workload::new(self.metadata.clone(), self.spec.clone())
+        Workload {
+            status: self.status.clone(),
+            ..Workload::new(self.metadata.clone(), self.spec.clone())
+        }
     }
 }
 
 impl<K> PartialEq for Workload<K> {
     fn eq(&self, other: &Self) -> bool {
-        self.metadata == other.metadata && self.spec == other.spec
+        self.metadata == other.metadata && self.spec == other.spec && self.status == other.status
     }
 }
 
@@ -91,6 +135,7 @@ impl<K: kube::Resource<DynamicType = ()>> fmt::Debug for Workload<K> {
         f.debug_struct(&K::kind(&()))
             .field("metadata", &self.metadata)
             .field("spec", &self.spec)
+            .field("status", &self.status)
             .finish()
     }
 }
@@ -172,7 +217,27 @@ mod tests {
             serde_json::json!({"volumes": json["spec"]["template"]["spec"]["volumes"]})
         );
         assert_eq!(mounted_config_maps(&pod), vec!["edge-config", "extra"]);
+        // Of the status only the pods ready: availableReplicas is not kept.
         assert!(written.get("status").is_none());
+        assert_eq!(kept.pods_ready(), (0, 1));
+    }
+
+    #[test]
+    fn pods_ready_and_wanted_are_read_from_a_deployment_or_a_daemon_set() {
+        let deployment: Workload<Deployment> = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "a"}, "spec": {"replicas": 3},
+            "status": {"readyReplicas": 2, "availableReplicas": 2}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(deployment.pods_ready(), (2, 3));
+        let written = serde_json::to_value(&deployment).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(written["status"], serde_json::json!({"readyReplicas": 2}));
+        let daemon_set: Workload<DaemonSet> = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "b"},
+            "status": {"numberReady": 4, "desiredNumberScheduled": 5}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(daemon_set.pods_ready(), (4, 5));
     }
 
     #[test]

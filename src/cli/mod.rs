@@ -114,6 +114,10 @@ pub struct RunArgs {
     /// How often each tunnel is checked on Cloudflare (jittered; `0` disables), e.g. `10m`.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub drift_interval: std::time::Duration,
+    /// How often Cloudflare's edge is asked how each tunnel is connected (one tunnel list per
+    /// account and credential; `0` disables `status.edge` and `Connected`), e.g. `60s`.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub edge_interval: std::time::Duration,
     /// The Cloudflare API requests cftunnel may spend per credential, as `REQUESTS/WINDOW`
     /// (e.g. `900/5m`, three quarters of Cloudflare's 1,200 per 5 minutes per token, leaving
     /// room for other tools on the same token). Every call of the credential draws from it:
@@ -284,6 +288,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         cluster_resource_namespace: args.cluster_resource_namespace,
         cloudflared_image: args.cloudflared_image,
         drift_interval: args.drift_interval,
+        edge_interval: args.edge_interval,
         cloudflare_budget: args.cloudflare_budget,
         deletion_pod_wait: args.deletion_pod_wait,
         overwrite_unmanaged_dns: args.overwrite_unmanaged_dns,

@@ -1,5 +1,5 @@
 //! The operator's metrics: reconciles, Cloudflare calls, rate-limiter waits, DNS writes,
-//! tunnels and routes by state, route computations, status writes, watch restarts,
+//! tunnels and routes by state, each tunnel's edge status and pods, route computations, status writes, watch restarts,
 //! AccessPolicies unknown. `/metrics` serves them
 //! with the webhook's admission metrics.
 //!
@@ -17,6 +17,7 @@
 mod cloudflare;
 mod declared;
 mod dns;
+mod edge;
 mod pipeline;
 mod reconcile;
 mod state;
@@ -32,6 +33,8 @@ use prometheus_client::registry::Registry;
 use cloudflare::CloudflareMetrics;
 pub(crate) use declared::Declared;
 use dns::DnsMetrics;
+use edge::EdgeGauges;
+pub(crate) use edge::{EdgeSample, EdgeSource, TrackedEdges};
 use pipeline::PipelineMetrics;
 use reconcile::ReconcileMetrics;
 use state::StateGauges;
@@ -55,6 +58,7 @@ pub struct Metrics {
     pipeline: PipelineMetrics,
     watches: WatchMetrics,
     state: StateGauges,
+    edge: EdgeGauges,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -79,6 +83,7 @@ impl Metrics {
         self.dns.register(registry);
         self.pipeline.register(registry);
         self.state.register(registry);
+        self.edge.register(registry);
         self.watches.register(registry);
     }
 
@@ -145,6 +150,12 @@ impl Metrics {
     /// term), so a deposed leader's routes and those of finished loops are never counted.
     pub(crate) fn track_routes(self: &Arc<Self>) -> TrackedRoutes {
         self.state.track_routes()
+    }
+
+    /// Each tunnel's word at the edge and its pods, as `source` reads them at scrape time,
+    /// while the returned guard lives (the edge health task holds it for its term).
+    pub(crate) fn track_edges(&self, source: EdgeSource) -> TrackedEdges {
+        self.edge.track(source)
     }
 
     /// Counts the tunnels of one kind by the states `source` reads, while the returned guard

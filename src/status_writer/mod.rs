@@ -1,12 +1,14 @@
 //! The status writer (docs/design.md §3.3): the one task that writes the statuses of the objects
 //! that declare routes or protect them — TunnelBinding status, finalizer and labels; Events on
 //! labelled Services and Ingresses; Ingress `status.loadBalancer`; GatewayClass, Gateway,
-//! HTTPRoute and GRPCRoute statuses; the tunnels' `status.routes`; AccessPolicy statuses.
+//! HTTPRoute and GRPCRoute statuses; the tunnels' `status.routes`, `status.edge`,
+//! `status.connectors` and `Connected`; AccessPolicy statuses.
 //!
-//! It reads three inputs ([`Inputs`]) and writes nothing else back: the latest [`StatusPlan`]
+//! It reads four inputs ([`Inputs`]) and writes nothing else back: the latest [`StatusPlan`]
 //! the route reconciler published (its route table and the tunnel records it was computed
-//! with), the DNS task's latest [`DnsView`], and the AccessPolicy statuses the Access reconciler
-//! handed in ([`AccessStatuses`]). A DNS finding rewrites statuses here without any route being
+//! with), the DNS task's latest [`DnsView`], the AccessPolicy statuses the Access reconciler
+//! handed in ([`AccessStatuses`]), and the edge health task's latest [`EdgeView`] (which alone
+//! wakes only the edge writes). A DNS finding rewrites statuses here without any route being
 //! computed again, and no computation waits for a write: each object is written from the newest
 //! plan and view there are when its turn comes, so a pass that outlives its plan goes on with
 //! the next one, and a pass follows whenever any input changed meanwhile.
@@ -23,6 +25,7 @@ mod events;
 mod facts;
 mod gateway;
 mod ingress;
+mod tunnel_edge;
 mod tunnel_routes;
 
 pub use access_policies::AccessStatuses;
@@ -34,6 +37,7 @@ use tokio::sync::watch;
 
 use crate::caches::ProcessCaches;
 use crate::dns_sync::{DnsView, TunnelRecord};
+use crate::edge_health::EdgeView;
 use crate::term::Context;
 use crate::world::RouteCache;
 use cftunnel_policy::routes::RouteTable;
@@ -83,6 +87,8 @@ pub struct Inputs {
     pub dns: watch::Receiver<Arc<DnsView>>,
     /// The AccessPolicy statuses the Access reconciler computed.
     pub access_policies: AccessStatuses,
+    /// The edge health task's newest view of every tunnel.
+    pub edge: watch::Receiver<Arc<EdgeView>>,
 }
 
 /// The newest plan and DNS view, read again for each object.
@@ -91,6 +97,15 @@ pub(crate) struct Latest {
     dns: watch::Receiver<Arc<DnsView>>,
     /// Bumped when an AccessPolicy status is handed in.
     access: watch::Receiver<u64>,
+    edge: watch::Receiver<Arc<EdgeView>>,
+}
+
+/// Which inputs a pass follows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Woken {
+    /// Only the edge view changed: only the edge statuses are compared.
+    Edge,
+    Any,
 }
 
 impl Latest {
@@ -107,10 +122,11 @@ impl Latest {
         self.plans.borrow_and_update();
         self.dns.borrow_and_update();
         self.access.borrow_and_update();
+        self.edge.borrow_and_update();
     }
 
     /// Waits until any input changed, or `retry` passed when it is set.
-    async fn changed(&mut self, retry: Option<Duration>) {
+    async fn changed(&mut self, retry: Option<Duration>) -> Woken {
         let retry = async {
             match retry {
                 Some(after) => tokio::time::sleep(after).await,
@@ -131,8 +147,15 @@ impl Latest {
             }
             // The sender lives as long as the writer's own copy of it.
             _ = self.access.changed() => {}
+            changed = self.edge.changed() => {
+                if changed.is_err() {
+                    std::future::pending::<()>().await;
+                }
+                return Woken::Edge;
+            }
             _ = retry => {}
         }
+        Woken::Any
     }
 }
 
@@ -152,15 +175,22 @@ pub async fn run(ctx: Arc<Context>, caches: ProcessCaches, inputs: Inputs) {
         plans: inputs.plans,
         dns: inputs.dns,
         access: access_policies.subscribe(),
+        edge: inputs.edge,
     };
     let mut told = Told::default();
     let mut retry: Option<Duration> = None;
+    let mut woken = Woken::Any;
     loop {
         latest.mark_seen();
-        // Applications' records first: each opens a hostname someone waits for.
-        let mut failed =
-            access_policies::write_access_policies(&ctx, &caches, &access_policies).await;
-        if latest.plan().is_some() {
+        let mut failed = 0;
+        if woken == Woken::Any {
+            // Applications' records first: each opens a hostname someone waits for.
+            failed += access_policies::write_access_policies(&ctx, &caches, &access_policies).await;
+        }
+        let edge = latest.edge.borrow().clone();
+        failed += tunnel_edge::write_tunnel_edges(&ctx, &caches, &edge).await;
+        drop(edge);
+        if woken == Woken::Any && latest.plan().is_some() {
             failed += pass(&ctx, &caches, &cache, &latest, &mut told).await;
         }
         retry = match failed {
@@ -170,7 +200,11 @@ pub async fn run(ctx: Arc<Context>, caches: ProcessCaches, inputs: Inputs) {
         if failed > 0 {
             tracing::debug!(failed, retry_in = ?retry, "status writes failed");
         }
-        latest.changed(retry).await;
+        woken = match (latest.changed(retry).await, failed) {
+            // A retry writes whatever failed, whichever input it was.
+            (Woken::Edge, 0) => Woken::Edge,
+            _ => Woken::Any,
+        };
     }
 }
 

@@ -29,6 +29,9 @@ pub struct ControllerOptions {
     pub cloudflared_image: String,
     /// Slow drift check of the tunnel on Cloudflare; zero disables it.
     pub drift_interval: Duration,
+    /// How often the edge health task asks Cloudflare how each tunnel is connected; zero
+    /// disables it.
+    pub edge_interval: Duration,
     /// What cftunnel may spend of each credential's Cloudflare API budget (`--cloudflare-budget`).
     pub cloudflare_budget: Budget,
     /// First retry delay after a failure; doubles per consecutive failure.
@@ -73,6 +76,7 @@ impl Default for ControllerOptions {
             cluster_resource_namespace: DEFAULT_CLUSTER_RESOURCE_NAMESPACE.to_string(),
             cloudflared_image: DEFAULT_CLOUDFLARED_IMAGE.to_string(),
             drift_interval: Duration::from_secs(600),
+            edge_interval: Duration::from_secs(60),
             cloudflare_budget: DEFAULT_CLOUDFLARE_BUDGET,
             retry_base: Duration::from_secs(2),
             retry_max: Duration::from_secs(300),

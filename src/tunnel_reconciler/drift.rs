@@ -100,7 +100,7 @@ pub async fn check<K: TunnelKindAdapter>(
             .tunnel_lists
             .live(cf, credential, account_id, max_age)
             .await
-            .is_ok_and(|live| live.contains(id));
+            .is_ok_and(|live| live.contains_key(id));
         if listed {
             return Ok(false);
         }

@@ -204,6 +204,15 @@ fn names<'a>(lines: impl IntoIterator<Item = &'a String>) -> BTreeSet<&'a str> {
 async fn metrics_serves_exactly_the_listed_families() {
     let (webhook, operator) = observed_everywhere();
     let _tunnels = operator.track_tunnels(TunnelKind::Tunnel, Box::new(|| vec!["Ready"]));
+    let _edges = operator.track_edges(Box::new(|| {
+        vec![crate::metrics::EdgeSample {
+            kind: "tunnel",
+            namespace: "shop".into(),
+            name: "edge".into(),
+            status: Some("healthy".into()),
+            pods: Some((1, 1)),
+        }]
+    }));
     let routes = operator.track_routes();
     routes.set(BTreeMap::from([("Routed", 1)]));
     let text = scrape(health_router(Readiness::new(), webhook, operator)).await;

@@ -18,7 +18,7 @@ use crate::proxy::CuttableProxy;
 use crate::routes::{API_SECRET, create_binding, create_service, wait_records};
 
 /// Serves the same `/metrics` route `cftunnel run` serves, on a free loopback port.
-async fn serve_metrics() -> String {
+pub(crate) async fn serve_metrics() -> String {
     cftunnel_testenv::install_crypto_provider();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -37,7 +37,7 @@ async fn serve_metrics() -> String {
 
 /// Every sample of the exposition: `name{labels}` → value. Checks the format on the way:
 /// every sample's family has a `# TYPE` line before it.
-async fn scrape(url: &str) -> BTreeMap<String, f64> {
+pub(crate) async fn scrape(url: &str) -> BTreeMap<String, f64> {
     let response = reqwest::get(url).await.expect("scrape /metrics");
     assert_eq!(response.status(), 200);
     let content_type = response
@@ -73,7 +73,7 @@ async fn scrape(url: &str) -> BTreeMap<String, f64> {
 }
 
 /// Sum of the samples of `name` whose labels contain every one of `labels`.
-fn total(samples: &BTreeMap<String, f64>, name: &str, labels: &[&str]) -> f64 {
+pub(crate) fn total(samples: &BTreeMap<String, f64>, name: &str, labels: &[&str]) -> f64 {
     samples
         .iter()
         .filter(|(series, _)| {

@@ -325,6 +325,17 @@ impl Simulator {
         self.lock().connect(tunnel_id)
     }
 
+    /// Makes the edge report `status` for the tunnel (`healthy`, `degraded`, `down`,
+    /// `inactive`), or again what its connectors make with `None`; false for an unknown tunnel.
+    pub fn set_tunnel_status(&self, tunnel_id: &str, status: Option<&str>) -> bool {
+        let mut state = self.lock();
+        let Some(tunnel) = state.tunnel_mut(tunnel_id) else {
+            return false;
+        };
+        tunnel.status_override = status.map(str::to_string);
+        true
+    }
+
     /// Soft-deletes a tunnel as the dashboard would, bypassing the API (for drift tests).
     pub fn delete_tunnel_out_of_band(&self, tunnel_id: &str) -> bool {
         self.lock().soft_delete(tunnel_id)

@@ -102,6 +102,9 @@ pub struct SimTunnel {
     pub connector_ids: Vec<String>,
     pub conns_active_at: Option<String>,
     pub conns_inactive_at: Option<String>,
+    /// What the edge reports instead of the status its connectors make (`healthy` with one,
+    /// `down` after the last left, `inactive` before any), set by a test as an outage would.
+    pub status_override: Option<String>,
     /// Remote configuration and its version (0 until the first PUT).
     pub config: Option<serde_json::Value>,
     pub config_version: u64,

@@ -20,6 +20,6 @@ pub use identity::{TunnelIdentity, TunnelKind};
 pub use service::ServicePorts;
 pub use tunnel::v1alpha2::{ClusterTunnel, ClusterTunnelSpec, Tunnel, TunnelSpec};
 pub use tunnel_common::{
-    AllowedRoutes, CloudflareDetails, ConfigSource, ExistingTunnel, NewTunnel, RouteNamespaces,
-    RouteStatus, TunnelStatus, ZoneRef,
+    AllowedRoutes, CloudflareDetails, ConfigSource, ConnectorsStatus, EdgeConnectors, EdgeStatus,
+    ExistingTunnel, NewTunnel, RouteNamespaces, RouteStatus, TunnelStatus, ZoneRef,
 };

@@ -29,6 +29,8 @@ macro_rules! tunnel_kinds {
             doc = $doc,
             printcolumn = r#"{"name":"TunnelID","type":"string","jsonPath":".status.tunnelId"}"#,
             printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+            printcolumn = r#"{"name":"Edge","type":"string","jsonPath":".status.edge.status"}"#,
+            printcolumn = r#"{"name":"Connectors","type":"integer","jsonPath":".status.connectors.ready"}"#,
             printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
         )]
         #[serde(rename_all = "camelCase")]

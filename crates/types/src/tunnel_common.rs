@@ -192,4 +192,57 @@ pub struct TunnelStatus {
     /// other rule, another cluster's or the dashboard's, is kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_hostnames: Option<Vec<String>>,
+    /// What Cloudflare's edge says of the tunnel (read every `--edge-interval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edge: Option<EdgeStatus>,
+    /// cloudflared pods ready against desired (a pod is ready once it holds a registered
+    /// connection to the edge). Absent when cftunnel runs no cloudflared for this object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connectors: Option<ConnectorsStatus>,
+}
+
+/// Cloudflare's word on a tunnel, when it last changed, and its connectors then.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EdgeStatus {
+    /// `healthy`, `degraded`, `down` or `inactive` (never connected), as Cloudflare answers.
+    #[schemars(length(max = 32))]
+    pub status: String,
+    /// When cftunnel saw `status` change to its value (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    /// When Cloudflare last saw a connection open, and close (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conns_active_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conns_inactive_at: Option<String>,
+    /// cloudflared instances attached when the status last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connectors: Option<EdgeConnectors>,
+}
+
+/// A bounded summary of the connectors attached to a tunnel.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EdgeConnectors {
+    /// cloudflared instances attached.
+    pub count: i32,
+    /// Their connections' data centres (at most 16 listed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub colos: Vec<String>,
+    /// Their cloudflared versions (at most 8 listed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub versions: Vec<String>,
+}
+
+/// cloudflared pods of the object's workload.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectorsStatus {
+    /// Pods ready (cloudflared's `/ready`: a registered edge connection).
+    pub ready: i32,
+    /// Pods the workload wants.
+    pub desired: i32,
 }

@@ -65,6 +65,7 @@ pub(super) fn create(state: &mut State, ctx: &Ctx) -> Result<Reply, ApiError> {
         connector_ids: Vec::new(),
         conns_active_at: None,
         conns_inactive_at: None,
+        status_override: None,
         config: None,
         config_version: 0,
         config_updated_at: created_at,
@@ -301,8 +302,10 @@ fn connection_json(c: &crate::state::Connector) -> Value {
     })
 }
 
-fn status(tunnel: &SimTunnel) -> &'static str {
-    if !tunnel.connector_ids.is_empty() {
+fn status(tunnel: &SimTunnel) -> &str {
+    if let Some(status) = &tunnel.status_override {
+        status
+    } else if !tunnel.connector_ids.is_empty() {
         "healthy"
     } else if tunnel.conns_active_at.is_some() {
         "down"
@@ -311,22 +314,16 @@ fn status(tunnel: &SimTunnel) -> &'static str {
     }
 }
 
-/// The `tunnel_cfd_tunnel` object (plus `config_src`, as the current API sends).
+/// The `tunnel_cfd_tunnel` object (plus `config_src`, as the current API sends). Without the
+/// `connections` array: Cloudflare stopped sending it on 2026-10-05 (connectors are listed by
+/// `…/connections`).
 fn tunnel_json(state: &State, tunnel: &SimTunnel) -> Value {
-    let connections: Vec<Value> = state
-        .connectors
-        .get(&tunnel.id)
-        .into_iter()
-        .flatten()
-        .map(connection_json)
-        .collect();
     json!({
         "id": tunnel.id,
         "account_tag": state.account_id,
         "name": tunnel.name,
         "created_at": tunnel.created_at,
         "deleted_at": tunnel.deleted_at,
-        "connections": connections,
         "conns_active_at": tunnel.conns_active_at,
         "conns_inactive_at": tunnel.conns_inactive_at,
         "status": status(tunnel),

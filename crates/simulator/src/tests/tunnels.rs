@@ -128,7 +128,9 @@ async fn delete_with_connections_needs_cascade_or_cleanup() {
     )
     .await;
     assert_eq!(cascaded.status, StatusCode::OK);
-    assert_eq!(cascaded.result()["connections"], json!([]));
+    // Cloudflare no longer sends the connections array on a tunnel (connectors: `…/connections`).
+    assert_eq!(cascaded.result().get("connections"), None);
+    assert_eq!(cascaded.result()["status"], "down");
 
     let listed = get(&sim, &format!("{path}/{b}/connections")).await;
     let clients = listed.result().as_array().expect("array").clone();
@@ -312,4 +314,28 @@ async fn configuration_versions_increase_and_catch_all_is_enforced() {
         missing.body["errors"][0]["message"],
         "Invalid request: missing required field `config`"
     );
+}
+
+#[tokio::test]
+async fn a_test_sets_the_status_the_edge_reports_and_lists_filter_by_it() {
+    let sim = sim();
+    let path = tunnels_path(&sim);
+    let a = create_tunnel(&sim, "a").await;
+    assert!(sim.connect_tunnel(&a));
+    let status_of = |answer: &Answer| answer.result()["status"].clone();
+    assert_eq!(
+        status_of(&get(&sim, &format!("{path}/{a}")).await),
+        "healthy"
+    );
+    assert!(sim.set_tunnel_status(&a, Some("down")));
+    assert_eq!(status_of(&get(&sim, &format!("{path}/{a}")).await), "down");
+    let down = get(&sim, &format!("{path}?status=down")).await;
+    assert_eq!(down.result()[0]["id"], json!(a));
+    assert_eq!(down.result()[0].get("connections"), None);
+    assert!(sim.set_tunnel_status(&a, None));
+    assert_eq!(
+        status_of(&get(&sim, &format!("{path}/{a}")).await),
+        "healthy"
+    );
+    assert!(!sim.set_tunnel_status("no-such-tunnel", Some("down")));
 }
