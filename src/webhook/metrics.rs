@@ -115,6 +115,42 @@ impl Collector for LeaderGauge {
     }
 }
 
+/// What reads the serving certificate's expiry (Unix seconds) at scrape time.
+type ExpiryReader = Arc<dyn Fn() -> Option<i64> + Send + Sync>;
+
+/// The `cftunnel_webhook_certificate_expiry_timestamp_seconds` gauge: when the certificate the
+/// webhook serves now expires, read from it at each scrape (so a reloaded pair shows at once).
+#[derive(Clone, Default)]
+struct CertificateExpiry(Arc<Mutex<Option<ExpiryReader>>>);
+
+impl std::fmt::Debug for CertificateExpiry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertificateExpiry").finish_non_exhaustive()
+    }
+}
+
+impl Collector for CertificateExpiry {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let reader = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let family = encoder.encode_descriptor(
+            "cftunnel_webhook_certificate_expiry_timestamp_seconds",
+            EXPIRY_HELP,
+            None,
+            MetricType::Gauge,
+        )?;
+        if let Some(expires) = reader.and_then(|read| read()) {
+            ConstGauge::new(expires).encode(family)?;
+        }
+        Ok(())
+    }
+}
+
+const EXPIRY_HELP: &str = "Unix time the webhook's serving certificate expires (cftunnel renews it at two thirds of its life).";
+
 /// Counters shared by the HTTPS router and the health server.
 #[derive(Debug)]
 pub struct WebhookMetrics {
@@ -124,6 +160,7 @@ pub struct WebhookMetrics {
     leader: LeaderGauge,
     /// Log lines about refused requests left out by the rate limit.
     log_lines_suppressed: Counter,
+    certificate_expiry: CertificateExpiry,
 }
 
 impl Default for WebhookMetrics {
@@ -133,6 +170,7 @@ impl Default for WebhookMetrics {
             latency: Family::new_with_constructor(latency_histogram),
             leader: LeaderGauge::default(),
             log_lines_suppressed: Counter::default(),
+            certificate_expiry: CertificateExpiry::default(),
         }
     }
 }
@@ -147,6 +185,7 @@ impl WebhookMetrics {
     /// counters count from then on.
     pub(crate) fn register(&self, registry: &mut Registry) {
         registry.register_collector(Box::new(self.leader.clone()));
+        registry.register_collector(Box::new(self.certificate_expiry.clone()));
         registry.register(
             "cftunnel_admission_requests",
             "Admission and conversion requests by endpoint and result",
@@ -199,6 +238,15 @@ impl WebhookMetrics {
         self.log_lines_suppressed.get()
     }
 
+    /// Reads the serving certificate's expiry with `read` at every scrape.
+    pub(crate) fn watch_certificate(&self, read: impl Fn() -> Option<i64> + Send + Sync + 'static) {
+        *self
+            .certificate_expiry
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(read));
+    }
+
     /// Sets the `cftunnel_leader` gauge.
     pub(crate) fn set_leading(&self, leading: bool) {
         *self.leader.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(leading);
@@ -222,6 +270,33 @@ mod tests {
         let mut text = String::new();
         assert_eq!(text::encode(&mut text, &registry), Ok(()));
         text
+    }
+
+    #[test]
+    fn the_certificate_expiry_is_read_at_each_scrape() {
+        let metrics = WebhookMetrics::new();
+        let family = "# TYPE cftunnel_webhook_certificate_expiry_timestamp_seconds gauge";
+        let text = render(&metrics);
+        assert!(text.lines().any(|l| l == family), "{text}");
+        let expiry = Arc::new(Mutex::new(1_800_000_000));
+        let read = expiry.clone();
+        metrics
+            .watch_certificate(move || Some(*read.lock().unwrap_or_else(PoisonError::into_inner)));
+        let sample = |text: &str| {
+            text.lines()
+                .find_map(|l| {
+                    l.strip_prefix("cftunnel_webhook_certificate_expiry_timestamp_seconds ")
+                })
+                .map(str::to_owned)
+        };
+        assert_eq!(
+            sample(&text),
+            None,
+            "no sample before a certificate is watched"
+        );
+        assert_eq!(sample(&render(&metrics)).as_deref(), Some("1800000000"));
+        *expiry.lock().unwrap_or_else(PoisonError::into_inner) = 1_900_000_000;
+        assert_eq!(sample(&render(&metrics)).as_deref(), Some("1900000000"));
     }
 
     #[test]

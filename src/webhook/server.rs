@@ -136,6 +136,8 @@ pub async fn serve(
     let health_addr = local_addr(&health, config.health_listen)?;
 
     let metrics = Arc::new(WebhookMetrics::new());
+    let serving = resolver.clone();
+    metrics.watch_certificate(move || serving.not_after());
     let budget = BodyBudget::new(
         config.max_bytes_in_flight,
         DEFAULT_SMALL_BODY_RESERVE.min(config.max_bytes_in_flight / 4),

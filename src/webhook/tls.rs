@@ -158,6 +158,14 @@ impl ReloadingResolver {
             .clone()
     }
 
+    /// When the certificate served now expires (Unix seconds); `None` if it does not parse.
+    pub fn not_after(&self) -> Option<i64> {
+        let served = self.current();
+        let leaf = served.cert.first()?;
+        let (_, cert) = x509_parser::parse_x509_certificate(leaf.as_ref()).ok()?;
+        Some(cert.validity().not_after.timestamp())
+    }
+
     /// Polls the files every `interval` until `stop` turns true.
     pub(crate) async fn poll(self: Arc<Self>, interval: Duration, mut stop: watch::Receiver<bool>) {
         let mut ticker = tokio::time::interval(interval.max(Duration::from_millis(10)));
@@ -297,6 +305,26 @@ mod tests {
         write(dir.path(), &second);
         assert_eq!(resolver.reload_now().ok(), Some(ReloadOutcome::Swapped));
         assert_eq!(leaf(&resolver), der(&second.cert_pem));
+    }
+
+    #[test]
+    fn the_expiry_is_the_served_certificates() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ca = CertificateAuthority::generate(HOUR * 24).expect("ca");
+        let (cert, key) = write(dir.path(), &serving(&ca));
+        let resolver = ReloadingResolver::load(&cert, &key).expect("first pair loads");
+        let first = resolver.not_after().expect("an expiry");
+        let now = jiff::Timestamp::now().as_second();
+        // Valid for an hour from now (the start is backdated, the end is not).
+        assert!(
+            (now + 3000..=now + 3700).contains(&first),
+            "{first} vs {now}"
+        );
+        let longer = issue_serving_cert(&ca, &["localhost".to_owned()], HOUR * 10).expect("issued");
+        write(dir.path(), &longer);
+        assert_eq!(resolver.reload_now().ok(), Some(ReloadOutcome::Swapped));
+        let second = resolver.not_after().expect("an expiry");
+        assert!(second > first + 8 * 3600, "{second} vs {first}");
     }
 
     #[test]
