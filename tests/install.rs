@@ -323,3 +323,110 @@ async fn helm_chart_in_cert_manager_mode_issues_and_injects_through_cert_manager
         serving[0]["spec"]["secretName"]
     );
 }
+
+/// The folder of the Prometheus Operator's CRDs (`scripts/prometheus-operator-crds.sh`).
+fn prometheus_operator_crds() -> std::path::PathBuf {
+    let out = std::process::Command::new(repo_path("scripts/prometheus-operator-crds.sh"))
+        .output()
+        .expect("run scripts/prometheus-operator-crds.sh");
+    assert!(
+        out.status.success(),
+        "scripts/prometheus-operator-crds.sh failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+#[tokio::test]
+async fn helm_chart_renders_monitoring_only_where_the_prometheus_operator_is_served_and_the_api_server_accepts_it()
+ {
+    let plane = plane().await;
+    let on = [
+        "--set",
+        "monitoring.serviceMonitor.enabled=true",
+        "--set",
+        "monitoring.podMonitor.enabled=true",
+        "--set",
+        "monitoring.prometheusRule.enabled=true",
+        "--set",
+        "monitoring.dashboard.enabled=true",
+    ];
+    let operator_kinds = ["ServiceMonitor", "PodMonitor", "PrometheusRule"];
+    // Without the Prometheus Operator's API nothing of it is rendered; the dashboard is a
+    // ConfigMap and is.
+    let without = documents(&helm_template(plane, &on));
+    for kind in operator_kinds {
+        assert!(find(&without, kind, None).is_empty(), "{kind} rendered");
+    }
+    assert!(find(&without, "Service", Some("cftunnel-metrics")).is_empty());
+    let dashboard = find(&without, "ConfigMap", Some("cftunnel-dashboard"));
+    assert_eq!(dashboard.len(), 1);
+    assert_eq!(dashboard[0]["metadata"]["labels"]["grafana_dashboard"], "1");
+    let json: Value = serde_json::from_str(
+        dashboard[0]["data"]["cftunnel.json"]
+            .as_str()
+            .expect("the dashboard JSON"),
+    )
+    .expect("the dashboard is JSON");
+    assert!(json["panels"].as_array().is_some_and(|p| !p.is_empty()));
+
+    let crds = prometheus_operator_crds();
+    for kind in ["servicemonitors", "podmonitors", "prometheusrules"] {
+        let file = crds.join(format!("monitoring.coreos.com_{kind}.yaml"));
+        kubectl_ok(
+            plane,
+            &["apply", "--server-side", "-f", &file.to_string_lossy()],
+            "",
+        );
+        kubectl_ok(
+            plane,
+            &[
+                "wait",
+                "--for=condition=Established",
+                "--timeout=60s",
+                &format!("crd/{kind}.monitoring.coreos.com"),
+            ],
+            "",
+        );
+    }
+    let args: Vec<&str> = on
+        .iter()
+        .copied()
+        .chain(["--api-versions", "monitoring.coreos.com/v1"])
+        .collect();
+    let rendered = helm_template(plane, &args);
+    // The API server validates every object against its CRD's schema.
+    dry_run(plane, &["--server-side", "-f", "-"], &rendered);
+    let with = documents(&rendered);
+    for kind in operator_kinds {
+        assert_eq!(find(&with, kind, None).len(), 1, "one {kind}");
+    }
+    let service = find(&with, "Service", Some("cftunnel-metrics"));
+    let monitor = find(&with, "ServiceMonitor", None);
+    for (key, value) in monitor[0]["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .expect("a selector")
+    {
+        assert_eq!(
+            &service[0]["metadata"]["labels"][key], value,
+            "the ServiceMonitor selects the metrics Service ({key})"
+        );
+    }
+    let rules = find(&with, "PrometheusRule", None);
+    let alerts: Vec<&Value> = rules[0]["spec"]["groups"]
+        .as_array()
+        .expect("rule groups")
+        .iter()
+        .flat_map(|g| g["rules"].as_array().into_iter().flatten())
+        .filter(|r| r.get("alert").is_some())
+        .collect();
+    assert!(!alerts.is_empty());
+    for alert in alerts {
+        let url = alert["annotations"]["runbook_url"].as_str().unwrap_or("");
+        assert!(
+            url.starts_with("docs/runbooks.md#cftunnel"),
+            "{} links {url:?}",
+            alert["alert"]
+        );
+    }
+}
