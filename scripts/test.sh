@@ -20,6 +20,7 @@ fi
 export CFTUNNEL_CLOUDFLARED
 scripts/install-node-deps.sh >&2
 scripts/install-image-deps.sh >&2
+scripts/install-monitoring-deps.sh >&2
 bin_dir=$(scripts/build-control-plane.sh | tail -n 1)
 export CFTUNNEL_BIN_DIR=$bin_dir
 # The pinned earlier cftunnel build tests/upgrade.rs upgrades from and rolls back to (cached).
