@@ -101,6 +101,7 @@ pub async fn run(
     let metrics = Metrics::process();
     // One bucket per credential for the process: a 429 pause is kept across re-elections.
     let limiters = RateLimiters::new();
+    metrics.track_limiters(limiters.clone());
     crate::startup::prepare(
         &process,
         &client,

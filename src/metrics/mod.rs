@@ -14,6 +14,7 @@
 //! `tests/data/metrics.txt`, which a test compares with what `/metrics` serves.
 //!
 //! [`CallObserver`]: cftunnel_cloudflare::CallObserver
+mod budget;
 mod cloudflare;
 mod declared;
 mod dns;
@@ -30,6 +31,7 @@ use cftunnel_types::TunnelKind;
 use prometheus_client::encoding::text;
 use prometheus_client::registry::Registry;
 
+use budget::BudgetGauges;
 use cloudflare::CloudflareMetrics;
 pub(crate) use declared::Declared;
 use dns::DnsMetrics;
@@ -59,6 +61,7 @@ pub struct Metrics {
     watches: WatchMetrics,
     state: StateGauges,
     edge: EdgeGauges,
+    budget: BudgetGauges,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -84,6 +87,7 @@ impl Metrics {
         self.pipeline.register(registry);
         self.state.register(registry);
         self.edge.register(registry);
+        self.budget.register(registry);
         self.watches.register(registry);
     }
 
@@ -150,6 +154,11 @@ impl Metrics {
     /// term), so a deposed leader's routes and those of finished loops are never counted.
     pub(crate) fn track_routes(self: &Arc<Self>) -> TrackedRoutes {
         self.state.track_routes()
+    }
+
+    /// Each credential's budget, read from the process's pacers at scrape time.
+    pub(crate) fn track_limiters(&self, limiters: cftunnel_cloudflare::RateLimiters) {
+        self.budget.track(limiters);
     }
 
     /// Each tunnel's word at the edge and its pods, as `source` reads them at scrape time,

@@ -204,6 +204,15 @@ fn names<'a>(lines: impl IntoIterator<Item = &'a String>) -> BTreeSet<&'a str> {
 async fn metrics_serves_exactly_the_listed_families() {
     let (webhook, operator) = observed_everywhere();
     let _tunnels = operator.track_tunnels(TunnelKind::Tunnel, Box::new(|| vec!["Ready"]));
+    let limiters = cftunnel_cloudflare::RateLimiters::new();
+    let _limiter = limiters.limiter(
+        &cftunnel_cloudflare::Credentials::ApiToken("t".into()),
+        cftunnel_cloudflare::Pace::from(cftunnel_cloudflare::RateLimit {
+            per_second: 1,
+            burst: 1,
+        }),
+    );
+    operator.track_limiters(limiters);
     let _edges = operator.track_edges(Box::new(|| {
         vec![crate::metrics::EdgeSample {
             kind: "tunnel",

@@ -215,6 +215,15 @@ impl Limiter {
         self.lock().pace
     }
 
+    /// Calls that could go at once now (the bucket's whole tokens), and the most it holds.
+    pub fn tokens(&self) -> (u64, u64) {
+        let mut state = self.lock();
+        state.refill(Instant::now());
+        let token = state.pace.token();
+        let whole = |credit: u128| u64::try_from(credit / token).unwrap_or(u64::MAX);
+        (whole(state.bucket.credit), whole(state.pace.capacity()))
+    }
+
     /// Calls waiting for a token now.
     pub fn waiting(&self) -> usize {
         self.lock().queue.len()

@@ -442,3 +442,20 @@ async fn a_request_behind_a_burst_of_requests_waits_for_a_few_tokens_not_the_bur
         "{late:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_tokens_left_fall_with_each_call_and_refill_with_time() {
+    let limiters = RateLimiters::new();
+    let limiter = limiters.limiter(&token("a"), pace(2, 10));
+    assert_eq!(limiter.tokens(), (10, 10));
+    for _ in 0..4 {
+        limiter.acquire(Priority::Normal).await;
+    }
+    assert_eq!(limiter.tokens(), (6, 10));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(limiter.tokens(), (8, 10));
+    let each = limiters.each();
+    assert_eq!(each.len(), 1);
+    assert_eq!(each[0].0.len(), 12);
+    assert!(token("a").fingerprint().starts_with(&each[0].0));
+}

@@ -42,6 +42,15 @@ impl RateLimiters {
         limiter
     }
 
+    /// Every credential's pacer, by the first 12 hex digits of its fingerprint (which name
+    /// it without revealing it).
+    pub fn each(&self) -> Vec<(String, Arc<Limiter>)> {
+        let map = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        map.iter()
+            .map(|(key, limiter)| (key.chars().take(12).collect(), Arc::clone(limiter)))
+            .collect()
+    }
+
     /// Number of credentials tracked.
     pub fn len(&self) -> usize {
         self.inner
