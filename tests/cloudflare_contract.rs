@@ -72,8 +72,15 @@ fn check_log(api: &OpenApi, log: &[LoggedRequest]) {
 fn every_simulated_operation_is_in_the_subset() {
     let api = OpenApi::load();
     let access = OpenApi::load_access();
+    let certificates = OpenApi::load_certificates();
     for op in Operation::ALL {
-        let subset = if op.is_access() { &access } else { &api };
+        let subset = if op.is_access() {
+            &access
+        } else if op.is_certificates() {
+            &certificates
+        } else {
+            &api
+        };
         match op.operation_id() {
             Some(id) => assert!(subset.has_operation(id), "{op:?} → {id}"),
             None => assert_eq!(op, Operation::VerifyAccountToken),
@@ -357,8 +364,11 @@ async fn every_client_operation_round_trips_and_validates() {
         log.iter().filter_map(|l| l.operation).collect();
     let expected: std::collections::BTreeSet<Operation> = Operation::ALL
         .into_iter()
-        // The Access calls are round-tripped by cloudflare_access_contract.
-        .filter(|op| !matches!(op, Operation::VerifyAccountToken) && !op.is_access())
+        // The Access calls are round-tripped by cloudflare_access_contract, the edge
+        // certificate ones by cloudflare_certificates_contract.
+        .filter(|op| {
+            !matches!(op, Operation::VerifyAccountToken) && !op.is_access() && !op.is_certificates()
+        })
         .collect();
     assert_eq!(
         used, expected,

@@ -1,12 +1,13 @@
 //! One pass of the edge health task: every live tunnel object with a tunnel id, looked up in its
 //! account's walk; its connectors listed when its word changed; its pods counted.
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
+use super::certificates::{Packs, in_zone};
 use super::{EdgeReport, EdgeView};
 use crate::caches::{ProcessCaches, TermCaches};
 use crate::term::Context;
@@ -16,7 +17,7 @@ use crate::tunnel_reconciler::apply::controlled_by;
 use cftunnel_cloudflare::{CloudflareClient, Priority};
 use cftunnel_policy::edge::{Observed, changes_word, edge_status, summary, word};
 use cftunnel_policy::render::ObjectNames;
-use cftunnel_types::{CloudflareDetails, ConnectorsStatus, EdgeStatus};
+use cftunnel_types::{CloudflareDetails, ConnectorsStatus, EdgeStatus, TunnelIdentity};
 
 /// Most connector lists a pass asks for. A word's change is what asks, and a first sync
 /// changes a thousand words (`inactive` to `healthy`) within minutes: the rest wait for the
@@ -30,11 +31,17 @@ pub(super) const LISTINGS_PER_PASS: usize = 4;
 pub(super) struct Seen {
     edges: HashMap<String, EdgeStatus>,
     unlisted: HashSet<String>,
+    /// The zones' certificate packs as last read.
+    packs: Packs,
 }
 
 /// A tunnel object to look up.
 struct Candidate {
     uid: String,
+    identity: TunnelIdentity,
+    /// Its zone (id, name) and the hostnames its routes serve there.
+    zone: Option<(String, String)>,
+    hostnames: Vec<String>,
     /// Where its API Secret and its cloudflared live.
     namespace: String,
     details: CloudflareDetails,
@@ -51,8 +58,16 @@ fn candidate<K: TunnelKindAdapter>(obj: &K, ctx: &Context) -> Option<Candidate> 
     let status = obj.tunnel_status()?;
     let non_empty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
     let identity = obj.identity(&ctx.options);
+    let zone = non_empty(&status.zone_id).zip(non_empty(&status.zone_domain));
+    let hostnames = match &zone {
+        Some((_, domain)) => in_zone(status.routes.as_deref().unwrap_or_default(), domain),
+        None => Vec::new(),
+    };
     Some(Candidate {
         uid: obj.uid()?,
+        identity: obj.route_identity(),
+        zone,
+        hostnames,
         tunnel_id: non_empty(&status.tunnel_id)?,
         account: non_empty(&status.account_id)?,
         workload: ObjectNames::for_owner(&identity).workload,
@@ -100,8 +115,17 @@ pub(super) async fn pass(
     let now = jiff::Timestamp::now().to_string();
     let mut callers: HashMap<SecretKey, Option<Arc<Caller>>> = HashMap::new();
     let mut view = EdgeView::default();
-    let mut next = Seen::default();
+    let mut next = Seen {
+        packs: std::mem::take(&mut seen.packs),
+        ..Seen::default()
+    };
     let mut listings = LISTINGS_PER_PASS;
+    let mut zones = BTreeSet::new();
+    // Packs are read again at the drift interval (or every ten minutes without drift checks).
+    let packs_age = match ctx.options.drift_interval {
+        d if d.is_zero() => Duration::from_secs(600),
+        d => d,
+    };
     for c in candidates {
         let key = secret_key(&c);
         let caller = match callers.get(&key) {
@@ -146,8 +170,21 @@ pub(super) async fn pass(
             next.edges.insert(c.uid.clone(), edge.clone());
         }
         let connectors = pods(children, &c);
+        if let (Some(caller), Some((zone_id, zone_name))) = (&caller, &c.zone)
+            && !c.hostnames.is_empty()
+        {
+            zones.insert(zone_id.clone());
+            let found = next
+                .packs
+                .check(&caller.cf, zone_id, zone_name, &c.hostnames, packs_age)
+                .await;
+            if !found.is_empty() {
+                view.certificates.insert(c.identity.clone(), found);
+            }
+        }
         view.tunnels.insert(c.uid, EdgeReport { edge, connectors });
     }
+    next.packs.keep_only(&zones);
     *seen = next;
     view
 }

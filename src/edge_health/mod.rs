@@ -7,10 +7,15 @@
 //! tunnels. A tunnel whose word changed since it was last seen gets its connectors listed (one
 //! call, only then) for the summary in `status.edge`. The pods come from the term's cache of
 //! cloudflared Deployments. Nothing is written here: the status writer writes `status.edge`,
-//! `status.connectors` and `Connected`, and tells each transition in an Event.
+//! `status.connectors` and `Connected`, and tells each transition in an Event. The same pass
+//! checks each tunnel's routed hostnames against its zone's edge certificates
+//! ([`certificates`]); a hostname none covers is a finding on its routes.
+mod certificates;
 mod look;
 
-use std::collections::HashMap;
+pub use certificates::Finding;
+
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,12 +27,14 @@ use crate::caches::{ProcessCaches, TermCaches};
 use crate::metrics::{EdgeSample, EdgeSource};
 use crate::term::Context;
 use crate::term::adapters::TunnelKindAdapter;
-use cftunnel_types::{ConnectorsStatus, EdgeStatus};
+use cftunnel_types::{ConnectorsStatus, EdgeStatus, TunnelIdentity};
 
-/// What the edge and the pods say of each tunnel, by the object's uid.
+/// What the edge and the pods say of each tunnel, by the object's uid, and the hostnames of
+/// each tunnel no active edge certificate covers.
 #[derive(Debug, Default, PartialEq)]
 pub struct EdgeView {
     pub tunnels: HashMap<String, EdgeReport>,
+    pub certificates: BTreeMap<TunnelIdentity, Vec<Finding>>,
 }
 
 /// One tunnel's `status.edge` and `status.connectors` as they should be.

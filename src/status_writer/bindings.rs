@@ -6,10 +6,11 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use super::facts::dns_notes;
+use super::facts::notes;
 use super::{StatusPlan, WriteError, bounded};
 use crate::dns_sync::DnsView;
 use crate::dns_sync::TunnelRecord;
+use crate::edge_health::EdgeView;
 use crate::term::Context;
 use crate::term::finalizer::{add_patch, remove_patch};
 use cftunnel_policy::plan::statuses::{binding_status, binding_tunnel, missing_labels};
@@ -55,6 +56,7 @@ pub(super) async fn write_binding(
     ctx: &Context,
     plan: &StatusPlan,
     dns: &DnsView,
+    edge: &EdgeView,
     binding: &TunnelBinding,
 ) -> Result<(), WriteError> {
     let (table, records) = (&*plan.table, &*plan.records);
@@ -102,7 +104,7 @@ pub(super) async fn write_binding(
     let notes = source
         .tunnel
         .as_ref()
-        .map(|t| dns_notes(dns.problems(t)))
+        .map(|t| notes(dns, edge, t))
         .unwrap_or_default();
     let now = Time(jiff::Timestamp::now());
     let wanted = binding_status(binding, source, &notes, now);

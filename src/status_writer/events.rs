@@ -6,9 +6,10 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType};
 
-use super::facts::dns_notes;
+use super::facts::notes;
 use super::ingress::ingress_reference;
 use crate::dns_sync::DnsView;
+use crate::edge_health::EdgeView;
 use crate::term::Context;
 use cftunnel_policy::plan::statuses::ready_of;
 use cftunnel_policy::routes::{RouteTable, SourceKind, SourceRef};
@@ -22,7 +23,13 @@ pub(super) struct Outcomes {
 impl Outcomes {
     /// Records an Event for each source whose outcome changed; returns how many could not be
     /// recorded (told again by the next pass).
-    pub(super) async fn tell(&mut self, ctx: &Context, table: &RouteTable, dns: &DnsView) -> usize {
+    pub(super) async fn tell(
+        &mut self,
+        ctx: &Context,
+        table: &RouteTable,
+        dns: &DnsView,
+        edge: &EdgeView,
+    ) -> usize {
         let services = table
             .sources
             .iter()
@@ -34,7 +41,7 @@ impl Outcomes {
             let problems = source
                 .tunnel
                 .as_ref()
-                .map(|t| dns_notes(dns.problems(t)))
+                .map(|t| notes(dns, edge, t))
                 .unwrap_or_default();
             let (reason, message, status) = ready_of(source, &problems);
             let outcome = (reason.clone(), message.clone());

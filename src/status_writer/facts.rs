@@ -1,8 +1,10 @@
 //! The policy-level facts the pure status functions (`cftunnel_policy::plan::statuses`, the
-//! Gateway API statuses) read, taken from the tunnel records and the DNS view.
+//! Gateway API statuses) read, taken from the tunnel records, the DNS view and the edge view.
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::dns_sync::{DnsProblem, TunnelRecord};
+use crate::dns_sync::{DnsView, TunnelRecord};
+use crate::edge_health::EdgeView;
+use cftunnel_policy::edge_certificates::REASON_EDGE_CERTIFICATE_MISSING;
 use cftunnel_policy::routes::gateway::status::DnsNote;
 use cftunnel_types::TunnelIdentity;
 
@@ -31,14 +33,22 @@ pub(super) fn all_tunnel_ids(records: &[TunnelRecord]) -> BTreeSet<String> {
         .collect()
 }
 
-/// The DNS sync's problems as the pure functions read them.
-pub(super) fn dns_notes(problems: &[DnsProblem]) -> Vec<DnsNote> {
-    problems
+/// What the DNS sync and the edge health task found about `tunnel`'s hostnames, as the pure
+/// functions read them: the DNS problems, then each hostname no active edge certificate covers
+/// (`EdgeCertificateMissing`; its record is published all the same).
+pub(super) fn notes(dns: &DnsView, edge: &EdgeView, tunnel: &TunnelIdentity) -> Vec<DnsNote> {
+    let certificates = edge.certificates.get(tunnel).into_iter().flatten();
+    dns.problems(tunnel)
         .iter()
         .map(|p| DnsNote {
             hostname: p.hostname.clone(),
             reason: p.reason.to_string(),
             message: p.message.clone(),
         })
+        .chain(certificates.map(|f| DnsNote {
+            hostname: Some(f.hostname.clone()),
+            reason: REASON_EDGE_CERTIFICATE_MISSING.to_string(),
+            message: f.message.clone(),
+        }))
         .collect()
 }

@@ -14,6 +14,7 @@ use serde_json::json;
 
 use super::facts::tunnel_ids;
 use crate::dns_sync::{DnsView, TunnelRecord};
+use crate::edge_health::EdgeView;
 use crate::term::Context;
 use cftunnel_policy::routes::gateway::status::{
     DnsNote, GatewayApiStatus, StatusInput, gateway_statuses, merged_parents,
@@ -25,12 +26,16 @@ use cftunnel_types::gateway::{
 };
 
 /// The DNS sync's problems of every tunnel of the table, for the routes' parent statuses.
-fn dns_notes(table: &RouteTable, dns: &DnsView) -> BTreeMap<TunnelIdentity, Vec<DnsNote>> {
+fn dns_notes(
+    table: &RouteTable,
+    dns: &DnsView,
+    edge: &EdgeView,
+) -> BTreeMap<TunnelIdentity, Vec<DnsNote>> {
     table
         .tunnels
         .keys()
         .filter_map(|tunnel| {
-            let notes: Vec<DnsNote> = super::facts::dns_notes(dns.problems(tunnel));
+            let notes: Vec<DnsNote> = super::facts::notes(dns, edge, tunnel);
             (!notes.is_empty()).then(|| (tunnel.clone(), notes))
         })
         .collect()
@@ -54,6 +59,7 @@ pub(super) fn gateway_writes(
     table: &RouteTable,
     records: &[TunnelRecord],
     dns: &DnsView,
+    edge: &EdgeView,
 ) -> Option<GatewayWrites> {
     if world.gateway_classes.is_empty() {
         return None;
@@ -64,7 +70,7 @@ pub(super) fn gateway_writes(
         table,
         &StatusInput {
             tunnel_ids: &ids,
-            dns: &dns_notes(table, dns),
+            dns: &dns_notes(table, dns, edge),
             now: Time(jiff::Timestamp::now()),
             changed_routes_only: true,
         },

@@ -117,6 +117,10 @@ impl Latest {
         self.dns.borrow().clone()
     }
 
+    pub(crate) fn edge(&self) -> Arc<EdgeView> {
+        self.edge.borrow().clone()
+    }
+
     /// Marks every input as read: a change after this starts another pass.
     fn mark_seen(&mut self) {
         self.plans.borrow_and_update();
@@ -165,6 +169,8 @@ struct Told {
     outcomes: events::Outcomes,
     /// Ingress (uid, generation, notice) already told (TLS at the edge, wildcard depth).
     ingress: std::collections::HashSet<(String, i64, ingress::Notice)>,
+    /// (tunnel uid, hostname) told to have no edge certificate.
+    certificates: std::collections::HashSet<(String, String)>,
 }
 
 /// Runs until its term ends, writing from what `inputs` receive.
@@ -180,6 +186,8 @@ pub async fn run(ctx: Arc<Context>, caches: ProcessCaches, inputs: Inputs) {
     let mut told = Told::default();
     let mut retry: Option<Duration> = None;
     let mut woken = Woken::Any;
+    // The certificate findings the sources' statuses were last written with.
+    let mut told_certificates = None;
     loop {
         latest.mark_seen();
         let mut failed = 0;
@@ -187,8 +195,15 @@ pub async fn run(ctx: Arc<Context>, caches: ProcessCaches, inputs: Inputs) {
             // Applications' records first: each opens a hostname someone waits for.
             failed += access_policies::write_access_policies(&ctx, &caches, &access_policies).await;
         }
-        let edge = latest.edge.borrow().clone();
-        failed += tunnel_edge::write_tunnel_edges(&ctx, &caches, &edge).await;
+        let edge = latest.edge();
+        failed +=
+            tunnel_edge::write_tunnel_edges(&ctx, &caches, &edge, &mut told.certificates).await;
+        let certificates_changed = told_certificates.as_ref() != Some(&edge.certificates);
+        if certificates_changed {
+            // Routes' conditions carry the findings: every source is compared again.
+            woken = Woken::Any;
+            told_certificates = Some(edge.certificates.clone());
+        }
         drop(edge);
         if woken == Woken::Any && latest.plan().is_some() {
             failed += pass(&ctx, &caches, &cache, &latest, &mut told).await;
@@ -224,7 +239,8 @@ async fn pass(
             return failed;
         };
         let dns = latest.dns();
-        if let Err(error) = bindings::write_binding(ctx, &plan, &dns, &binding).await {
+        let edge = latest.edge();
+        if let Err(error) = bindings::write_binding(ctx, &plan, &dns, &edge, &binding).await {
             failed += 1;
             tracing::warn!(binding = %format!("{}/{}", binding.metadata.namespace.as_deref().unwrap_or_default(), binding.metadata.name.as_deref().unwrap_or_default()), %error, "binding status not written");
         }
@@ -232,7 +248,10 @@ async fn pass(
     let Some(plan) = latest.plan() else {
         return failed;
     };
-    failed += told.outcomes.tell(ctx, &plan.table, &latest.dns()).await;
+    failed += told
+        .outcomes
+        .tell(ctx, &plan.table, &latest.dns(), &latest.edge())
+        .await;
     drop(plan);
     failed += ingress::write_ingresses(ctx, latest, cache.ingresses(), &mut told.ingress).await;
     if let Some(plan) = latest.plan()
@@ -241,7 +260,8 @@ async fn pass(
         // The snapshot goes before statuses are written: each write replaces its object in
         // the store, and a snapshot held through the writes would keep both versions.
         let mut world = cache.world();
-        let writes = gateway::gateway_writes(&mut world, &plan.table, &plan.records, &latest.dns());
+        let (dns, edge) = (latest.dns(), latest.edge());
+        let writes = gateway::gateway_writes(&mut world, &plan.table, &plan.records, &dns, &edge);
         drop((world, plan));
         if let Some(writes) = writes {
             failed += gateway::write_gateway_status(ctx, writes).await;

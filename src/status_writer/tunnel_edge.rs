@@ -1,12 +1,14 @@
 //! A tunnel's `status.edge`, `status.connectors` and `Connected` condition, from the edge health
 //! task's newest [`EdgeView`], with one Event per change of Cloudflare's word (a Warning when
-//! it goes `down` or `degraded`, Normal when `healthy` again).
+//! it goes `down` or `degraded`, Normal when `healthy` again), and a Warning Event on the
+//! tunnel for each routed hostname found without an edge certificate.
 //!
 //! The conditions list is written whole (a merge patch replaces a list), so the write carries
 //! the object's `resourceVersion`: it fails rather than write back a `Ready` older than the
 //! tunnel reconciler's, and the next pass writes it from the newer copy. The tunnel reconciler
 //! writes its conditions from its own copy without that precondition; a `Connected` it wrote
 //! over is put back by the next pass (every `--edge-interval`).
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -20,22 +22,58 @@ use crate::edge_health::{EdgeReport, EdgeView};
 use crate::term::adapters::TunnelKindAdapter;
 use crate::term::{Context, events};
 use cftunnel_policy::edge::{CONNECTED, connected_condition, transition};
+use cftunnel_policy::edge_certificates::REASON_EDGE_CERTIFICATE_MISSING;
 
-/// Writes every live tunnel's edge status that differs from `view`'s; returns how many writes
-/// failed.
+/// Writes every live tunnel's edge status that differs from `view`'s, and tells each hostname
+/// newly found without an edge certificate in a Warning Event on its tunnel (`told` holds the
+/// (uid, hostname) pairs told; a pair leaves it once covered); returns how many writes failed.
 pub(super) async fn write_tunnel_edges(
     ctx: &Context,
     caches: &ProcessCaches,
     view: &EdgeView,
+    told: &mut HashSet<(String, String)>,
 ) -> usize {
     let mut failed = 0;
+    let mut found = HashSet::new();
     for tunnel in caches.tunnels.store().state() {
         failed += write_edge(ctx, &tunnel, view, "Tunnel").await;
+        tell_certificates(ctx, tunnel.as_ref(), view, told, &mut found).await;
     }
     for tunnel in caches.cluster_tunnels.store().state() {
         failed += write_edge(ctx, &tunnel, view, "ClusterTunnel").await;
+        tell_certificates(ctx, tunnel.as_ref(), view, told, &mut found).await;
     }
+    told.retain(|pair| found.contains(pair));
     failed
+}
+
+/// A Warning Event for each of `tunnel`'s hostnames newly found without an edge certificate.
+async fn tell_certificates<K: TunnelKindAdapter>(
+    ctx: &Context,
+    tunnel: &K,
+    view: &EdgeView,
+    told: &mut HashSet<(String, String)>,
+    found: &mut HashSet<(String, String)>,
+) {
+    let (Some(uid), Some(findings)) = (
+        tunnel.uid(),
+        view.certificates.get(&tunnel.route_identity()),
+    ) else {
+        return;
+    };
+    for f in findings {
+        let pair = (uid.clone(), f.hostname.clone());
+        found.insert(pair.clone());
+        if told.insert(pair) {
+            events::warning(
+                ctx,
+                tunnel,
+                REASON_EDGE_CERTIFICATE_MISSING,
+                f.message.clone(),
+            )
+            .await;
+        }
+    }
 }
 
 /// What the status should hold: `None` when it holds it already.

@@ -3,7 +3,10 @@
 //! subset and written down from Cloudflare's generated SDK types in
 //! `tests/data/cloudflare-dns-batch.json` (its `x-source` says which). The Zero Trust Access
 //! operations are a second subset of the same upstream document
-//! (`tests/data/cloudflare-openapi-access-subset.json`), loaded by [`OpenApi::load_access`].
+//! (`tests/data/cloudflare-openapi-access-subset.json`), loaded by [`OpenApi::load_access`];
+//! the edge certificate operations are a third
+//! (`tests/data/cloudflare-openapi-certificates-subset.json`), loaded by
+//! [`OpenApi::load_certificates`].
 //!
 //! OpenAPI 3.0 schemas are close to JSON Schema draft 4 (boolean `exclusiveMinimum`, `$ref`
 //! siblings ignored), except for `nullable`, which is rewritten into `anyOf [..., {type: null}]`
@@ -15,6 +18,7 @@ use serde_json::{Map, Value, json};
 const SPEC: &str = include_str!("../data/cloudflare-openapi-subset.json");
 const BATCH: &str = include_str!("../data/cloudflare-dns-batch.json");
 const ACCESS_SPEC: &str = include_str!("../data/cloudflare-openapi-access-subset.json");
+const CERTIFICATES_SPEC: &str = include_str!("../data/cloudflare-openapi-certificates-subset.json");
 
 /// Query parameters the client sends that the 2024 subset does not declare yet but the current
 /// API documents (see the drift notes): DNS name filters with operators.
@@ -28,6 +32,11 @@ const DOCUMENTED_DRIFT_PARAMS: &[&str] = &[
 /// Query parameters the client sends to the Access lists that the 2024 Access subset does not
 /// declare: the current API and its SDKs page both lists with them.
 const ACCESS_DRIFT_PARAMS: &[&str] = &["page", "per_page"];
+
+/// Query parameters the client sends to the certificate pack list that the 2024 certificates
+/// subset does not declare: the current API pages it with them (`per_page` 5..50, default 20;
+/// see the drift notes of the edge certificates).
+const CERTIFICATES_DRIFT_PARAMS: &[&str] = &["page", "per_page"];
 
 pub struct OpenApi {
     components: Value,
@@ -54,6 +63,13 @@ impl OpenApi {
         let spec: Value =
             serde_json::from_str(ACCESS_SPEC).expect("the vendored Access subset is valid JSON");
         Self::from_spec(&spec, ACCESS_DRIFT_PARAMS)
+    }
+
+    /// The edge certificates subset.
+    pub fn load_certificates() -> Self {
+        let spec: Value = serde_json::from_str(CERTIFICATES_SPEC)
+            .expect("the vendored certificates subset is valid JSON");
+        Self::from_spec(&spec, CERTIFICATES_DRIFT_PARAMS)
     }
 
     fn from_spec(spec: &Value, drift_params: &'static [&'static str]) -> Self {

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::harness::{Harness, POLL, TOKEN, WAIT};
 use crate::metrics::{scrape, serve_metrics, total};
-use crate::routes::API_SECRET;
+use crate::routes::{API_SECRET, bindings, create_binding, create_service, wait_records};
 
 /// The interval of these tests: every check here is a few of them.
 const EDGE_INTERVAL: Duration = Duration::from_secs(3);
@@ -172,4 +172,79 @@ async fn while_nothing_changes_the_edge_costs_one_tunnel_list_per_interval_and_n
         "{lists} tunnel lists in {window:?}, at most {most}"
     );
     assert_eq!(connectors, 0, "connectors are listed only on a change");
+}
+
+/// The `Ready` (status, reason, message) of a binding.
+async fn binding_ready(h: &Harness, name: &str) -> Option<(String, String, String)> {
+    let binding = bindings(h).get(name).await.ok()?;
+    let ready = binding
+        .status?
+        .conditions?
+        .into_iter()
+        .find(|c| c.type_ == "Ready")?;
+    Some((ready.status, ready.reason, ready.message))
+}
+
+async fn wait_binding(h: &Harness, name: &str, reason: &str) -> (String, String, String) {
+    let seen = poll_until(&format!("binding {name} {reason}"), WAIT, POLL, || async {
+        binding_ready(h, name).await.filter(|(_, r, _)| r == reason)
+    })
+    .await;
+    match seen {
+        Ok(ready) => ready,
+        Err(e) => panic!("{e}; Ready is {:?}", binding_ready(h, name).await),
+    }
+}
+
+#[tokio::test]
+async fn a_two_level_hostname_without_an_edge_certificate_is_told_and_an_advanced_pack_clears_it() {
+    // Packs are read again at the drift interval: short, so the new pack is seen soon.
+    let h = Harness::start_with("tr-edge-cert", |o| {
+        o.edge_interval = EDGE_INTERVAL;
+        o.drift_interval = Duration::from_secs(6);
+    })
+    .await;
+    create_service(&h, "deep", 80, json!({}), json!({})).await;
+    create_service(&h, "flat", 80, json!({}), json!({})).await;
+    create_binding(
+        &h,
+        "deep",
+        json!([{"name": "deep", "spec": {"fqdn": "a.b.example.com"}}]),
+    )
+    .await;
+    create_binding(
+        &h,
+        "flat",
+        json!([{"name": "flat", "spec": {"fqdn": "c.example.com"}}]),
+    )
+    .await;
+    ready_tunnel(&h).await;
+
+    // Only the Universal pack (example.com, *.example.com): the two-level name is not covered.
+    let (status, _, message) = wait_binding(&h, "deep", "EdgeCertificateMissing").await;
+    assert_eq!(status, "False");
+    for part in [
+        "a.b.example.com is not covered by any edge certificate of zone example.com",
+        "*.b.example.com",
+        "a-b.example.com",
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message}");
+    }
+    h.wait_event("edge", "EdgeCertificateMissing").await;
+    // The record is published all the same, and the first-level name is not told anything.
+    wait_records(&h, "a.b.example.com", 1).await;
+    wait_binding(&h, "flat", "Routed").await;
+
+    assert!(
+        h.sim
+            .add_certificate_pack(
+                "example.com",
+                "advanced",
+                &["example.com", "*.b.example.com"],
+                "active"
+            )
+            .is_some()
+    );
+    let (status, _, _) = wait_binding(&h, "deep", "Routed").await;
+    assert_eq!(status, "True");
 }

@@ -11,6 +11,7 @@ mod access_models;
 mod batch;
 mod budget;
 mod builder;
+mod certificates;
 mod credentials;
 mod dns;
 mod engine;
@@ -46,6 +47,7 @@ pub use budget::{Budget, Pace, RateLimit};
 pub use builder::{
     CloudflareClientBuilder, DEFAULT_BASE_URL, DEFAULT_TIMEOUT, IN_PROCESS_BASE_URL,
 };
+pub use certificates::{CERTIFICATE_PACKS_PER_PAGE, CertificatePack};
 pub use credentials::Credentials;
 pub use dns::MAX_DNS_PER_PAGE;
 pub use engine::CloudflareClient;

@@ -8,6 +8,7 @@ pub mod access;
 pub mod admission;
 pub mod dns;
 pub mod edge;
+pub mod edge_certificates;
 pub mod hardening;
 pub mod plan;
 pub mod published;

@@ -35,6 +35,12 @@
 //!   body → 400/12130 `access.api.error.invalid_request: …` (both reported, not documented).
 //!   Creates answer 201 and deletes 202, as the Access schema declares. The rules of each call
 //!   are in `handlers/access_apps.rs` and `handlers/access_policies.rs`.
+//! - Edge certificate packs (`GET /zones/{zone_id}/ssl/certificate_packs`): every zone starts
+//!   with its Universal pack (`type: universal`, hosts `[<zone>, *.<zone>]`, `active`); tests
+//!   add others with [`Simulator::add_certificate_pack`]. Only `active` packs are listed unless
+//!   `status=all` (any other `status` → 400/1001); pages of 20 by default, `per_page` 5..50.
+//!   Token permissions are not modelled: a token without "SSL and Certificates Read" (403/10000)
+//!   is a fault, e.g. `Fault::error_rate(1.0, 403)` on [`Operation::ListCertificatePacks`].
 //!
 //! Limits, per credential (a Bearer token, or an email + key pair, known by a 12-hex-character
 //! SHA-256 fingerprint, never by the secret):
@@ -60,6 +66,7 @@
 //! status 0.
 mod access_controls;
 mod access_state;
+mod certificate_state;
 pub mod cli;
 mod controls;
 mod envelope;
@@ -77,6 +84,7 @@ mod tests;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use access_state::{SimAccessApp, SimAccessOrganization, SimAccessPolicy, SimAccessPolicyLink};
+pub use certificate_state::SimCertificatePack;
 pub use fault_target::FaultTarget;
 pub use faults::Fault;
 pub use limits::RequestBudget;
@@ -345,6 +353,64 @@ impl Simulator {
     /// zone's record quota.
     pub fn insert_dns_record(&self, zone_name: &str, record: serde_json::Value) -> Option<String> {
         handlers::insert_record(&mut self.lock(), zone_name, &record)
+    }
+
+    /// Adds an edge certificate pack to the zone, listed after its existing packs: `kind` is the
+    /// API's `type` (`advanced`, `total_tls`, `sni_custom`, …), `hosts` are stored lower-case
+    /// without a trailing dot, `status` is one of the 21 the schema declares (`active`,
+    /// `pending_validation`, …). Returns the pack id; `None` for an unknown zone, an empty kind,
+    /// no (or an empty) host, or an unknown status.
+    pub fn add_certificate_pack(
+        &self,
+        zone_name: &str,
+        kind: &str,
+        hosts: &[&str],
+        status: &str,
+    ) -> Option<String> {
+        let pack = SimCertificatePack::new(kind, hosts, status)?;
+        let mut state = self.lock();
+        let zone_id = state.zone_by_name(zone_name)?.id.clone();
+        let id = pack.id.clone();
+        state
+            .certificate_packs
+            .entry(zone_id)
+            .or_default()
+            .push(pack);
+        Some(id)
+    }
+
+    /// Moves a pack to another status (as an order progresses, or a certificate expires); false
+    /// for an unknown zone or pack, or a status the schema does not declare.
+    pub fn set_certificate_pack_status(
+        &self,
+        zone_name: &str,
+        pack_id: &str,
+        status: &str,
+    ) -> bool {
+        let mut state = self.lock();
+        let Some(zone_id) = state.zone_by_name(zone_name).map(|z| z.id.clone()) else {
+            return false;
+        };
+        state
+            .certificate_packs
+            .get_mut(&zone_id)
+            .and_then(|packs| {
+                packs
+                    .iter_mut()
+                    .find(|p| p.id.eq_ignore_ascii_case(pack_id))
+            })
+            .is_some_and(|pack| pack.set_status(status))
+    }
+
+    /// The zone's certificate packs of every status, in creation order (the Universal pack
+    /// first); empty for an unknown zone.
+    pub fn certificate_packs(&self, zone_name: &str) -> Vec<SimCertificatePack> {
+        let state = self.lock();
+        state
+            .zone_by_name(zone_name)
+            .and_then(|z| state.certificate_packs.get(&z.id))
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The connector token the API would hand out for this tunnel.

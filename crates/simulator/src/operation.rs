@@ -36,11 +36,12 @@ pub enum Operation {
     GetAccessPolicy,
     UpdateAccessPolicy,
     DeleteAccessPolicy,
+    ListCertificatePacks,
 }
 
 impl Operation {
     /// Every operation, in a stable order (useful to iterate counters or inject faults broadly).
-    pub const ALL: [Operation; 32] = [
+    pub const ALL: [Operation; 33] = [
         Operation::VerifyToken,
         Operation::VerifyAccountToken,
         Operation::ListAccounts,
@@ -73,6 +74,7 @@ impl Operation {
         Operation::GetAccessPolicy,
         Operation::UpdateAccessPolicy,
         Operation::DeleteAccessPolicy,
+        Operation::ListCertificatePacks,
     ];
 
     /// The Zero Trust Access operations, whose schema is a separate subset
@@ -95,9 +97,16 @@ impl Operation {
         )
     }
 
+    /// The edge certificate operations, whose schema is a separate subset
+    /// (`tests/data/cloudflare-openapi-certificates-subset.json`).
+    pub fn is_certificates(&self) -> bool {
+        matches!(self, Operation::ListCertificatePacks)
+    }
+
     /// The OpenAPI `operationId`; `None` for the account token verify, absent from the subset.
     /// The batch call is newer than the subset: its schema is `tests/data/cloudflare-dns-batch.json`.
-    /// The Access operations ([`Operation::is_access`]) are in the Access subset.
+    /// The Access operations ([`Operation::is_access`]) are in the Access subset, the edge
+    /// certificate ones ([`Operation::is_certificates`]) in the certificates subset.
     pub fn operation_id(&self) -> Option<&'static str> {
         Some(match self {
             Operation::VerifyToken => "user-api-tokens-verify-token",
@@ -136,6 +145,7 @@ impl Operation {
             Operation::GetAccessPolicy => "access-policies-get-an-access-reusable-policy",
             Operation::UpdateAccessPolicy => "access-policies-update-an-access-reusable-policy",
             Operation::DeleteAccessPolicy => "access-policies-delete-an-access-reusable-policy",
+            Operation::ListCertificatePacks => "certificate-packs-list-certificate-packs",
         })
     }
 
@@ -187,6 +197,7 @@ impl Operation {
             GetAccessPolicy | UpdateAccessPolicy | DeleteAccessPolicy => {
                 "/accounts/{account_id}/access/policies/{policy_id}"
             }
+            ListCertificatePacks => "/zones/{zone_id}/ssl/certificate_packs",
         }
     }
 }

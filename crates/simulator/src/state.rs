@@ -1,4 +1,5 @@
-//! The simulator's in-memory world: one account, its zones, tunnels, DNS records and Access.
+//! The simulator's in-memory world: one account, its zones, tunnels, DNS records, edge
+//! certificate packs and Access.
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::time::Duration;
@@ -6,6 +7,7 @@ use std::time::Duration;
 use rand::{SeedableRng, rngs::StdRng};
 
 use super::access_state::AccessState;
+use super::certificate_state::SimCertificatePack;
 use super::fault_target::FaultRules;
 use super::limits::Limits;
 use super::operation::Operation;
@@ -156,6 +158,9 @@ pub(crate) struct State {
     pub connectors: HashMap<String, Vec<Connector>>,
     /// Creation order per zone id.
     pub records: HashMap<String, Vec<SimDnsRecord>>,
+    /// Edge certificate packs in creation order per zone id; each zone starts with its
+    /// Universal pack.
+    pub certificate_packs: HashMap<String, Vec<SimCertificatePack>>,
     /// Zero Trust Access: the organization, applications and reusable policies.
     pub access: AccessState,
     pub faults: FaultRules,
@@ -194,6 +199,10 @@ impl State {
             }
         }
         let records = zones.iter().map(|z| (z.id.clone(), Vec::new())).collect();
+        let certificate_packs = zones
+            .iter()
+            .map(|z| (z.id.clone(), vec![SimCertificatePack::universal(&z.name)]))
+            .collect();
         State {
             account_id,
             account_name,
@@ -204,6 +213,7 @@ impl State {
             tunnels: Vec::new(),
             connectors: HashMap::new(),
             records,
+            certificate_packs,
             access: AccessState::default(),
             faults: FaultRules::default(),
             rng: StdRng::seed_from_u64(0),

@@ -15,6 +15,7 @@ use super::{
 };
 
 mod access;
+mod certificates;
 mod envelope;
 mod gate;
 mod http;

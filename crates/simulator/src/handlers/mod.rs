@@ -5,6 +5,7 @@ mod access_policies;
 mod access_rules;
 mod accounts;
 mod auth;
+mod certificates;
 mod dispatch;
 mod dns;
 mod dns_batch;
@@ -155,6 +156,7 @@ fn handle(state: &mut State, op: Operation, ctx: &Ctx) -> Result<Reply, ApiError
         Operation::GetAccessPolicy => access_policies::get(state, ctx),
         Operation::UpdateAccessPolicy => access_policies::update(state, ctx),
         Operation::DeleteAccessPolicy => access_policies::delete(state, ctx),
+        Operation::ListCertificatePacks => certificates::list(state, ctx),
     }
 }
 

@@ -3,6 +3,7 @@ mod access;
 mod access_checks;
 mod auth;
 mod budget;
+mod certificates;
 mod cli_options;
 mod detached;
 mod dns;
