@@ -20,4 +20,6 @@ check charts/cftunnel/templates/crds.yaml crds --helm
 # Copies of the Gateway API module: its conformance cases and its CRDs.
 scripts/gateway-conformance.sh --check || stale=1
 scripts/gateway-api-crds.sh --check || stale=1
+# The Kustomize component of the chart's monitoring objects.
+scripts/monitoring-component.sh --check || stale=1
 exit "$stale"

@@ -429,4 +429,42 @@ async fn helm_chart_renders_monitoring_only_where_the_prometheus_operator_is_ser
             alert["alert"]
         );
     }
+
+    // `kubectl apply -k` users: the component carries the same objects, accepted as well.
+    let overlay = tempfile::tempdir().expect("overlay folder");
+    // Kustomize takes relative paths only: up to `/`, then down to the repository.
+    let up = "../".repeat(overlay.path().components().count() - 1);
+    let relative = |path: &str| {
+        let absolute = repo_path(path);
+        format!(
+            "{up}{}",
+            absolute.display().to_string().trim_start_matches('/')
+        )
+    };
+    let kustomization = format!(
+        "resources: [{}]\ncomponents: [{}]\n",
+        relative("manifests"),
+        relative("manifests/components/monitoring")
+    );
+    std::fs::write(overlay.path().join("kustomization.yaml"), kustomization)
+        .expect("overlay kustomization");
+    let built = kubectl_ok(
+        plane,
+        &[
+            "kustomize",
+            "--load-restrictor",
+            "LoadRestrictionsNone",
+            &overlay.path().to_string_lossy(),
+        ],
+        "",
+    );
+    dry_run(plane, &["--server-side", "-f", "-"], &built);
+    let kustomized = documents(&built);
+    for kind in operator_kinds {
+        assert_eq!(find(&kustomized, kind, None).len(), 1, "one {kind}");
+    }
+    assert_eq!(
+        find(&kustomized, "ConfigMap", Some("cftunnel-dashboard")).len(),
+        1
+    );
 }

@@ -21,7 +21,7 @@ use serde_json::json;
 use tokio::sync::OnceCell;
 
 use crate::install_support::{
-    OPERATOR_USER, cftunnel_run_from, install_namespaces_and_rbac, serving_cert_dir,
+    OPERATOR_USER, cftunnel_run_listening, install_namespaces_and_rbac, serving_cert_dir,
 };
 
 pub const TOKEN: &str = "sim-token-for-bad-days";
@@ -142,12 +142,36 @@ impl Operator {
         name: &str,
         extra: &[&str],
     ) -> Operator {
+        Operator::launch(
+            binary,
+            plane,
+            kubeconfig,
+            ns,
+            api_url,
+            name,
+            "127.0.0.1:0",
+            extra,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        binary: &Path,
+        plane: &ControlPlane,
+        kubeconfig: &Path,
+        ns: &str,
+        api_url: &str,
+        name: &str,
+        webhook: &str,
+        extra: &[&str],
+    ) -> Operator {
         let dir = serving_cert_dir(plane);
         let health = format!("127.0.0.1:{}", free_port());
-        let (mut command, log) = cftunnel_run_from(
+        let (mut command, log) = cftunnel_run_listening(
             binary,
             dir.path(),
             kubeconfig,
+            webhook,
             &health,
             &format!("{name}.log"),
         );
@@ -168,6 +192,27 @@ impl Operator {
             health,
             _dir: dir,
         }
+    }
+
+    /// Like [`Operator::start`], its webhook listening on `webhook` (e.g. `127.0.0.1:<port>`,
+    /// so a test can send it AdmissionReviews) instead of a port it picks itself.
+    pub fn start_with_webhook(
+        plane: &ControlPlane,
+        kubeconfig: &Path,
+        ns: &str,
+        cloudflare: &Cloudflare,
+        name: &str,
+        webhook: &str,
+        extra: &[&str],
+    ) -> Operator {
+        let binary = Path::new(env!("CARGO_BIN_EXE_cftunnel"));
+        let url = cloudflare.running.url.clone();
+        Operator::launch(binary, plane, kubeconfig, ns, &url, name, webhook, extra)
+    }
+
+    /// The address of its health server (`/healthz`, `/readyz`, `/metrics`).
+    pub fn health_addr(&self) -> &str {
+        &self.health
     }
 
     pub fn pid(&self) -> u32 {

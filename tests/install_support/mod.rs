@@ -124,11 +124,23 @@ pub fn cftunnel_run_from(
     health: &str,
     log: &str,
 ) -> (std::process::Command, PathBuf) {
+    cftunnel_run_listening(binary, dir, kubeconfig, "127.0.0.1:0", health, log)
+}
+
+/// Like [`cftunnel_run_from`], the webhook listening on `webhook`.
+pub fn cftunnel_run_listening(
+    binary: &std::path::Path,
+    dir: &std::path::Path,
+    kubeconfig: &std::path::Path,
+    webhook: &str,
+    health: &str,
+    log: &str,
+) -> (std::process::Command, PathBuf) {
     let log_path = dir.join(log);
     let log = std::fs::File::create(&log_path).expect("log file");
     let mut command = std::process::Command::new(binary);
     command
-        .args(["run", "--webhook-listen", "127.0.0.1:0"])
+        .args(["run", "--webhook-listen", webhook])
         .args(["--health-listen", health, "--tls-cert-file"])
         .arg(dir.join("tls.crt"))
         .arg("--tls-key-file")
