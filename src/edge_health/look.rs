@@ -13,10 +13,10 @@ use crate::caches::{ProcessCaches, TermCaches};
 use crate::term::Context;
 use crate::term::adapters::TunnelKindAdapter;
 use crate::term::credentials;
-use crate::tunnel_reconciler::apply::controlled_by;
 use cftunnel_cloudflare::{CloudflareClient, Priority};
 use cftunnel_policy::edge::{Observed, changes_word, edge_status, summary, word};
 use cftunnel_policy::render::ObjectNames;
+use cftunnel_policy::render::objects::controlled_by;
 use cftunnel_types::{CloudflareDetails, ConnectorsStatus, EdgeStatus, TunnelIdentity};
 
 /// Most connector lists a pass asks for. A word's change is what asks, and a first sync

@@ -9,7 +9,6 @@ use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use kube::{Api, Resource};
@@ -191,10 +190,4 @@ pub(crate) async fn apply_pending_secret(
     apply::<Secret>(ctx, &identity.namespace, &names.workload, &object).await
 }
 
-/// Does the object's controller owner reference point at the object with `uid`?
-pub fn controlled_by(meta: &ObjectMeta, uid: &str) -> bool {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.controller == Some(true) && o.uid == uid)
-}
+pub use cftunnel_policy::render::objects::controlled_by;

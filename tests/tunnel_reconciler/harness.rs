@@ -135,6 +135,10 @@ impl Harness {
             cloudflare_api_url: self.running.url.clone(),
             cluster_resource_namespace: self.ns.clone(),
             drift_interval: Duration::ZERO,
+            // Like drift checks, the edge health task calls Cloudflare on its own clock (a
+            // walk per interval, connectors on a change): off unless a test is about it, so
+            // call counts say what the reconcilers did.
+            edge_interval: Duration::ZERO,
             retry_base: Duration::from_millis(500),
             retry_max: Duration::from_secs(5),
             ..ControllerOptions::default()

@@ -4,7 +4,7 @@
 //! `*.<apex>`, `active`), the shape Cloudflare gives a full-setup zone. Tests add packs
 //! (advanced, custom, …) and move their status with the [`crate::Simulator`] controls.
 
-use super::state::{hex_id, now, uuid_id};
+use super::ids::{hex_id, now, uuid_id};
 
 /// The pack statuses the API declares (an enum in the schema); others are refused.
 pub(crate) const PACK_STATUSES: [&str; 21] = [

@@ -73,6 +73,7 @@ mod envelope;
 mod fault_target;
 mod faults;
 mod handlers;
+mod ids;
 mod limits;
 mod operation;
 mod query;

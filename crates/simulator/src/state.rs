@@ -1,5 +1,6 @@
 //! The simulator's in-memory world: one account, its zones, tunnels, DNS records, edge
 //! certificate packs and Access.
+pub(crate) use super::ids::{hex_id, now, uuid_id};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::time::Duration;
@@ -311,19 +312,4 @@ impl State {
         }
         true
     }
-}
-
-/// Current time in RFC 3339 UTC.
-pub(crate) fn now() -> String {
-    jiff::Timestamp::now().to_string()
-}
-
-/// 32 lowercase hex characters, the shape of account, zone and record ids.
-pub(crate) fn hex_id() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
-}
-
-/// A random v4 UUID, the shape of tunnel and connector ids.
-pub(crate) fn uuid_id() -> String {
-    uuid::Uuid::new_v4().to_string()
 }

@@ -84,6 +84,14 @@ pub fn owner_reference(identity: &OwnerIdentity) -> OwnerReference {
     }
 }
 
+/// Does the object's controller owner reference point at the object with `uid`?
+pub fn controlled_by(meta: &ObjectMeta, uid: &str) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.uid == uid)
+}
+
 /// A ServiceAccount with no token and no permissions: cloudflared never calls the API.
 pub fn service_account(common: &Common) -> ServiceAccount {
     ServiceAccount {
