@@ -98,6 +98,8 @@ pub(crate) struct Latest {
     /// Bumped when an AccessPolicy status is handed in.
     access: watch::Receiver<u64>,
     edge: watch::Receiver<Arc<EdgeView>>,
+    /// Whether the edge health task still runs (its sender is dropped when it is off).
+    edge_open: bool,
 }
 
 /// Which inputs a pass follows.
@@ -137,29 +139,38 @@ impl Latest {
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
-            changed = self.plans.changed() => {
-                if changed.is_err() {
-                    // The route reconciler is gone (the term is ending): nothing more to write.
-                    std::future::pending::<()>().await;
+        tokio::pin!(retry);
+        loop {
+            tokio::select! {
+                changed = self.plans.changed() => {
+                    if changed.is_err() {
+                        // The route reconciler is gone (the term is ending): nothing more to
+                        // write.
+                        std::future::pending::<()>().await;
+                    }
                 }
-            }
-            changed = self.dns.changed() => {
-                if changed.is_err() {
-                    std::future::pending::<()>().await;
+                changed = self.dns.changed() => {
+                    if changed.is_err() {
+                        std::future::pending::<()>().await;
+                    }
                 }
-            }
-            // The sender lives as long as the writer's own copy of it.
-            _ = self.access.changed() => {}
-            changed = self.edge.changed() => {
-                if changed.is_err() {
-                    std::future::pending::<()>().await;
+                // The sender lives as long as the writer's own copy of it.
+                _ = self.access.changed() => {}
+                changed = self.edge.changed(), if self.edge_open => {
+                    match changed {
+                        Ok(()) => return Woken::Edge,
+                        // Edge health is off (`--edge-interval 0`): its view never changes,
+                        // and every other input is still followed.
+                        Err(_) => {
+                            self.edge_open = false;
+                            continue;
+                        }
+                    }
                 }
-                return Woken::Edge;
+                _ = &mut retry => {}
             }
-            _ = retry => {}
+            return Woken::Any;
         }
-        Woken::Any
     }
 }
 
@@ -182,6 +193,7 @@ pub async fn run(ctx: Arc<Context>, caches: ProcessCaches, inputs: Inputs) {
         dns: inputs.dns,
         access: access_policies.subscribe(),
         edge: inputs.edge,
+        edge_open: true,
     };
     let mut told = Told::default();
     let mut retry: Option<Duration> = None;
