@@ -126,9 +126,15 @@ impl Operator {
         name: &str,
         extra: &[&str],
     ) -> Operator {
-        let binary = Path::new(env!("CARGO_BIN_EXE_cftunnel"));
-        let url = cloudflare.running.url.clone();
-        Operator::start_binary(binary, plane, kubeconfig, ns, &url, name, extra)
+        Operator::start_with_webhook(
+            plane,
+            kubeconfig,
+            ns,
+            cloudflare,
+            name,
+            "127.0.0.1:0",
+            extra,
+        )
     }
 
     /// Like [`Operator::start`], running `binary` (another build of cftunnel) against the
