@@ -20,7 +20,7 @@ mod reconcile;
 mod status;
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,6 +60,50 @@ pub(crate) enum Next {
     Settled,
 }
 
+/// `cftunnel_access_applications` and `cftunnel_access_targets`, read from the policies'
+/// statuses at scrape time for as long as the term runs.
+fn track_gauges(ctx: &AccessContext, caches: &ProcessCaches) -> [crate::metrics::TrackedCounts; 2] {
+    use crate::metrics::Counted;
+    let policies = caches.access_policies.clone();
+    let applications = ctx.metrics.track_counts(
+        Counted::AccessApplications,
+        Box::new(move || application_counts(&policies.all())),
+    );
+    let policies = caches.access_policies.clone();
+    let targets = ctx.metrics.track_counts(
+        Counted::AccessTargets,
+        Box::new(move || target_counts(&policies.all())),
+    );
+    [applications, targets]
+}
+
+/// Applications by state: `protecting` (recorded for a target's hostname) or `retiring`.
+fn application_counts(policies: &[Arc<AccessPolicy>]) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for status in policies.iter().filter_map(|p| p.status.as_ref()) {
+        let protecting = status.targets.iter().flatten().map(|t| t.hostnames.len());
+        let retiring = status.retiring.as_ref().map_or(0, Vec::len);
+        for (state, n) in [("protecting", protecting.sum()), ("retiring", retiring)] {
+            if n > 0 {
+                *counts.entry(state.to_string()).or_default() += n as u64;
+            }
+        }
+    }
+    counts
+}
+
+/// Targets by their reason; a target with none is fully protected, counted as `Ready`.
+fn target_counts(policies: &[Arc<AccessPolicy>]) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for status in policies.iter().filter_map(|p| p.status.as_ref()) {
+        for target in status.targets.iter().flatten() {
+            let reason = target.reason.as_deref().unwrap_or("Ready");
+            *counts.entry(reason.to_string()).or_default() += 1;
+        }
+    }
+    counts
+}
+
 /// What a pass reads besides the policy.
 pub(crate) struct World<'a> {
     pub guard: &'a AccessGuard,
@@ -85,6 +129,7 @@ pub async fn run(
 ) {
     let ctx = AccessContext::new(ctx, routes, access, statuses);
     let cache = RouteCache::new(&caches, &ctx.options.cluster_resource_namespace);
+    let _gauges = track_gauges(&ctx, &caches);
     caches.synced().await;
     let mut changes = caches.subscribe();
     let mut access = ctx.access.subscribe();

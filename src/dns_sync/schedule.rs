@@ -77,6 +77,16 @@ impl DnsView {
             .unwrap_or_default()
     }
 
+    /// Every tunnel's problems counted by reason (a problem names one hostname, or all of a
+    /// group's when Cloudflare failed for the group): what `cftunnel_dns_problems` serves.
+    pub fn problem_counts(&self) -> BTreeMap<String, u64> {
+        let mut counts = BTreeMap::new();
+        for problem in self.problems.values().flatten() {
+            *counts.entry(problem.reason.to_string()).or_default() += 1;
+        }
+        counts
+    }
+
     /// Is `tunnel`'s DNS in step with `table` (each of its groups synced cleanly with the
     /// current input, or it has no DNS at all)?
     pub fn settled(

@@ -1,6 +1,6 @@
 //! The operator's metrics: reconciles, Cloudflare calls, rate-limiter waits, DNS writes,
 //! tunnels and routes by state, each tunnel's edge status and pods, route computations, status writes, watch restarts,
-//! AccessPolicies unknown. `/metrics` serves them
+//! AccessPolicies unknown, DNS problems and Access applications and targets by state. `/metrics` serves them
 //! with the webhook's admission metrics.
 //!
 //! A leaf: [`Metrics`] is a handle that the wiring passes to the caches, the term context (so
@@ -16,6 +16,7 @@
 //! [`CallObserver`]: cftunnel_cloudflare::CallObserver
 mod budget;
 mod cloudflare;
+mod counts;
 mod declared;
 mod dns;
 mod edge;
@@ -33,6 +34,8 @@ use prometheus_client::registry::Registry;
 
 use budget::BudgetGauges;
 use cloudflare::CloudflareMetrics;
+use counts::CountGauges;
+pub(crate) use counts::{CountSource, Counted, TrackedCounts};
 pub(crate) use declared::Declared;
 use dns::DnsMetrics;
 use edge::EdgeGauges;
@@ -62,6 +65,7 @@ pub struct Metrics {
     state: StateGauges,
     edge: EdgeGauges,
     budget: BudgetGauges,
+    counts: CountGauges,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -88,6 +92,7 @@ impl Metrics {
         self.state.register(registry);
         self.edge.register(registry);
         self.budget.register(registry);
+        self.counts.register(registry);
         self.watches.register(registry);
     }
 
@@ -165,6 +170,12 @@ impl Metrics {
     /// while the returned guard lives (the edge health task holds it for its term).
     pub(crate) fn track_edges(&self, source: EdgeSource) -> TrackedEdges {
         self.edge.track(source)
+    }
+
+    /// Counts into `family` what `source` reads at scrape time, while the returned guard lives
+    /// (the task that holds what it reads keeps it for its term).
+    pub(crate) fn track_counts(&self, family: Counted, source: CountSource) -> TrackedCounts {
+        self.counts.track(family, source)
     }
 
     /// Counts the tunnels of one kind by the states `source` reads, while the returned guard

@@ -117,6 +117,11 @@ pub async fn run(
     tracing::info!("route caches synced");
     let mut known: Option<Known> = None;
     let route_gauge = ctx.metrics.track_routes();
+    let view = dns_view.clone();
+    let _dns_problems = ctx.metrics.track_counts(
+        crate::metrics::Counted::DnsProblems,
+        Box::new(move || view.borrow().problem_counts()),
+    );
     // The table last computed, with the digest of what it was computed from.
     let mut computed: Option<(u64, Arc<RouteTable>)> = None;
     loop {

@@ -224,6 +224,21 @@ async fn metrics_serves_exactly_the_listed_families() {
     }));
     let routes = operator.track_routes();
     routes.set(BTreeMap::from([("Routed", 1)]));
+    use crate::metrics::Counted;
+    let counted = [
+        (Counted::DnsProblems, "DNSConflict"),
+        (Counted::AccessApplications, "protecting"),
+        (Counted::AccessTargets, "Ready"),
+    ];
+    let _counts: Vec<_> = counted
+        .into_iter()
+        .map(|(family, label)| {
+            operator.track_counts(
+                family,
+                Box::new(move || BTreeMap::from([(label.to_string(), 1)])),
+            )
+        })
+        .collect();
     let text = scrape(health_router(Readiness::new(), webhook, operator)).await;
     let served = families(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let listed: BTreeSet<String> = LIST.lines().map(str::to_owned).collect();

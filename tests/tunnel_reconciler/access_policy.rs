@@ -296,6 +296,7 @@ async fn a_public_binding_protected_closes_first_opens_behind_its_application_an
     assert_eq!(include, json!([{"email": {"email": "alice@example.com"}}]));
     assert!(reusable[0].name.starts_with("cftunnel AccessPolicy "));
     let policy = wait_programmed(&h, "staff", "True", "Programmed").await;
+    crate::metrics::wait_counted("cftunnel_access_applications", &["state=\"protecting\""]).await;
     let targets = policy.status.and_then(|s| s.targets).unwrap_or_default();
     let recorded: Vec<_> = targets
         .iter()
@@ -417,6 +418,11 @@ async fn someone_elses_application_for_the_hostname_is_left_alone_and_reported()
         .next()
         .expect("a target");
     assert_eq!(target.reason.as_deref(), Some("ApplicationConflict"));
+    crate::metrics::wait_counted(
+        "cftunnel_access_targets",
+        &["reason=\"ApplicationConflict\""],
+    )
+    .await;
     assert!(
         target
             .message

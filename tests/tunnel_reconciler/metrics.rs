@@ -83,6 +83,20 @@ pub(crate) fn total(samples: &BTreeMap<String, f64>, name: &str, labels: &[&str]
         .sum()
 }
 
+/// Waits until the samples of `name` with `labels` sum to at least 1 (the registry is shared
+/// with the tests beside this one, so more is fine; none is the failure).
+pub(crate) async fn wait_counted(name: &str, labels: &[&str]) {
+    let url = serve_metrics().await;
+    poll_until(
+        &format!("{name}{labels:?} to count"),
+        WAIT,
+        POLL,
+        || async { (total(&scrape(&url).await, name, labels) >= 1.0).then_some(()) },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
 #[tokio::test]
 async fn metrics_expose_every_operator_series_and_each_moves() {
     let url = serve_metrics().await;

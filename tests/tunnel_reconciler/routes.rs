@@ -416,4 +416,5 @@ async fn a_record_cftunnel_does_not_own_is_never_touched_and_reported() {
     assert_eq!(kept[0].id, foreign);
     assert_eq!(kept[0].content, "elsewhere.example.net");
     assert!(records(&h, "_managed.taken.example.com").is_empty());
+    crate::metrics::wait_counted("cftunnel_dns_problems", &["reason=\"DNSConflict\""]).await;
 }
