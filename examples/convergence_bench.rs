@@ -35,6 +35,8 @@ use kube::{Api, Client, Resource};
 use serde::Deserialize;
 use serde_json::json;
 
+#[path = "convergence_bench/admission.rs"]
+mod admission;
 #[path = "convergence_bench/budget.rs"]
 mod budget;
 #[path = "convergence_bench/first_sync.rs"]
@@ -193,6 +195,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     )?;
     wait_listening(webhook).await?;
     cftunnel_testenv::registration::register_webhook(&plane, webhook, None).await?;
+    let admitted_before = admission::snapshot(&client).await?;
     let started = Instant::now();
     let creating = {
         let (plan, client) = (plan.clone(), client.clone());
@@ -235,6 +238,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // and counted there.
     settle(&sim, &client, tunnels, &mut operator).await?;
     let first = Phase::measure(&sim, &client, &mut operator).await?;
+    let admitted_first = admission::snapshot(&client).await?;
     println!(
         "  routes in status after {:.1}s; peak RSS {} MiB",
         sync.routed.as_secs_f64(),
@@ -254,6 +258,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let settled = settle(&sim, &client, tunnels, &mut operator).await?;
     let mut restart = Phase::measure(&sim, &client, &mut operator).await?;
     restart.rollouts -= first.rollouts.min(restart.rollouts);
+    // At rest: writes the webhooks judge and nothing stores, before the steady window (they
+    // change nothing the operator sees, so they cost it no call).
+    let resting = admission::snapshot(&client).await?;
+    admission::rest_requests(&client, &plan).await?;
+    let admission = admission::Admission {
+        first: admission::since(&admitted_first, &admitted_before),
+        rest: admission::since(&admission::snapshot(&client).await?, &resting),
+    };
     println!(
         "  restart settled after {:.1}s (no call for {}s since)",
         settled.saturating_sub(QUIET).as_secs_f64(),
@@ -281,6 +293,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         first: &first,
         restart: &restart,
         steady: steady.as_ref(),
+        admission: &admission,
     };
     let results = report(&args, tunnels, routes, &sync, &phases, &budgets);
     print!("{results}");

@@ -6,6 +6,7 @@ use std::time::Duration;
 use cftunnel_cloudflare::{Budget, Pace};
 use cftunnel_sim::RequestBudget;
 
+use super::admission::Admission;
 use super::first_sync::FirstSync;
 use super::steady::Steady;
 use super::svg::{Chart, render};
@@ -16,6 +17,7 @@ pub struct Phases<'a> {
     pub first: &'a Phase,
     pub restart: &'a Phase,
     pub steady: Option<&'a Steady>,
+    pub admission: &'a Admission,
 }
 
 pub struct Budgets {
@@ -209,6 +211,7 @@ pub fn report(
             steady.busiest
         );
     }
+    w.push_str(&phases.admission.table());
     let _ = writeln!(
         w,
         "({} namespaces × {} tunnels × {} routes, configSource {}, routes as {}{})",
