@@ -43,10 +43,19 @@ pub(crate) fn validate_documents(documents: &[Document], default_namespace: &str
         Outcome::Decoded(_, decoded) => Some(decoded.as_ref()),
         _ => None,
     }));
-    let ingresses = model_judged::model_verdicts(outcomes.iter().filter_map(|(_, o)| match o {
-        Outcome::Decoded(_, decoded) => Some(decoded.as_ref()),
+    // Services the rules ignore (no expose labels) are still backends the route model
+    // resolves: an HTTPRoute's backend given in the same input is not "missing".
+    let services = outcomes.iter().filter_map(|(document, o)| match o {
+        Outcome::Ignored => decode::plain_service(document, default_namespace)?.ok(),
         _ => None,
-    }));
+    });
+    let ingresses = model_judged::model_verdicts(
+        outcomes.iter().filter_map(|(_, o)| match o {
+            Outcome::Decoded(_, decoded) => Some(decoded.as_ref()),
+            _ => None,
+        }),
+        services,
+    );
     let mut zone_warnings =
         zone_totals::domain_warnings(outcomes.iter().filter_map(|(_, o)| match o {
             Outcome::Decoded(_, decoded) => Some(decoded.as_ref()),

@@ -8,6 +8,7 @@
 //! HTTPRoute's unresolved backend is a warning.
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::decode::Decoded;
@@ -20,10 +21,15 @@ use crate::rules::{Verdict, Violation};
 /// The verdict on each route source the model judges, by (kind, namespace, name).
 pub(crate) fn model_verdicts<'a>(
     objects: impl IntoIterator<Item = &'a Decoded>,
+    plain_services: impl IntoIterator<Item = Service>,
 ) -> BTreeMap<(SourceKind, String, String), Verdict> {
     let mut builder = WorldBuilder::default();
     for object in objects {
         builder.add(object);
+    }
+    for service in plain_services {
+        let namespace = service.metadata.namespace.clone().unwrap_or_default();
+        builder.add_service(service, &namespace);
     }
     let world = builder.finish();
     if world.ingresses.is_empty() && world.http_routes.is_empty() && world.grpc_routes.is_empty() {

@@ -449,6 +449,18 @@ spec:
         })
         .count();
     assert_eq!(warned, 2);
+    // Given in the same input (a plain Service, which the rules themselves ignore), it
+    // resolves: no warning.
+    let web = "apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  ports: [{name: http, port: 80}]
+";
+    let given = self::report(&[EDGE, gateway, &fine, web], "default");
+    assert!(given.violation_lines().is_empty(), "{given:?}");
+    let warnings: Vec<&String> = given.findings.iter().flat_map(|f| &f.warnings).collect();
+    assert!(warnings.is_empty(), "{warnings:?}");
 }
 
 /// A binding routing `n` hostnames `h<i>.example.org`, all to Service `web`.
