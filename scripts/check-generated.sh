@@ -17,6 +17,7 @@ check() { # check <file> <cftunnel args...>
 }
 check manifests/crds.yaml crds
 check charts/cftunnel/templates/crds.yaml crds --helm
+check docs/reference/crds.md crds --reference
 # Copies of the Gateway API module: its conformance cases and its CRDs.
 scripts/gateway-conformance.sh --check || stale=1
 scripts/gateway-api-crds.sh --check || stale=1

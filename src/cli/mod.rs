@@ -1,5 +1,6 @@
 //! Command-line interface: one binary, one subcommand per role.
 mod budget;
+mod crd_reference;
 mod render;
 
 use std::io::Write;
@@ -241,6 +242,10 @@ pub struct CrdsArgs {
     /// conversion in the release namespace, kept on uninstall, cert-manager CA injection.
     #[arg(long, conflicts_with_all = ["webhook_namespace", "webhook_service"])]
     pub helm: bool,
+    /// Print a Markdown reference of every field of the CRDs instead (docs/reference/crds.md):
+    /// types, defaults, constraints, CEL rules and printer columns of each served version.
+    #[arg(long, conflicts_with_all = ["helm", "webhook_namespace", "webhook_service"])]
+    pub reference: bool,
 }
 
 pub fn main() -> ExitCode {
@@ -329,6 +334,11 @@ async fn shutdown_signal() {
 fn print_crds(args: &CrdsArgs) -> anyhow::Result<()> {
     if args.helm {
         let text = cftunnel_types::crds::helm::crds_template()?;
+        std::io::stdout().lock().write_all(text.as_bytes())?;
+        return Ok(());
+    }
+    if args.reference {
+        let text = crd_reference::render(&crds::all(&ConversionService::default()))?;
         std::io::stdout().lock().write_all(text.as_bytes())?;
         return Ok(());
     }
