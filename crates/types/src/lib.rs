@@ -10,6 +10,7 @@ pub mod defaults;
 pub mod gateway;
 mod identity;
 pub mod names;
+pub mod network;
 pub mod service;
 pub mod tunnel;
 mod tunnel_common;
@@ -17,6 +18,7 @@ mod tunnel_common;
 pub use access_policy::{AccessPolicy, AccessPolicySpec, AccessPolicyStatus};
 pub use binding::{TunnelBinding, TunnelBindingStatus};
 pub use identity::{TunnelIdentity, TunnelKind};
+pub use network::{NetworkRoute, NetworkRouteSpec, VirtualNetwork, VirtualNetworkSpec};
 pub use service::ServicePorts;
 pub use tunnel::v1alpha2::{ClusterTunnel, ClusterTunnelSpec, Tunnel, TunnelSpec};
 pub use tunnel_common::{

@@ -13,6 +13,7 @@ use super::access_policy::AccessPolicy;
 use super::access_tunnel::AccessTunnel;
 use super::binding::TunnelBinding;
 use super::cel::{self, CelRule};
+use super::network::{NetworkRoute, VirtualNetwork};
 use super::tunnel::{v1alpha1, v1alpha2};
 
 /// CRDs whose versions cftunnel converts.
@@ -49,6 +50,8 @@ pub fn all(conversion: &ConversionService) -> Vec<CustomResourceDefinition> {
         tunnel_binding(),
         access_tunnel(),
         access_policy(),
+        virtual_network(),
+        network_route(),
     ]
 }
 
@@ -77,6 +80,33 @@ pub fn cluster_tunnel(conversion: &ConversionService) -> CustomResourceDefinitio
         "ClusterTunnel",
         conversion,
     )
+}
+
+/// VirtualNetwork v1alpha2 (cluster-scoped), with its one cheap rule as CEL: exactly one of
+/// `name` and `existing`.
+pub(crate) fn virtual_network() -> CustomResourceDefinition {
+    let mut crd = VirtualNetwork::crd();
+    for version in &mut crd.spec.versions {
+        let Some(spec) = schema_of(version)
+            .and_then(|root| root.properties.as_mut())
+            .and_then(|p| p.get_mut("spec"))
+        else {
+            continue;
+        };
+        spec.x_kubernetes_validations = Some(vec![ValidationRule {
+            rule: "has(self.name) != has(self.existing)".into(),
+            message: Some(
+                "set exactly one of spec.name (a network cftunnel creates) and spec.existing (one it adopts)".into(),
+            ),
+            ..Default::default()
+        }]);
+    }
+    crd
+}
+
+/// NetworkRoute v1alpha2; its rules (CIDRs, hostnames, claims) are the webhook's.
+pub(crate) fn network_route() -> CustomResourceDefinition {
+    NetworkRoute::crd()
 }
 
 pub fn tunnel_binding() -> CustomResourceDefinition {
