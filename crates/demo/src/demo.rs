@@ -1,24 +1,33 @@
 //! `cftunnel demo`: the whole product on this machine. Starts a local control plane (etcd,
-//! kube-apiserver, kube-controller-manager on loopback), the Cloudflare simulator and cftunnel
-//! (webhook and reconcilers), applies `examples/` with the real kubectl and prints what happened.
+//! kube-apiserver, kube-controller-manager on loopback) with the Gateway API CRDs, the
+//! Cloudflare simulator and cftunnel (webhook and reconcilers, edge health every few seconds),
+//! applies `examples/` with the real kubectl and prints what happened: each tunnel with its
+//! edge status, connectors and routes, the Go-era manifest served back in v1alpha2, the
+//! HTTPRoute's parent status, the AccessPolicy and its Access application, DNS, the workload.
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, Client};
 
 use cftunnel::caches::WatchScope;
 use cftunnel::term::ControllerOptions;
 use cftunnel::webhook::{ServingHandle, WebhookConfig};
-use cftunnel_sim::{SimConfig, SimDnsRecord, Simulator};
+use cftunnel_sim::{SimConfig, Simulator};
 use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, poll_until};
-use cftunnel_types::{ClusterTunnel, Tunnel, TunnelStatus};
+use cftunnel_types::{Tunnel, TunnelStatus};
+
+use crate::tunnels::{self, WATCHED};
+use crate::{access, cloudflare, deployment, gateway_api, go_era};
 
 /// The token `examples/01-api-secrets.yaml` carries.
 const TOKEN: &str = "demo-api-token";
 const ACCOUNT: &str = "Demo Account";
+/// The simulated account's Zero Trust team, which Access applications belong to.
+const ACCESS_TEAM: &str = "demo";
 const DEMO_NAMESPACE: &str = "demo";
+/// The Tunnel the simulated edge reports connected.
+const SHOP: &str = "shop";
 
 #[derive(Debug, clap::Parser)]
 #[command(
@@ -48,8 +57,9 @@ impl DemoArgs {
     }
 }
 
-/// Hostnames the examples route, and so expect DNS records for.
-const ROUTED: [&str; 3] = ["web.example.com", "api.example.com", "app.example.com"];
+/// How often edge health asks Cloudflare about each tunnel here (`cftunnel run
+/// --edge-interval`, 60 s by default), so the summary shows its findings within seconds.
+const EDGE_INTERVAL: Duration = Duration::from_secs(5);
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let log_file = args.log_path();
@@ -58,10 +68,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     );
     println!("  cftunnel's log: {}", log_file.display());
     let plane = ControlPlane::start(ControlPlaneOptions::for_cftunnel()).await?;
+    gateway_api::install_crds(&plane)?;
     let sim = Simulator::new(SimConfig {
         account_name: ACCOUNT.into(),
         zones: vec!["example.com".into()],
         tokens: vec![TOKEN.into()],
+        access_team: Some(ACCESS_TEAM.into()),
         ..Default::default()
     });
     let cloudflare = sim.serve("127.0.0.1:0".parse()?).await?;
@@ -71,6 +83,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     cftunnel_testenv::registration::register_webhook(&plane, webhook_addr, None).await?;
     let options = ControllerOptions {
         cloudflare_api_url: cloudflare.url.clone(),
+        edge_interval: EDGE_INTERVAL,
         ..Default::default()
     };
     let reconcilers = tokio::spawn(cftunnel::wiring::run_reconcilers(
@@ -79,13 +92,81 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         WatchScope::default(),
     ));
     println!(
-        "  control plane {} · simulator {} · webhook https://{webhook_addr}\n",
+        "  control plane {} · simulator {} · webhook https://{webhook_addr}",
         plane.server_url(),
         cloudflare.url
     );
+    println!(
+        "  Gateway API v1.6.3 CRDs installed · edge health every {} s (--edge-interval; 60 s by default)\n",
+        EDGE_INTERVAL.as_secs()
+    );
 
+    let refused = apply_examples(&plane, &args.examples)?;
+
+    println!("\nwaiting for the tunnels to become Ready …");
+    for tunnel in &WATCHED {
+        if let Err(e) = tunnel.wait(&client, "to be Ready", tunnels::is_ready).await {
+            println!("  {e}");
+        }
+    }
+    connect_shop(&client, &sim).await;
+    println!(
+        "waiting for edge health to write status.edge, status.connectors and Connected (every {} s) …",
+        EDGE_INTERVAL.as_secs()
+    );
+    let mut statuses = Vec::new();
+    for tunnel in &WATCHED {
+        let done: fn(&TunnelStatus) -> bool = match tunnel.name {
+            SHOP => tunnels::is_connected,
+            _ => tunnels::has_edge_health,
+        };
+        statuses.push((tunnel, tunnel.wait(&client, "edge health", done).await));
+    }
+    println!("waiting for the HTTPRoute to be accepted, the AccessPolicy programmed and DNS …");
+    let route = gateway_api::wait_accepted(&client).await;
+    let policy = access::wait_programmed(&client).await;
+    let dns = cloudflare::routed_records(&sim).await;
+
+    println!("\nsummary");
+    for (tunnel, status) in statuses {
+        tunnels::print(&client, tunnel, status).await;
+    }
+    go_era::print(&client).await;
+    gateway_api::print(&client, route).await;
+    access::print(&sim, policy);
+    cloudflare::print(&sim, dns);
+    deployment::print(&client, DEMO_NAMESPACE).await;
+    for (file, message) in &refused {
+        println!("  refused at kubectl apply: {}", file.display());
+        println!("{}", indent(&indent(message)));
+    }
+    println!("  cftunnel's log: {}", log_file.display());
+
+    if args.keep_running {
+        println!(
+            "running; KUBECONFIG={} — Ctrl-C stops everything",
+            plane.admin_kubeconfig().display()
+        );
+        println!(
+            "  try: kubectl get tunnels,clustertunnels -A (the Edge and Connectors columns), kubectl get httproutes,accesspolicies -n demo"
+        );
+        tokio::signal::ctrl_c().await?;
+    }
+    // Stop in order: the reconcilers and the webhook before what they talk to.
+    reconcilers.abort();
+    let _ = reconcilers.await;
+    webhook.shutdown();
+    let _ = webhook.join().await;
+    cloudflare.shutdown().await;
+    plane.stop().await;
+    Ok(())
+}
+
+/// Applies every manifest of `dir` with kubectl, printing what it says; the files refused,
+/// with kubectl's message.
+fn apply_examples(plane: &ControlPlane, dir: &Path) -> anyhow::Result<Vec<(PathBuf, String)>> {
     let mut refused = Vec::new();
-    for file in manifests(&args.examples)? {
+    for file in manifests(dir)? {
         let out = plane.kubectl().args(["apply", "-f"]).arg(&file).output()?;
         let printed = format!(
             "{}{}",
@@ -103,206 +184,27 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             println!("    {line}");
         }
     }
-
-    println!("\nwaiting for the tunnels to become Ready and their DNS records to appear …");
-    let tunnels: Api<Tunnel> = Api::namespaced(client.clone(), DEMO_NAMESPACE);
-    let cluster_tunnels: Api<ClusterTunnel> = Api::all(client.clone());
-    let shop = ready_status("Tunnel demo/shop", &tunnels, "shop").await;
-    let edge = ready_status("ClusterTunnel edge", &cluster_tunnels, "edge").await;
-    let dns = routed_records(&sim).await;
-    println!("\nsummary");
-    for (what, status) in [("Tunnel demo/shop", shop), ("ClusterTunnel edge", edge)] {
-        print_tunnel(what, status);
-    }
-    print_cloudflare(&sim, dns);
-    print_deployment(&client).await;
-    for (file, message) in &refused {
-        println!("  refused at kubectl apply: {}", file.display());
-        println!("{}", indent(&indent(message)));
-    }
-    println!("  cftunnel's log: {}", log_file.display());
-
-    if args.keep_running {
-        println!(
-            "running; KUBECONFIG={} — Ctrl-C stops everything",
-            plane.admin_kubeconfig().display()
-        );
-        tokio::signal::ctrl_c().await?;
-    }
-    // Stop in order: the reconcilers and the webhook before what they talk to.
-    reconcilers.abort();
-    let _ = reconcilers.await;
-    webhook.shutdown();
-    let _ = webhook.join().await;
-    cloudflare.shutdown().await;
-    plane.stop().await;
-    Ok(())
+    Ok(refused)
 }
 
-fn print_tunnel(what: &str, status: Result<TunnelStatus, cftunnel_testenv::TestEnvError>) {
-    let status = match status {
-        Ok(s) => s,
-        Err(e) => {
-            println!("  {what}: not Ready ({e})");
-            return;
-        }
-    };
-    println!(
-        "  {what}: Ready, tunnel {}",
-        status.tunnel_id.unwrap_or_default()
-    );
-    for route in status.routes.unwrap_or_default() {
-        println!(
-            "    route {} → {} ({}, from {})",
-            route.hostname, route.target, route.state, route.source
-        );
-    }
-}
-
-/// Waits until every routed hostname has its CNAME; the zone's records then.
-async fn routed_records(
-    sim: &Simulator,
-) -> Result<Vec<SimDnsRecord>, cftunnel_testenv::TestEnvError> {
-    poll_until(
-        "the DNS records of the routed hostnames",
-        Duration::from_secs(120),
-        Duration::from_millis(500),
-        || async {
-            let records = sim.dns_records("example.com");
-            ROUTED
-                .iter()
-                .all(|h| {
-                    records
-                        .iter()
-                        .any(|r| r.name == *h && r.record_type == "CNAME")
-                })
-                .then_some(records)
-        },
-    )
-    .await
-}
-
-fn print_cloudflare(
-    sim: &Simulator,
-    dns: Result<Vec<SimDnsRecord>, cftunnel_testenv::TestEnvError>,
-) {
-    let live: Vec<String> = sim
-        .tunnels()
-        .into_iter()
-        .filter(|t| t.deleted_at.is_none())
-        .map(|t| format!("{} ({})", t.name, t.id))
-        .collect();
-    println!(
-        "  Cloudflare (simulated): {} live tunnels: {}",
-        live.len(),
-        live.join(", ")
-    );
-    match dns {
-        Ok(records) => {
-            println!("  DNS records in example.com (simulated):");
-            for r in records {
-                println!("    {} {} {}", r.record_type, r.name, r.content);
-            }
-        }
-        Err(e) => println!("  DNS records in example.com: not all there ({e})"),
-    }
-    println!("  Cloudflare API calls made: {}", sim.total_calls());
-}
-
-/// The key settings of the hardened cloudflared Deployment of Tunnel demo/shop.
-async fn print_deployment(client: &Client) {
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), DEMO_NAMESPACE);
-    let Ok(Some(deployment)) = deployments.get_opt("shop").await else {
-        println!("  cloudflared Deployment demo/shop: not found");
-        return;
-    };
-    let spec = deployment.spec;
-    let pod = spec.template.spec.unwrap_or_default();
-    let container = pod.containers.first().cloned().unwrap_or_default();
-    let security = container.security_context.unwrap_or_default();
-    let pod_security = pod.security_context.unwrap_or_default();
-    let dropped = security
-        .capabilities
-        .and_then(|c| c.drop)
-        .unwrap_or_default()
-        .join(",");
-    let seccomp = pod_security
-        .seccomp_profile
-        .or(security.seccomp_profile)
-        .map(|p| p.type_)
-        .unwrap_or_default();
-    println!("  cloudflared Deployment demo/shop (hardened):");
-    println!(
-        "    replicas {} · image {}",
-        spec.replicas.unwrap_or(1),
-        container.image.unwrap_or_default()
-    );
-    println!(
-        "    runAsNonRoot {} · readOnlyRootFilesystem {} · allowPrivilegeEscalation {} · capabilities drop [{dropped}] · seccomp {seccomp}",
-        pod_security
-            .run_as_non_root
-            .or(security.run_as_non_root)
-            .unwrap_or(false),
-        security.read_only_root_filesystem.unwrap_or(false),
-        security.allow_privilege_escalation.unwrap_or(true),
-    );
-    println!(
-        "    automountServiceAccountToken {} · serviceAccount {}",
-        pod.automount_service_account_token.unwrap_or(true),
-        pod.service_account_name.unwrap_or_default()
-    );
-}
-
-/// Waits (generously) until the object's Ready condition is True; its status then.
-async fn ready_status<K>(
-    what: &str,
-    api: &Api<K>,
-    name: &str,
-) -> Result<TunnelStatus, cftunnel_testenv::TestEnvError>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + HasTunnelStatus,
-{
-    poll_until(
-        &format!("{what} to be Ready"),
-        Duration::from_secs(120),
-        Duration::from_millis(500),
-        || async {
-            api.get_opt(name)
-                .await
-                .ok()
-                .flatten()
-                .and_then(|t| t.tunnel_status())
-                .filter(is_ready)
-        },
-    )
-    .await
-}
-
-/// Both tunnel kinds carry the same status.
-trait HasTunnelStatus {
-    fn tunnel_status(self) -> Option<TunnelStatus>;
-}
-
-impl HasTunnelStatus for Tunnel {
-    fn tunnel_status(self) -> Option<TunnelStatus> {
-        self.status
-    }
-}
-
-impl HasTunnelStatus for ClusterTunnel {
-    fn tunnel_status(self) -> Option<TunnelStatus> {
-        self.status
-    }
-}
-
-/// Ready, with the routes the examples give every tunnel listed in its status.
-fn is_ready(status: &TunnelStatus) -> bool {
-    let ready = status
-        .conditions
-        .iter()
+/// No node runs cloudflared here, so nothing connects to the tunnel: the simulator, standing
+/// in for Cloudflare's edge, attaches a connector to demo/shop's tunnel, as the edge reports
+/// once cloudflared holds its connections. The others stay as they are (`inactive`).
+async fn connect_shop(client: &Client, sim: &Simulator) {
+    let shop: Api<Tunnel> = Api::namespaced(client.clone(), DEMO_NAMESPACE);
+    let id = shop
+        .get_opt(SHOP)
+        .await
+        .ok()
         .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == "True");
-    ready && status.routes.as_ref().is_some_and(|r| !r.is_empty())
+        .and_then(|t| t.status)
+        .and_then(|s| s.tunnel_id);
+    match id {
+        Some(id) if sim.connect_tunnel(&id) => println!(
+            "\nthe Cloudflare simulator stands in for Cloudflare's edge: it now reports a simulated cloudflared connector on tunnel {id} (Tunnel demo/shop), as the edge would once cloudflared connects; nothing connects to the other tunnels (no node runs cloudflared pods here)"
+        ),
+        _ => println!("\nTunnel demo/shop has no tunnel on the simulator to connect"),
+    }
 }
 
 async fn start_webhook(

@@ -1,7 +1,13 @@
 //! `cftunnel-demo`: the whole product on this machine, what `scripts/demo.sh` runs. A control
 //! plane on loopback (binaries from scripts/build-control-plane.sh), the Cloudflare simulator
 //! and cftunnel; the manifests of `examples/` applied, and a summary of what came of them.
+mod access;
+mod cloudflare;
 mod demo;
+mod deployment;
+mod gateway_api;
+mod go_era;
+mod tunnels;
 
 use std::process::ExitCode;
 
