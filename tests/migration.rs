@@ -1,5 +1,5 @@
 //! Switching a cluster from the Go operator (`adyanth/cloudflare-operator`) to cftunnel in
-//! place, as the README's "Migrating from the Go operator" says: a control plane of its own
+//! place, as docs/install.md's "Migrating from the Go operator" says: a control plane of its own
 //! (with KCM) starts with the Go operator's own CRDs, objects of all four kinds are stored in
 //! the shapes it accepted (v1alpha1 objects from the releases that served only v1alpha1, then
 //! v1alpha2 ones, and the oddities admission refuses today), with the Deployments, ConfigMaps,
@@ -351,7 +351,7 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
     let tunnels_before: BTreeSet<String> = h.live_tunnels().into_iter().map(|t| t.id).collect();
     assert_eq!(tunnels_before.len(), cases.len());
 
-    // Step 7: cftunnel installed as the README says: its CRDs replace the Go operator's (their
+    // Step 7: cftunnel installed as docs/install.md says: its CRDs replace the Go operator's (their
     // conversion calls cftunnel's webhook, here on loopback), then the operator starts with the
     // Go operator's cluster-resource namespace (the harness's namespace).
     let webhook = common::webhook::start_webhook_thread(plane);

@@ -16,7 +16,7 @@ use super::install_support::NAMESPACE;
 use super::pods::{POLL, WAIT};
 use super::tunnel::{route_manifests, tunnel_manifest};
 
-/// Lease 15 s + retry 2 s (README "Operations: leader election"); the margin is for 2 busy cores.
+/// Lease 15 s + retry 2 s (docs/operations.md, "Leader election"); the margin is for 2 busy cores.
 const FAILOVER_WAIT: Duration = Duration::from_secs(60);
 
 /// Deleting the leader pod: the other replica takes the Lease, and a Tunnel created afterwards

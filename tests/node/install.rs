@@ -92,7 +92,7 @@ pub fn import_images(plane: &ControlPlane, images: &Images) {
 
 /// The overlay a user writes: manifests/ as base, the image set as `kustomize edit set image
 /// ghcr.io/cftunnel/cftunnel=mirror.local/cftunnel/cftunnel:<version>` writes it, and two
-/// arguments added by a JSON patch (the README's way to add arguments).
+/// arguments added by a JSON patch (docs/install.md's way to add arguments).
 pub fn write_overlay(dir: &Path, api_url: &str, cloudflared_image: &str) {
     // A relative path: kustomize resolves bases relative to the overlay.
     let ups = dir.components().count().saturating_sub(1);

@@ -1,4 +1,4 @@
-//! Uninstalling in the README's order, then `helm install` of the chart on the same node.
+//! Uninstalling in the order of docs/install.md, then `helm install` of the chart on the same node.
 
 use cftunnel_testenv::{ControlPlane, poll_until};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
@@ -21,7 +21,7 @@ fn kubectl_ok(plane: &ControlPlane, args: &[&str]) -> String {
     printed
 }
 
-/// The README's first two steps: bindings, then tunnels (kubectl waits for cftunnel's cleanup).
+/// The first two steps of docs/install.md's uninstall: bindings, then tunnels (kubectl waits for cftunnel's cleanup).
 /// Then nothing of cftunnel's is left: no tunnel object, no Secret guard finalizer, every
 /// tunnel deleted at Cloudflare, no DNS record in the zone.
 pub async fn release_tunnels_as_the_readme_says(plane: &ControlPlane, cf: &Cloudflare) {
@@ -185,8 +185,8 @@ pub async fn helm_uninstall(plane: &ControlPlane, cf: &Cloudflare) {
             "--ignore-not-found",
         ],
     );
-    // What cftunnel creates at run time is not part of the release; the README's last step,
-    // deleting the namespace, removes it.
+    // What cftunnel creates at run time is not part of the release; the last step of docs/install.md's
+    // uninstall, deleting the namespace, removes it.
     let mut cftunnel: Vec<&str> = left
         .lines()
         .filter(|l| l.contains("cftunnel") && !l.starts_with("pod/"))

@@ -27,7 +27,7 @@ use cftunnel_types::names::CONTROLLER_NAME;
 
 /// The features a GatewayClass of cftunnel's reports: "the set of features the GatewayClass
 /// support", named as the conformance suite names them (`pkg/features`) and sorted, as
-/// `supportedFeatures` requires. Only those whose conformance cases pass here (README,
+/// `supportedFeatures` requires. Only those whose conformance cases pass here (docs/routing.md,
 /// Conformance); GRPCRoute is served but not listed: no conformance case of it runs, its
 /// header matches are refused, and Cloudflare does not support gRPC on public hostnames.
 pub const SUPPORTED_FEATURES: &[&str] = &["Gateway", "HTTPRoute", "ReferenceGrant"];
