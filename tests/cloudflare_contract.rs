@@ -60,11 +60,17 @@ fn every_simulated_operation_is_in_the_subset() {
     let api = OpenApi::load();
     let access = OpenApi::load_access();
     let certificates = OpenApi::load_certificates();
+    let networks = OpenApi::load_networks();
+    let hostname_routes = OpenApi::load_hostname_routes();
     for op in Operation::ALL {
         let subset = if op.is_access() {
             &access
         } else if op.is_certificates() {
             &certificates
+        } else if op.is_networks() {
+            &networks
+        } else if op.is_hostname_routes() {
+            &hostname_routes
         } else {
             &api
         };
@@ -352,9 +358,14 @@ async fn every_client_operation_round_trips_and_validates() {
     let expected: std::collections::BTreeSet<Operation> = Operation::ALL
         .into_iter()
         // The Access calls are round-tripped by cloudflare_access_contract, the edge
-        // certificate ones by cloudflare_certificates_contract.
+        // certificate ones by cloudflare_certificates_contract, the private-network ones by
+        // cloudflare_networks_contract.
         .filter(|op| {
-            !matches!(op, Operation::VerifyAccountToken) && !op.is_access() && !op.is_certificates()
+            !matches!(op, Operation::VerifyAccountToken)
+                && !op.is_access()
+                && !op.is_certificates()
+                && !op.is_networks()
+                && !op.is_hostname_routes()
         })
         .collect();
     assert_eq!(

@@ -6,7 +6,11 @@
 //! (`tests/data/cloudflare-openapi-access-subset.json`), loaded by [`OpenApi::load_access`];
 //! the edge certificate operations are a third
 //! (`tests/data/cloudflare-openapi-certificates-subset.json`), loaded by
-//! [`OpenApi::load_certificates`].
+//! [`OpenApi::load_certificates`]; the virtual network and IP route operations are a fourth
+//! (`tests/data/cloudflare-openapi-networks-subset.json`), loaded by [`OpenApi::load_networks`],
+//! and the hostname route operations, newer than the subsets, are written down from
+//! Cloudflare's generated SDKs in `tests/data/cloudflare-openapi-hostname-routes.json`, loaded
+//! by [`OpenApi::load_hostname_routes`].
 //!
 //! OpenAPI 3.0 schemas are close to JSON Schema draft 4 (boolean `exclusiveMinimum`, `$ref`
 //! siblings ignored), except for `nullable`, which is rewritten into `anyOf [..., {type: null}]`
@@ -19,6 +23,8 @@ const SPEC: &str = include_str!("../data/cloudflare-openapi-subset.json");
 const BATCH: &str = include_str!("../data/cloudflare-dns-batch.json");
 const ACCESS_SPEC: &str = include_str!("../data/cloudflare-openapi-access-subset.json");
 const CERTIFICATES_SPEC: &str = include_str!("../data/cloudflare-openapi-certificates-subset.json");
+const NETWORKS_SPEC: &str = include_str!("../data/cloudflare-openapi-networks-subset.json");
+const HOSTNAME_ROUTES_SPEC: &str = include_str!("../data/cloudflare-openapi-hostname-routes.json");
 
 /// Query parameters the client sends that the 2024 subset does not declare yet but the current
 /// API documents (see the drift notes): DNS name filters with operators.
@@ -70,6 +76,21 @@ impl OpenApi {
         let spec: Value = serde_json::from_str(CERTIFICATES_SPEC)
             .expect("the vendored certificates subset is valid JSON");
         Self::from_spec(&spec, CERTIFICATES_DRIFT_PARAMS)
+    }
+
+    /// The private networks subset: virtual networks and IP routes. Every query parameter the
+    /// client sends is declared.
+    pub fn load_networks() -> Self {
+        let spec: Value = serde_json::from_str(NETWORKS_SPEC)
+            .expect("the vendored networks subset is valid JSON");
+        Self::from_spec(&spec, &[])
+    }
+
+    /// The hostname routes document. Every query parameter the client sends is declared.
+    pub fn load_hostname_routes() -> Self {
+        let spec: Value = serde_json::from_str(HOSTNAME_ROUTES_SPEC)
+            .expect("the vendored hostname routes document is valid JSON");
+        Self::from_spec(&spec, &[])
     }
 
     fn from_spec(spec: &Value, drift_params: &'static [&'static str]) -> Self {

@@ -16,7 +16,11 @@ mod credentials;
 mod dns;
 mod engine;
 mod error;
+mod hostname_routes;
 mod models;
+mod networks;
+mod networks_errors;
+mod networks_models;
 mod observer;
 mod pacer;
 mod quota;
@@ -56,10 +60,22 @@ pub use error::{
     CODE_ACTIVE_CONNECTIONS, CODE_INVALID_TOKEN, CODE_RECORD_QUOTA_EXCEEDED,
     CODE_TUNNEL_NAME_EXISTS, CODES_RECORD_EXISTS, CloudflareError, TransportError,
 };
+pub use hostname_routes::HostnameRouteFilter;
 pub use models::{
     Account, ConfigSrc, ConnectionClient, Envelope, Page, ResultInfo, SecretString, TokenStatus,
     TokenVerification, Tunnel, TunnelConnection, TunnelCredentialsFile, TunnelStatus, Zone,
     ZoneAccount, ZonePlan,
+};
+pub use networks::{IpRouteFilter, MAX_ROUTES_PER_PAGE, VirtualNetworkFilter};
+pub use networks_errors::{
+    CODE_HOSTNAME_ROUTE_EXISTS, CODE_ROUTE_EXISTS, CODE_ROUTE_LIMIT, CODE_ROUTE_NOT_FOUND,
+    CODE_TUNNEL_HAS_ROUTES, CODE_VIRTUAL_NETWORK_IN_USE, CODE_VIRTUAL_NETWORK_NAME_EXISTS,
+};
+pub use networks_models::{
+    HostnameRoute, HostnameRouteUpdate, IpRoute, IpRouteUpdate, NewHostnameRoute, NewIpRoute,
+    NewVirtualNetwork, PRIVATE_HOSTNAME_MAX_CHARS, ROUTE_COMMENT_MAX_CHARS,
+    VIRTUAL_NETWORK_TEXT_MAX_CHARS, VirtualNetwork, VirtualNetworkUpdate,
+    normalize_private_hostname,
 };
 pub use observer::{AttemptStatus, CallObserver, CallOutcome, NoObserver};
 pub use pacer::{Limiter, Priority, Work};

@@ -41,6 +41,14 @@
 //!   `status=all` (any other `status` → 400/1001); pages of 20 by default, `per_page` 5..50.
 //!   Token permissions are not modelled: a token without "SSL and Certificates Read" (403/10000)
 //!   is a fault, e.g. `Fault::error_rate(1.0, 403)` on [`Operation::ListCertificatePacks`].
+//! - Private networks (virtual networks, IP routes by route id, hostname routes): the account
+//!   starts with one virtual network, `default`, its default; exactly one live network is the
+//!   default. Deletes are soft: deleted objects are listed only with `is_deleted=true`. A range
+//!   is unique per virtual network, a hostname per account; live IP and hostname routes count
+//!   together against the account's route limit (1,000, or [`Simulator::set_route_limit`]). Only
+//!   404/1015 (unknown route) is reported; the other refusals' statuses and codes are inferred,
+//!   listed in `handlers/networks.rs`. Tests read and change the stored objects behind the API's
+//!   back with [`Simulator::put_ip_route`], [`Simulator::delete_route_out_of_band`] and the like.
 //!
 //! Limits, per credential (a Bearer token, or an email + key pair, known by a 12-hex-character
 //! SHA-256 fingerprint, never by the secret):
@@ -67,6 +75,7 @@
 mod access_controls;
 mod access_state;
 mod certificate_state;
+mod cidr;
 pub mod cli;
 mod controls;
 mod envelope;
@@ -75,6 +84,8 @@ mod faults;
 mod handlers;
 mod ids;
 mod limits;
+mod network_controls;
+mod network_state;
 mod operation;
 mod query;
 mod server;
@@ -89,6 +100,7 @@ pub use certificate_state::SimCertificatePack;
 pub use fault_target::FaultTarget;
 pub use faults::Fault;
 pub use limits::RequestBudget;
+pub use network_state::{SimHostnameRoute, SimIpRoute, SimVirtualNetwork};
 pub use operation::Operation;
 pub use server::RunningSim;
 pub use state::{LoggedRequest, SimDnsRecord, SimTunnel};

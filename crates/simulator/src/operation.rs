@@ -37,11 +37,24 @@ pub enum Operation {
     UpdateAccessPolicy,
     DeleteAccessPolicy,
     ListCertificatePacks,
+    ListVirtualNetworks,
+    CreateVirtualNetwork,
+    UpdateVirtualNetwork,
+    DeleteVirtualNetwork,
+    ListIpRoutes,
+    CreateIpRoute,
+    UpdateIpRoute,
+    DeleteIpRoute,
+    ListHostnameRoutes,
+    CreateHostnameRoute,
+    GetHostnameRoute,
+    UpdateHostnameRoute,
+    DeleteHostnameRoute,
 }
 
 impl Operation {
     /// Every operation, in a stable order (useful to iterate counters or inject faults broadly).
-    pub const ALL: [Operation; 33] = [
+    pub const ALL: [Operation; 46] = [
         Operation::VerifyToken,
         Operation::VerifyAccountToken,
         Operation::ListAccounts,
@@ -75,6 +88,19 @@ impl Operation {
         Operation::UpdateAccessPolicy,
         Operation::DeleteAccessPolicy,
         Operation::ListCertificatePacks,
+        Operation::ListVirtualNetworks,
+        Operation::CreateVirtualNetwork,
+        Operation::UpdateVirtualNetwork,
+        Operation::DeleteVirtualNetwork,
+        Operation::ListIpRoutes,
+        Operation::CreateIpRoute,
+        Operation::UpdateIpRoute,
+        Operation::DeleteIpRoute,
+        Operation::ListHostnameRoutes,
+        Operation::CreateHostnameRoute,
+        Operation::GetHostnameRoute,
+        Operation::UpdateHostnameRoute,
+        Operation::DeleteHostnameRoute,
     ];
 
     /// The Zero Trust Access operations, whose schema is a separate subset
@@ -103,10 +129,43 @@ impl Operation {
         matches!(self, Operation::ListCertificatePacks)
     }
 
+    /// The virtual network and IP route operations, whose schema is a separate subset
+    /// (`tests/data/cloudflare-openapi-networks-subset.json`).
+    pub fn is_networks(&self) -> bool {
+        use Operation::*;
+        matches!(
+            self,
+            ListVirtualNetworks
+                | CreateVirtualNetwork
+                | UpdateVirtualNetwork
+                | DeleteVirtualNetwork
+                | ListIpRoutes
+                | CreateIpRoute
+                | UpdateIpRoute
+                | DeleteIpRoute
+        )
+    }
+
+    /// The hostname route operations, newer than the 2024 schema: theirs is written down from
+    /// Cloudflare's generated SDKs (`tests/data/cloudflare-openapi-hostname-routes.json`).
+    pub fn is_hostname_routes(&self) -> bool {
+        use Operation::*;
+        matches!(
+            self,
+            ListHostnameRoutes
+                | CreateHostnameRoute
+                | GetHostnameRoute
+                | UpdateHostnameRoute
+                | DeleteHostnameRoute
+        )
+    }
+
     /// The OpenAPI `operationId`; `None` for the account token verify, absent from the subset.
     /// The batch call is newer than the subset: its schema is `tests/data/cloudflare-dns-batch.json`.
     /// The Access operations ([`Operation::is_access`]) are in the Access subset, the edge
-    /// certificate ones ([`Operation::is_certificates`]) in the certificates subset.
+    /// certificate ones ([`Operation::is_certificates`]) in the certificates subset, the virtual
+    /// network and IP route ones ([`Operation::is_networks`]) in the networks subset and the
+    /// hostname route ones ([`Operation::is_hostname_routes`]) in their own document.
     pub fn operation_id(&self) -> Option<&'static str> {
         Some(match self {
             Operation::VerifyToken => "user-api-tokens-verify-token",
@@ -146,6 +205,19 @@ impl Operation {
             Operation::UpdateAccessPolicy => "access-policies-update-an-access-reusable-policy",
             Operation::DeleteAccessPolicy => "access-policies-delete-an-access-reusable-policy",
             Operation::ListCertificatePacks => "certificate-packs-list-certificate-packs",
+            Operation::ListVirtualNetworks => "tunnel-virtual-network-list-virtual-networks",
+            Operation::CreateVirtualNetwork => "tunnel-virtual-network-create-a-virtual-network",
+            Operation::UpdateVirtualNetwork => "tunnel-virtual-network-update-a-virtual-network",
+            Operation::DeleteVirtualNetwork => "tunnel-virtual-network-delete-a-virtual-network",
+            Operation::ListIpRoutes => "tunnel-route-list-tunnel-routes",
+            Operation::CreateIpRoute => "tunnel-route-create-a-tunnel-route",
+            Operation::UpdateIpRoute => "tunnel-route-update-a-tunnel-route",
+            Operation::DeleteIpRoute => "tunnel-route-delete-a-tunnel-route",
+            Operation::ListHostnameRoutes => "zero-trust-networks-route-hostname-list",
+            Operation::CreateHostnameRoute => "zero-trust-networks-route-hostname-create",
+            Operation::GetHostnameRoute => "zero-trust-networks-route-hostname-get",
+            Operation::UpdateHostnameRoute => "zero-trust-networks-route-hostname-update",
+            Operation::DeleteHostnameRoute => "zero-trust-networks-route-hostname-delete",
         })
     }
 
@@ -154,13 +226,19 @@ impl Operation {
         use Operation::*;
         match self {
             CreateTunnel | CreateDnsRecord | BatchDnsRecords | CreateAccessApp
-            | CreateAccessPolicy => http::Method::POST,
+            | CreateAccessPolicy | CreateVirtualNetwork | CreateIpRoute | CreateHostnameRoute => {
+                http::Method::POST
+            }
             DeleteTunnel | CleanupConnections | DeleteDnsRecord | DeleteAccessApp
-            | DeleteAccessPolicy => http::Method::DELETE,
+            | DeleteAccessPolicy | DeleteVirtualNetwork | DeleteIpRoute | DeleteHostnameRoute => {
+                http::Method::DELETE
+            }
             PutConfiguration | UpdateDnsRecord | UpdateAccessApp | UpdateAccessPolicy => {
                 http::Method::PUT
             }
-            PatchDnsRecord => http::Method::PATCH,
+            PatchDnsRecord | UpdateVirtualNetwork | UpdateIpRoute | UpdateHostnameRoute => {
+                http::Method::PATCH
+            }
             _ => http::Method::GET,
         }
     }
@@ -198,6 +276,20 @@ impl Operation {
                 "/accounts/{account_id}/access/policies/{policy_id}"
             }
             ListCertificatePacks => "/zones/{zone_id}/ssl/certificate_packs",
+            ListVirtualNetworks | CreateVirtualNetwork => {
+                "/accounts/{account_id}/teamnet/virtual_networks"
+            }
+            UpdateVirtualNetwork | DeleteVirtualNetwork => {
+                "/accounts/{account_id}/teamnet/virtual_networks/{virtual_network_id}"
+            }
+            ListIpRoutes | CreateIpRoute => "/accounts/{account_id}/teamnet/routes",
+            UpdateIpRoute | DeleteIpRoute => "/accounts/{account_id}/teamnet/routes/{route_id}",
+            ListHostnameRoutes | CreateHostnameRoute => {
+                "/accounts/{account_id}/zerotrust/routes/hostname"
+            }
+            GetHostnameRoute | UpdateHostnameRoute | DeleteHostnameRoute => {
+                "/accounts/{account_id}/zerotrust/routes/hostname/{hostname_route_id}"
+            }
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The simulator's in-memory world: one account, its zones, tunnels, DNS records, edge
-//! certificate packs and Access.
+//! certificate packs, Access and private networks.
 pub(crate) use super::ids::{hex_id, now, uuid_id};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -11,6 +11,7 @@ use super::access_state::AccessState;
 use super::certificate_state::SimCertificatePack;
 use super::fault_target::FaultRules;
 use super::limits::Limits;
+use super::network_state::NetworkState;
 use super::operation::Operation;
 
 /// Most requests kept in the log; older entries are dropped first.
@@ -164,6 +165,8 @@ pub(crate) struct State {
     pub certificate_packs: HashMap<String, Vec<SimCertificatePack>>,
     /// Zero Trust Access: the organization, applications and reusable policies.
     pub access: AccessState,
+    /// Private networks: virtual networks, IP routes and hostname routes.
+    pub networks: NetworkState,
     pub faults: FaultRules,
     pub rng: StdRng,
     pub limits: Limits,
@@ -204,6 +207,7 @@ impl State {
             .iter()
             .map(|z| (z.id.clone(), vec![SimCertificatePack::universal(&z.name)]))
             .collect();
+        let networks = NetworkState::new(uuid_id(), now.clone());
         State {
             account_id,
             account_name,
@@ -216,6 +220,7 @@ impl State {
             records,
             certificate_packs,
             access: AccessState::default(),
+            networks,
             faults: FaultRules::default(),
             rng: StdRng::seed_from_u64(0),
             limits: Limits::new(None),

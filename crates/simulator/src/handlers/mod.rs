@@ -10,7 +10,12 @@ mod dispatch;
 mod dns;
 mod dns_batch;
 mod dns_rules;
+mod hostname_routes;
+mod ip_routes;
+mod network_rules;
+mod networks;
 mod tunnels;
+mod virtual_networks;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -157,9 +162,27 @@ fn handle(state: &mut State, op: Operation, ctx: &Ctx) -> Result<Reply, ApiError
         Operation::UpdateAccessPolicy => access_policies::update(state, ctx),
         Operation::DeleteAccessPolicy => access_policies::delete(state, ctx),
         Operation::ListCertificatePacks => certificates::list(state, ctx),
+        Operation::ListVirtualNetworks => virtual_networks::list(state, ctx),
+        Operation::CreateVirtualNetwork => virtual_networks::create(state, ctx),
+        Operation::UpdateVirtualNetwork => virtual_networks::update(state, ctx),
+        Operation::DeleteVirtualNetwork => virtual_networks::delete(state, ctx),
+        Operation::ListIpRoutes => ip_routes::list(state, ctx),
+        Operation::CreateIpRoute => ip_routes::create(state, ctx),
+        Operation::UpdateIpRoute => ip_routes::update(state, ctx),
+        Operation::DeleteIpRoute => ip_routes::delete(state, ctx),
+        Operation::ListHostnameRoutes => hostname_routes::list(state, ctx),
+        Operation::CreateHostnameRoute => hostname_routes::create(state, ctx),
+        Operation::GetHostnameRoute => hostname_routes::get(state, ctx),
+        Operation::UpdateHostnameRoute => hostname_routes::update(state, ctx),
+        Operation::DeleteHostnameRoute => hostname_routes::delete(state, ctx),
     }
 }
 
 pub(crate) use access_apps::insert as insert_access_app;
 pub(crate) use dns::insert_record;
+pub(crate) use hostname_routes::insert as insert_hostname_route;
+pub(crate) use ip_routes::insert as insert_ip_route;
 pub(crate) use tunnels::token_for;
+pub(crate) use virtual_networks::{
+    insert as insert_virtual_network, remove as remove_virtual_network,
+};
