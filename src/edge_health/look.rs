@@ -145,14 +145,18 @@ pub(super) async fn pass(
         // what was known stays.
         let edge = match observed {
             Some(observed) => {
-                let wants =
-                    seen.unlisted.contains(&c.uid) || changes_word(previous.as_ref(), &observed);
+                // A tunnel down or never connected has no connector to list: a first look at a
+                // thousand new tunnels costs no call each.
+                let known = cftunnel_policy::edge::connectors_without_call(&observed);
+                let wants = known.is_none()
+                    && (seen.unlisted.contains(&c.uid)
+                        || changes_word(previous.as_ref(), &observed));
                 let listed = match (wants, &caller) {
                     (true, Some(caller)) if listings > 0 => {
                         listings -= 1;
                         connectors(caller, &c).await
                     }
-                    _ => None,
+                    _ => known,
                 };
                 if wants && listed.is_none() {
                     next.unlisted.insert(c.uid.clone());

@@ -93,6 +93,14 @@ async fn a_tunnel_down_at_the_edge_is_told_in_status_condition_event_and_metric_
     // No node runs the pods here: none is ready.
     assert_eq!(connectors.ready, 0, "{connectors:?}");
     assert!(connectors.desired >= 1, "{connectors:?}");
+    // Never connected: nothing to list.
+    let listed = h
+        .sim
+        .request_log()
+        .iter()
+        .filter(|r| r.operation == Some(Operation::ListConnections))
+        .count();
+    assert_eq!(listed, 0, "no connector list for an inactive tunnel");
 
     assert!(h.sim.connect_tunnel(&id));
     let healthy = wait_edge(&h, "healthy", ("True", "Healthy")).await;
@@ -117,6 +125,8 @@ async fn a_tunnel_down_at_the_edge_is_told_in_status_condition_event_and_metric_
         .map(|c| c.message.clone())
         .unwrap_or_default();
     assert!(message.contains("port 7844"), "{message}");
+    let gone = down.edge.as_ref().and_then(|e| e.connectors.as_ref());
+    assert_eq!(gone.map(|c| c.count), Some(0), "down: no connector");
     // Ready says the workload and the routes are applied; the edge is told apart.
     assert_eq!(
         crate::harness::ready(Some(&down)).map(|c| c.reason.as_str()),

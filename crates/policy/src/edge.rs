@@ -47,6 +47,13 @@ pub fn changes_word(previous: Option<&EdgeStatus>, observed: &Observed) -> bool 
     previous.is_none_or(|p| p.status != observed.status)
 }
 
+/// The connector summary known without a call: `down` and `inactive` mean no connection by
+/// Cloudflare's definition, so their summary is empty; `None` for the words whose connectors
+/// must be listed to be told.
+pub fn connectors_without_call(observed: &Observed) -> Option<EdgeConnectors> {
+    matches!(observed.status, "down" | "inactive").then(EdgeConnectors::default)
+}
+
 /// The new `status.edge`: the transition time moves only when the word changes; the connector
 /// summary is the new one when it was listed, else the one recorded.
 pub fn edge_status(
@@ -193,6 +200,20 @@ pub fn transition(before: Option<&str>, edge: &EdgeStatus) -> Option<Transition>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_connected_word_needs_its_connectors_listed() {
+        for word in ["down", "inactive"] {
+            assert_eq!(
+                connectors_without_call(&observed(word)),
+                Some(EdgeConnectors::default()),
+                "{word}"
+            );
+        }
+        for word in ["healthy", "degraded", "unknown"] {
+            assert_eq!(connectors_without_call(&observed(word)), None, "{word}");
+        }
+    }
 
     fn observed(status: &'static str) -> Observed {
         Observed {
