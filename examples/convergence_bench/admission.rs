@@ -35,10 +35,16 @@ pub struct Histogram {
 }
 
 /// A bucket's upper bound, ordered (`+Inf` last).
-#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Bound(pub f64);
 
 impl Eq for Bound {}
+
+impl PartialOrd for Bound {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 impl Ord for Bound {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
