@@ -11,6 +11,7 @@ pub mod edge;
 pub mod edge_certificates;
 pub mod hardening;
 pub mod plan;
+pub mod private;
 pub mod published;
 pub mod render;
 pub mod routes;
