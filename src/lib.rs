@@ -15,6 +15,7 @@ pub mod edge_health;
 pub mod kube_client;
 pub mod leader;
 pub mod metrics;
+pub mod network_reconciler;
 pub mod route_reconciler;
 pub mod scope;
 pub mod startup;

@@ -16,6 +16,7 @@
 //!         ├── edge health: each tunnel's word at Cloudflare's edge       (edge_health/)
 //!         ├── Tunnel, ClusterTunnel and AccessTunnel controllers        (tunnel_reconciler/)
 //!         ├── Access reconciler                                         (access_reconciler/)
+//!         ├── network reconciler: private routes, virtual networks      (network_reconciler/)
 //!         ├── Secret guard sweeps and retries                           (tunnel_reconciler/secret_guard.rs)
 //!         └── checksum watcher                                          (checksum_watcher.rs)
 //!     all of them sharing one Context                                   (term/context.rs)
@@ -234,6 +235,10 @@ pub async fn run_term(
     term.spawn(
         "dns",
         run_dns(ctx.clone(), dns.clone(), dns_input_rx, dns_view_tx),
+    );
+    term.spawn(
+        "networks",
+        crate::network_reconciler::run(ctx.clone(), caches.clone()),
     );
     term.spawn(
         "edge-health",

@@ -42,6 +42,8 @@ mod legacy;
 mod metrics;
 #[path = "tunnel_reconciler/ownership.rs"]
 mod ownership;
+#[path = "tunnel_reconciler/private_networks.rs"]
+mod private_networks;
 #[path = "leader_election/proxy.rs"]
 mod proxy;
 #[path = "tunnel_reconciler/quota.rs"]

@@ -7,7 +7,8 @@ use kube::{Api, Client, Resource};
 pub struct WatchScope {
     /// Watch namespaced objects only in this namespace.
     pub namespace: Option<String>,
-    /// Extra label selector for Tunnels, ClusterTunnels and TunnelBindings.
+    /// Extra label selector for Tunnels, ClusterTunnels, TunnelBindings, NetworkRoutes and
+    /// VirtualNetworks.
     pub label_selector: Option<String>,
 }
 

@@ -1,9 +1,10 @@
-//! What cftunnel keeps of a core/v1 Service: its metadata and its ports, nothing else.
+//! What cftunnel keeps of a core/v1 Service: its metadata, its ports and its cluster IPs
+//! (NetworkRoutes route them), nothing else.
 //!
 //! Watches decode Services straight into [`ServicePorts`]: the rest of the object (selector,
 //! cluster IPs, status, …) is skipped while decoding, never allocated. A `k8s_openapi`
 //! `Service` is 824 bytes before any of its strings (on 64-bit targets), most of it fields no
-//! route reads; this is 384 (the metadata is most of it), and a cluster has a Service per route
+//! route reads; this is 408 (the metadata is most of it), and a cluster has a Service per route
 //! or more.
 use std::borrow::Cow;
 
@@ -26,6 +27,9 @@ pub struct ServicePorts {
 pub struct PortsSpec {
     #[serde(default)]
     pub ports: Vec<Port>,
+    /// `spec.clusterIPs`; a headless Service's is `None`, which is no address.
+    #[serde(rename = "clusterIPs", default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_ips: Vec<String>,
 }
 
 /// A Service port: the fields of `ServicePort` that choose a port and its protocol.
@@ -48,6 +52,15 @@ impl ServicePorts {
     pub fn ports(&self) -> &[Port] {
         &self.spec.ports
     }
+
+    /// The Service's cluster IPs that are addresses (not `None`, as a headless Service says).
+    pub fn cluster_ips(&self) -> impl Iterator<Item = &str> {
+        self.spec
+            .cluster_ips
+            .iter()
+            .map(String::as_str)
+            .filter(|ip| !ip.eq_ignore_ascii_case("none") && !ip.is_empty())
+    }
 }
 
 impl From<&ServicePort> for Port {
@@ -63,16 +76,19 @@ impl From<&ServicePort> for Port {
 
 impl From<Service> for ServicePorts {
     fn from(service: Service) -> ServicePorts {
-        let ports = service
-            .spec
-            .and_then(|s| s.ports)
+        let spec = service.spec.unwrap_or_default();
+        let ports = spec
+            .ports
             .unwrap_or_default()
             .iter()
             .map(Port::from)
             .collect();
         ServicePorts {
             metadata: service.metadata,
-            spec: PortsSpec { ports },
+            spec: PortsSpec {
+                ports,
+                cluster_ips: spec.cluster_ips.unwrap_or_default(),
+            },
         }
     }
 }
@@ -117,7 +133,7 @@ mod tests {
             "apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"}},
             "spec": {
-                "selector": {"app": "web"}, "clusterIP": "10.0.0.1", "type": "ClusterIP",
+                "selector": {"app": "web"}, "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"], "type": "ClusterIP",
                 "ports": [
                     {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
                     {"name": "dns", "port": 53, "protocol": "UDP", "appProtocol": "dns"}
@@ -130,6 +146,7 @@ mod tests {
         let full: Service = serde_json::from_value(json).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(decoded, ServicePorts::from(full));
         assert_eq!(decoded.metadata.name.as_deref(), Some("web"));
+        assert_eq!(decoded.cluster_ips().collect::<Vec<_>>(), ["10.0.0.1"]);
         assert_eq!(
             decoded.ports(),
             [

@@ -167,3 +167,18 @@ pub fn service_claims(
         })
         .collect()
 }
+
+/// Does the tunnel `kind` `namespace/name` with `spec` admit routes of `route_namespace`
+/// (its `allowedRoutes`, the kind's default when unset)? `namespace_labels` holds each
+/// namespace's labels, for `Selector`.
+pub fn tunnel_admits(
+    kind: TunnelKind,
+    namespace: &str,
+    name: &str,
+    spec: &TunnelSpec,
+    route_namespace: &str,
+    namespace_labels: &BTreeMap<String, BTreeMap<String, String>>,
+) -> bool {
+    let facts = tunnel_facts(kind, namespace, name, spec);
+    super::view::admits_namespace(namespace_labels, &facts.allowed, namespace, route_namespace)
+}

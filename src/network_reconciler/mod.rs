@@ -1,0 +1,233 @@
+//! The network reconciler (docs/design.md §3.11): private routes through tunnels. For each
+//! account, the IP routes and hostname routes its NetworkRoutes ask for (`cftunnel_policy::
+//! private`), made, changed and deleted through the credential's pacer, each marked in its
+//! comment with this cluster's id and its owner; and the VirtualNetworks cftunnel makes or
+//! adopts.
+//!
+//! One task per leadership term, all NetworkRoutes in one pass: a pass runs when what it reads
+//! changed (NetworkRoutes, VirtualNetworks, Services, tunnels, namespaces), at the drift
+//! interval, and after a failure (with backoff). An account is listed (every route of the
+//! account: two list calls and the default network) only when what its NetworkRoutes ask for
+//! changed since its last sync, after a failure, or at the drift interval; so a restart lists
+//! each account once and the steady state makes no call outside drift checks.
+//!
+//! Deletion: a NetworkRoute's routes are deleted before its finalizer goes; routes whose
+//! tunnel is gone are deleted from the account they were placed in (remembered for the
+//! term). A route whose comment does not carry this cluster's marker is never changed or
+//! deleted: held by someone else, it is a `Conflict` in the status.
+mod networks;
+mod resolve;
+mod status;
+mod sync;
+mod watch;
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::ResourceExt;
+
+use cftunnel_types::network::NetworkRoute;
+
+use crate::caches::ProcessCaches;
+use crate::term::Context;
+use crate::term::credentials::read_api_secret;
+use cftunnel_cloudflare::Priority;
+use cftunnel_policy::private::{OwnerDigest, desired_routes};
+use resolve::{AccountKey, Group};
+use status::Verdict;
+use watch::NetworkWatches;
+
+/// Quiet time after a change before a pass: a burst is one pass.
+const DEBOUNCE: Duration = Duration::from_millis(300);
+/// How soon a pass that failed or waits for something is tried again.
+const RETRY: Duration = Duration::from_secs(5);
+
+/// What the reconciler remembers of one account between passes.
+struct Synced {
+    /// Digest of what its NetworkRoutes asked for at the last successful sync.
+    input: u64,
+    /// When it is listed again (drift check, or retry after a failure).
+    due: Option<Instant>,
+    outcome: sync::AccountOutcome,
+}
+
+/// Runs until its term ends.
+pub async fn run(ctx: Arc<Context>, caches: ProcessCaches) {
+    let watches = NetworkWatches::start(&ctx).await;
+    caches.synced().await;
+    tracing::info!("network reconciler started");
+    let mut changes = caches.subscribe();
+    let mut network_changes = watches.generation.subscribe();
+    let mut synced: HashMap<AccountKey, Synced> = HashMap::new();
+    let mut placed: HashMap<OwnerDigest, (AccountKey, Group)> = HashMap::new();
+    loop {
+        changes.borrow_and_update();
+        network_changes.borrow_and_update();
+        let next = pass(&ctx, &caches, &watches, &mut synced, &mut placed).await;
+        let sleep = tokio::time::sleep(next.unwrap_or(Duration::from_secs(3600)));
+        tokio::select! {
+            _ = changes.changed() => {}
+            _ = network_changes.changed() => {}
+            _ = sleep => {}
+        }
+        tokio::time::sleep(DEBOUNCE).await;
+    }
+}
+
+/// One pass over every NetworkRoute and VirtualNetwork; returns when the next is due.
+async fn pass(
+    ctx: &Context,
+    caches: &ProcessCaches,
+    watches: &NetworkWatches,
+    synced: &mut HashMap<AccountKey, Synced>,
+    placed: &mut HashMap<OwnerDigest, (AccountKey, Group)>,
+) -> Option<Duration> {
+    let routes = watches.routes.store().state();
+    let networks = watches.networks.store().state();
+    let mut waiting = networks::reconcile(ctx, &networks, &routes).await;
+    // The finalizer goes on before any route of a NetworkRoute is made; the status is then
+    // written over the object as the patch left it.
+    let mut current: HashMap<(String, String), NetworkRoute> = HashMap::new();
+    for route in routes
+        .iter()
+        .filter(|r| r.metadata.deletion_timestamp.is_none())
+    {
+        match status::add_finalizer(ctx, route).await {
+            Some(updated) => {
+                let key = (route.namespace().unwrap_or_default(), route.name_any());
+                current.insert(key, updated);
+            }
+            None => waiting = true,
+        }
+    }
+    let resolved = resolve::resolve(
+        caches,
+        &routes,
+        &networks,
+        &ctx.options.cluster_resource_namespace,
+        placed,
+    );
+    let now = Instant::now();
+    let mut outcomes: BTreeMap<OwnerDigest, &sync::AccountOutcome> = BTreeMap::new();
+    let mut next: Option<Instant> = None;
+    // Accounts of an earlier pass that no NetworkRoute asks anything of now: synced once more
+    // so their routes go (only remembered owners' routes are ever deleted).
+    for (key, group) in &resolved.groups {
+        let desired =
+            desired_routes(&ctx.cluster, &group.sources).with_departed(group.departed.iter());
+        let input = digest(&desired);
+        let memory = synced.get(key);
+        let due = match memory {
+            None => true,
+            Some(m) => m.input != input || m.due.is_some_and(|d| d <= now),
+        };
+        if due {
+            let outcome = match sync_account(ctx, key, group, &desired).await {
+                Ok(outcome) => outcome,
+                Err(message) => sync::AccountOutcome {
+                    failure: Some(message),
+                    ..sync::AccountOutcome::default()
+                },
+            };
+            if let Some(warning) = &outcome.over_limit {
+                tracing::warn!(account = %key.account, "{warning}");
+            }
+            let retry = outcome.failure.is_some()
+                || outcome
+                    .entries
+                    .values()
+                    .flat_map(|e| e.values())
+                    .any(|o| o.state == "Pending" || o.state == "Error");
+            let due = match retry {
+                true => Some(Instant::now() + RETRY),
+                false => (!ctx.options.drift_interval.is_zero())
+                    .then(|| Instant::now() + ctx.options.jittered_drift_interval()),
+            };
+            synced.insert(
+                key.clone(),
+                Synced {
+                    input,
+                    due,
+                    outcome,
+                },
+            );
+        }
+        for source in &group.sources {
+            placed.insert(source.owner().digest(), (key.clone(), group.clone()));
+        }
+    }
+    synced.retain(|key, _| resolved.groups.contains_key(key));
+    for (key, memory) in synced.iter() {
+        if let Some(due) = memory.due {
+            next = Some(next.map_or(due, |n| n.min(due)));
+        }
+        let _ = key;
+        for (owner, _) in memory.outcome.entries.iter() {
+            outcomes.insert(owner.clone(), &memory.outcome);
+        }
+    }
+    // Statuses, and the finalizers of deleted NetworkRoutes whose routes are gone.
+    for route in &routes {
+        let owner = status::owner(route);
+        let digest = owner.digest();
+        if route.metadata.deletion_timestamp.is_some() {
+            let account = placed.get(&digest).map(|(k, _)| k.clone());
+            let cleared = match account.as_ref().and_then(|k| synced.get(k)) {
+                Some(memory) => {
+                    memory.outcome.failure.is_none() && memory.outcome.cleared.contains(&digest)
+                }
+                // Never placed in this term's memory: nothing of it is known to clean.
+                None => account.is_none(),
+            };
+            if cleared && status::remove_finalizer(ctx, route).await {
+                placed.remove(&digest);
+            } else if !cleared {
+                waiting = true;
+            }
+            continue;
+        }
+        let key = (route.namespace().unwrap_or_default(), route.name_any());
+        let verdict = match resolved.refused.get(&key) {
+            Some((reason, message)) => Verdict::Refused(reason, message),
+            None => Verdict::Accepted(outcomes.get(&digest).and_then(|o| o.entries.get(&digest))),
+        };
+        let route = current.get(&key).unwrap_or(route);
+        if !status::write(ctx, route, status::status_of(route, &verdict)).await {
+            waiting = true;
+        }
+    }
+    if waiting {
+        let retry = Instant::now() + RETRY;
+        next = Some(next.map_or(retry, |n| n.min(retry)));
+    }
+    next.map(|n| n.saturating_duration_since(Instant::now()))
+}
+
+/// Lists the account and carries out its plan.
+async fn sync_account(
+    ctx: &Context,
+    key: &AccountKey,
+    group: &Group,
+    desired: &cftunnel_policy::private::DesiredRoutes,
+) -> Result<sync::AccountOutcome, String> {
+    let secret = read_api_secret(&ctx.client, &group.secret_namespace, &group.details)
+        .await
+        .map_err(|e| e.to_string())?;
+    let cf = ctx
+        .cloudflare
+        .client_at(secret.credentials, Priority::Normal)
+        .map_err(|e| e.to_string())?;
+    let listed = sync::list(&cf, &key.account)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(sync::sync(&cf, &key.account, &ctx.cluster, desired, &listed).await)
+}
+
+fn digest(desired: &cftunnel_policy::private::DesiredRoutes) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    format!("{desired:?}").hash(&mut hasher);
+    hasher.finish()
+}
