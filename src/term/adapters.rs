@@ -182,6 +182,7 @@ fn cluster_spec_as_tunnel_spec(spec: &ClusterTunnelSpec) -> TunnelSpec {
         origin_ca_pool: spec.origin_ca_pool.clone(),
         allowed_routes: spec.allowed_routes.clone(),
         config_source: spec.config_source,
+        warp_routing: spec.warp_routing.clone(),
         deploy_patch: spec.deploy_patch.clone(),
     }
 }

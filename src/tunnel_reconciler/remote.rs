@@ -28,7 +28,7 @@ use cftunnel_cloudflare::{CloudflareClient, Priority};
 use cftunnel_policy::render::TunnelInput;
 use cftunnel_policy::render::remote::remote_config;
 use cftunnel_policy::render::remote_merge::{
-    merged_for_put, owned_view, pushed_digest, rule_hostnames, withdrawn,
+    merged_for_put, owned_view, owned_warp, pushed_digest, rule_hostnames, withdrawn,
 };
 use cftunnel_types::TunnelSpec;
 use cftunnel_types::TunnelStatus;
@@ -105,7 +105,8 @@ pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
             .map_err(ReconcileError::push)?
     };
     let theirs = held.config.unwrap_or(Value::Null);
-    let version = if owned_view(&theirs, &owned) == owned_view(config, &owned) {
+    let held_ours = (owned_view(&theirs, &owned), owned_warp(&theirs, config));
+    let version = if held_ours == (owned_view(config, &owned), owned_warp(config, config)) {
         held.version
     } else {
         if pushed {

@@ -224,3 +224,71 @@ async fn a_deletion_after_a_push_whose_version_was_never_recorded_still_takes_ou
     h.wait_gone(&h.tunnels(), "edge").await;
     wait_rules(&h, &id, &[DASHBOARD, ("*", "http_status:404")]).await;
 }
+
+/// The tunnel's `warp-routing` as Cloudflare holds it.
+async fn warp_routing(h: &Harness, id: &str) -> serde_json::Value {
+    h.cloudflare()
+        .tunnel_configuration(&h.sim.account_id(), id)
+        .await
+        .expect("the configuration")
+        .config
+        .and_then(|c| c.get("warp-routing").cloned())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_private_traffic_options_set_in_spec_are_pushed_and_put_back_and_the_others_kept() {
+    let h = Harness::start_with("tr-rm-warp", fast_drift).await;
+    let id = h
+        .precreate_tunnel("warp", &[7u8; 32], ConfigSrc::Cloudflare)
+        .await;
+    let account = h.sim.account_id();
+    h.cloudflare()
+        .put_tunnel_configuration(
+            &account,
+            &id,
+            &json!({"ingress": [{"service": "http_status:404"}],
+                "warp-routing": {"tcpKeepAlive": 45, "maxActiveFlows": 10}}),
+        )
+        .await
+        .expect("the dashboard's configuration");
+    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
+        .await;
+    h.create_tunnel(
+        "edge",
+        h.spec(
+            API_SECRET,
+            json!({"existingTunnel": {"id": id}, "configSource": "Cloudflare",
+                "warpRouting": {"connectTimeout": "10s", "maxActiveFlows": 200}}),
+        ),
+    )
+    .await;
+    let wanted = json!({"connectTimeout": 10, "maxActiveFlows": 200, "tcpKeepAlive": 45});
+    poll_until(
+        "the options pushed beside the dashboard's",
+        WAIT,
+        POLL,
+        || async { (warp_routing(&h, &id).await == wanted).then_some(()) },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    // Someone changes one of cftunnel's keys: the drift check puts it back, theirs stays.
+    let mut changed = h
+        .cloudflare()
+        .tunnel_configuration(&account, &id)
+        .await
+        .expect("the configuration")
+        .config
+        .unwrap_or_default();
+    changed["warp-routing"]["maxActiveFlows"] = json!(5);
+    h.cloudflare()
+        .put_tunnel_configuration(&account, &id, &changed)
+        .await
+        .expect("their change");
+    poll_until("cftunnel's key put back", WAIT, POLL, || async {
+        (warp_routing(&h, &id).await == wanted).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+}

@@ -23,5 +23,5 @@ pub use service::ServicePorts;
 pub use tunnel::v1alpha2::{ClusterTunnel, ClusterTunnelSpec, Tunnel, TunnelSpec};
 pub use tunnel_common::{
     AllowedRoutes, CloudflareDetails, ConfigSource, ConnectorsStatus, EdgeConnectors, EdgeStatus,
-    ExistingTunnel, NewTunnel, RouteNamespaces, RouteStatus, TunnelStatus, ZoneRef,
+    ExistingTunnel, NewTunnel, RouteNamespaces, RouteStatus, TunnelStatus, WarpRouting, ZoneRef,
 };

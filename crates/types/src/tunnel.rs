@@ -11,7 +11,7 @@ macro_rules! tunnel_kinds {
         use schemars::JsonSchema;
         use serde::{Deserialize, Serialize};
 
-        use crate::tunnel_common::{AllowedRoutes, CloudflareDetails, ConfigSource, ExistingTunnel, NewTunnel, TunnelStatus};
+        use crate::tunnel_common::{AllowedRoutes, CloudflareDetails, ConfigSource, ExistingTunnel, NewTunnel, TunnelStatus, WarpRouting};
 
         tunnel_kinds!(@kind TunnelSpec, "Tunnel", $version, $doc, [namespaced,], { $($extra)* });
         tunnel_kinds!(@kind ClusterTunnelSpec, "ClusterTunnel", $version, $doc, [], { $($extra)* });
@@ -64,6 +64,11 @@ macro_rules! tunnel_kinds {
             /// unless set otherwise.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub config_source: Option<ConfigSource>,
+            /// Options of cloudflared's proxy of private traffic (`warp-routing`), for
+            /// NetworkRoutes through this tunnel. With `configSource: Cloudflare`, the options
+            /// set here replace those keys of the tunnel's configuration; others are kept.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub warp_routing: Option<Box<WarpRouting>>,
             $($extra)*
         }
 

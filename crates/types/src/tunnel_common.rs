@@ -100,6 +100,27 @@ pub struct CloudflareDetails {
     pub credential_secret_key: String,
 }
 
+/// Options of cloudflared's proxy of private traffic (`warp-routing`): it carries WARP users'
+/// traffic whenever private routes point at the tunnel, with these limits. Durations are Go
+/// duration text (`5s`, `1m`); a remotely-managed tunnel's configuration holds whole seconds, so
+/// they are rounded up there.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WarpRouting {
+    /// How long cloudflared waits to connect to a private address (cloudflared's default: 5s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    pub connect_timeout: Option<String>,
+    /// The most private flows at once (cloudflared's default: 0, no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_active_flows: Option<u64>,
+    /// The TCP keep-alive of private connections (cloudflared's default: 30s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    pub tcp_keep_alive: Option<String>,
+}
+
 /// Which namespaces may bind routes to a tunnel (like Gateway API listeners).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 pub struct AllowedRoutes {

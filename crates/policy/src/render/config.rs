@@ -32,7 +32,21 @@ struct ConfigFile<'a> {
         skip_serializing_if = "OriginRequest::is_empty"
     )]
     origin_request: OriginRequest,
+    #[serde(rename = "warp-routing", skip_serializing_if = "Option::is_none")]
+    warp_routing: Option<WarpRoutingYaml<'a>>,
     ingress: Vec<Rule<'a>>,
+}
+
+/// `warp-routing` in config.yaml: durations as Go duration text, as cloudflared reads them.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WarpRoutingYaml<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    connect_timeout: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_active_flows: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tcp_keep_alive: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -142,6 +156,11 @@ pub(crate) fn render_config(input: &TunnelInput) -> Result<String, RenderError> 
         metrics: METRICS_ADDRESS,
         no_autoupdate: true,
         origin_request: top,
+        warp_routing: input.spec.warp_routing.as_ref().map(|w| WarpRoutingYaml {
+            connect_timeout: w.connect_timeout.as_deref(),
+            max_active_flows: w.max_active_flows,
+            tcp_keep_alive: w.tcp_keep_alive.as_deref(),
+        }),
         ingress,
     };
     let text = serde_yaml_ng::to_string(&file).map_err(|e| RenderError::Encode(e.to_string()))?;

@@ -30,6 +30,8 @@ mod route_proptests;
 mod strategic_merge_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod warp_tests;
 
 use std::fmt;
 

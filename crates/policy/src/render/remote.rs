@@ -24,7 +24,37 @@ pub fn remote_config(input: &TunnelInput) -> Result<Value, RenderError> {
     if !top.is_empty() {
         config.insert("originRequest".into(), Value::Object(top));
     }
+    if let Some(warp) = input.spec.warp_routing.as_ref() {
+        let warp =
+            warp_routing_json(warp).map_err(|reason| RenderError::InvalidFallback { reason })?;
+        if !warp.is_empty() {
+            config.insert(WARP_ROUTING.into(), Value::Object(warp));
+        }
+    }
     Ok(Value::Object(config))
+}
+
+/// The top-level key of the private-traffic options.
+pub(crate) const WARP_ROUTING: &str = "warp-routing";
+
+/// `spec.warpRouting` as the configurations API takes it: durations in whole seconds (rounded
+/// up; cloudflared refuses duration text there).
+fn warp_routing_json(warp: &cftunnel_types::WarpRouting) -> Result<Map<String, Value>, String> {
+    let mut out = Map::new();
+    for (name, text) in [
+        ("connectTimeout", &warp.connect_timeout),
+        ("tcpKeepAlive", &warp.tcp_keep_alive),
+    ] {
+        if let Some(text) = text {
+            let seconds = seconds_of(text)
+                .ok_or_else(|| format!("spec.warpRouting.{name} {text:?} is not a duration"))?;
+            out.insert(name.into(), json!(seconds));
+        }
+    }
+    if let Some(flows) = warp.max_active_flows {
+        out.insert("maxActiveFlows".into(), json!(flows));
+    }
+    Ok(out)
 }
 
 fn invalid(rule: &IngressRule, reason: String) -> RenderError {

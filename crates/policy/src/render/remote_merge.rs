@@ -6,7 +6,8 @@
 //! cftunnel does not own (another cluster's on the same tunnel, one added in the dashboard) is
 //! kept, in its order; cftunnel's own rules (the hostnames it routes now, and those it pushed
 //! before, which `status.configHostnames` remembers) are replaced by the render; top-level
-//! fields cftunnel does not write (`warp-routing`) are kept. Rules are ordered by the
+//! fields cftunnel does not write are kept, and so are the keys of `warp-routing` it does not
+//! set (`spec.warpRouting` sets some, or none). Rules are ordered by the
 //! specificity cloudflared needs (exact hostnames, then wildcards with more labels first, then
 //! rules for every host), stably, so each writer's own order holds; the catch-all is
 //! cftunnel's, last.
@@ -19,7 +20,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
-use super::remote::config_digest;
+use super::remote::{WARP_ROUTING, config_digest};
 
 /// What `status.configHash` records: the digest of `config`, normalised, as pushed to the
 /// tunnel `tunnel_id`. The id is part of it, so a recreated tunnel (a new id, the same rules)
@@ -73,6 +74,22 @@ pub fn owned_view(document: &Value, owned: &BTreeSet<String>) -> Value {
     if let Some(top) = document.get("originRequest") {
         view.insert("originRequest".into(), top.clone());
     }
+    normalised(&Value::Object(view)).unwrap_or(Value::Null)
+}
+
+/// The keys of `warp-routing` that `ours` sets, as `document` holds them, normalised: what of
+/// the private-traffic options is cftunnel's (the others are someone else's, and kept).
+pub fn owned_warp(document: &Value, ours: &Value) -> Value {
+    let keys: Vec<&String> = ours
+        .get(WARP_ROUTING)
+        .and_then(Value::as_object)
+        .map(|o| o.keys().collect())
+        .unwrap_or_default();
+    let held = document.get(WARP_ROUTING).and_then(Value::as_object);
+    let view: Map<String, Value> = keys
+        .into_iter()
+        .filter_map(|k| Some((k.clone(), held?.get(k)?.clone())))
+        .collect();
     normalised(&Value::Object(view)).unwrap_or(Value::Null)
 }
 
@@ -135,6 +152,15 @@ pub fn merged_for_put(theirs: &Value, ours: &Value, owned: &BTreeSet<String>) ->
     if let Some(top) = ours.get("originRequest") {
         merged.insert("originRequest".into(), top.clone());
     }
+    // The private-traffic options: ours replace those keys, theirs keep the others.
+    if let Some(Value::Object(warp)) = ours.get(WARP_ROUTING) {
+        let mut options = match merged.get(WARP_ROUTING) {
+            Some(Value::Object(held)) => held.clone(),
+            _ => Map::new(),
+        };
+        options.extend(warp.iter().map(|(k, v)| (k.clone(), v.clone())));
+        merged.insert(WARP_ROUTING.into(), Value::Object(options));
+    }
     Value::Object(merged)
 }
 
@@ -157,6 +183,27 @@ pub fn withdrawn(theirs: &Value, owned: &BTreeSet<String>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_private_traffic_options_cftunnel_sets_replace_those_keys_and_keep_the_others() {
+        let ours = json!({"ingress": [{"service": "http_status:404"}],
+            "warp-routing": {"connectTimeout": 10, "maxActiveFlows": 500}});
+        let theirs = json!({"ingress": [{"service": "http_status:404"}],
+            "warp-routing": {"connectTimeout": 5, "tcpKeepAlive": 60}});
+        let merged = merged_for_put(&theirs, &ours, &BTreeSet::new());
+        assert_eq!(
+            merged["warp-routing"],
+            json!({"connectTimeout": 10, "maxActiveFlows": 500, "tcpKeepAlive": 60})
+        );
+        // What is cftunnel's of them: its keys only, so their tcpKeepAlive is no drift.
+        assert_eq!(owned_warp(&merged, &ours), owned_warp(&ours, &ours));
+        assert_ne!(owned_warp(&theirs, &ours), owned_warp(&ours, &ours));
+        // Without spec.warpRouting, nothing of it is cftunnel's, and it is left as it is.
+        let plain = json!({"ingress": [{"service": "http_status:404"}]});
+        assert_eq!(owned_warp(&theirs, &plain), Value::Null);
+        let kept = merged_for_put(&theirs, &plain, &BTreeSet::new());
+        assert_eq!(kept["warp-routing"], theirs["warp-routing"]);
+    }
 
     fn owned(hosts: &[&str]) -> BTreeSet<String> {
         hosts.iter().map(|h| h.to_string()).collect()

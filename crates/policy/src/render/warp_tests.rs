@@ -1,0 +1,88 @@
+//! `spec.warpRouting` in both forms: config.yaml holds Go duration text, which the real
+//! cloudflared reads without a key left unused; the pushed configuration holds whole seconds
+//! (cloudflared refuses duration text there, and integers in config.yaml: both checked).
+use std::process::Command;
+
+use serde_json::json;
+
+use super::cloudflared_check::cloudflared;
+use super::config::render_config;
+use super::remote::remote_config;
+use super::tests::{input, spec};
+use cftunnel_types::TunnelKind;
+
+fn warp_input(warp: serde_json::Value) -> super::TunnelInput {
+    input(
+        TunnelKind::Tunnel,
+        spec(json!({"warpRouting": warp})),
+        Vec::new(),
+    )
+}
+
+/// cloudflared's `ingress validate` of `text`: whether it passed, and what it said.
+fn validate(text: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+    let file = dir.path().join("config.yaml");
+    std::fs::write(&file, text).unwrap_or_else(|e| panic!("write: {e}"));
+    let out = Command::new(cloudflared())
+        .arg("tunnel")
+        .arg("--config")
+        .arg(&file)
+        .args(["ingress", "validate"])
+        .output()
+        .unwrap_or_else(|e| panic!("run cloudflared: {e}"));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
+#[test]
+fn local_config_carries_the_options_as_cloudflared_reads_them() {
+    let warp = json!({"connectTimeout": "10s", "maxActiveFlows": 500, "tcpKeepAlive": "1m"});
+    let text = render_config(&warp_input(warp)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        text.contains(
+            "warp-routing:\n  connectTimeout: 10s\n  maxActiveFlows: 500\n  tcpKeepAlive: 1m\n"
+        ),
+        "{text}"
+    );
+    let (ok, said) = validate(&text);
+    assert!(
+        ok && !said.contains("unused keys"),
+        "cloudflared: {said}\n{text}"
+    );
+    // The same options in the remote form's integers: cloudflared's config.yaml refuses them.
+    let integers = text.replace("connectTimeout: 10s", "connectTimeout: 10");
+    let (ok, said) = validate(&integers);
+    assert!(
+        !ok,
+        "cloudflared took integer seconds in config.yaml: {said}"
+    );
+}
+
+#[test]
+fn a_config_without_the_options_has_no_warp_routing_key() {
+    let plain = input(TunnelKind::Tunnel, spec(json!({})), Vec::new());
+    let text = render_config(&plain).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!text.contains("warp-routing"), "{text}");
+    let remote = remote_config(&plain).unwrap_or_else(|e| panic!("{e}"));
+    assert!(remote.get("warp-routing").is_none(), "{remote}");
+}
+
+#[test]
+fn the_pushed_configuration_holds_whole_seconds_rounded_up() {
+    let warp = json!({"connectTimeout": "1500ms", "maxActiveFlows": 0, "tcpKeepAlive": "1m"});
+    let config = remote_config(&warp_input(warp)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        config["warp-routing"],
+        json!({"connectTimeout": 2, "maxActiveFlows": 0, "tcpKeepAlive": 60})
+    );
+    let bad = remote_config(&warp_input(json!({"connectTimeout": "soon"})));
+    assert!(
+        bad.is_err_and(|e| e.to_string().contains("spec.warpRouting.connectTimeout")),
+        "a duration that is not one is refused, naming the field"
+    );
+}
