@@ -127,8 +127,9 @@ async fn pass(
         if due {
             let outcome = match sync_account(ctx, key, group, &desired).await {
                 Ok(outcome) => outcome,
-                Err(message) => sync::AccountOutcome {
+                Err((message, unreachable)) => sync::AccountOutcome {
                     failure: Some(message),
+                    unreachable,
                     ..sync::AccountOutcome::default()
                 },
             };
@@ -175,13 +176,33 @@ async fn pass(
         let digest = owner.digest();
         if route.metadata.deletion_timestamp.is_some() {
             let account = placed.get(&digest).map(|(k, _)| k.clone());
-            let cleared = match account.as_ref().and_then(|k| synced.get(k)) {
+            let memory = account.as_ref().and_then(|k| synced.get(k));
+            let key = (route.namespace().unwrap_or_default(), route.name_any());
+            let tunnel_gone = resolved
+                .refused
+                .get(&key)
+                .is_some_and(|(reason, _)| *reason == resolve::REASON_TUNNEL_NOT_FOUND);
+            let cleared = match memory {
                 Some(memory) => {
                     memory.outcome.failure.is_none() && memory.outcome.cleared.contains(&digest)
                 }
                 // Never placed in this term's memory: nothing of it is known to clean.
                 None => account.is_none(),
             };
+            // Its tunnel and its account's credentials are gone (a namespace deleted whole):
+            // nothing can reach its routes any more. A tunnel deleted at Cloudflare took them
+            // (deleted with cascade); an existing one may keep them: say so, and let it go.
+            let abandoned =
+                !cleared && tunnel_gone && memory.is_some_and(|m| m.outcome.unreachable);
+            if abandoned {
+                status::cleanup_incomplete(
+                    ctx,
+                    route,
+                    memory.and_then(|m| m.outcome.failure.as_deref()),
+                )
+                .await;
+            }
+            let cleared = cleared || abandoned;
             if cleared && status::remove_finalizer(ctx, route).await {
                 placed.remove(&digest);
             } else if !cleared {
@@ -212,17 +233,17 @@ async fn sync_account(
     key: &AccountKey,
     group: &Group,
     desired: &cftunnel_policy::private::DesiredRoutes,
-) -> Result<sync::AccountOutcome, String> {
+) -> Result<sync::AccountOutcome, (String, bool)> {
     let secret = read_api_secret(&ctx.client, &group.secret_namespace, &group.details)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| (e.to_string(), true))?;
     let cf = ctx
         .cloudflare
         .client_at(secret.credentials, Priority::Normal)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| (e.to_string(), true))?;
     let listed = sync::list(&cf, &key.account)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| (e.to_string(), false))?;
     Ok(sync::sync(&cf, &key.account, &ctx.cluster, desired, &listed).await)
 }
 

@@ -4,13 +4,16 @@
 //! resourceVersion, so a pass that changes nothing writes nothing.
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Patch, PatchParams};
+use kube::runtime::events::{Event, EventType};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::sync::EntryOutcome;
 use crate::term::Context;
+use crate::term::events::bounded;
 use crate::term::finalizer::{add_patch, remove_patch};
 use cftunnel_policy::private::{Entry, EntryKind, Owner, OwnerKind};
 use cftunnel_types::names::FINALIZER;
@@ -24,6 +27,8 @@ pub(crate) const REASON_PENDING: &str = "Pending";
 pub(crate) const REASON_CONFLICT: &str = "Conflict";
 pub(crate) const REASON_INVALID: &str = "Invalid";
 pub(crate) const REASON_CLOUDFLARE_ERROR: &str = "CloudflareError";
+/// Event: a deleted NetworkRoute let go with routes cftunnel could not reach any more.
+pub(crate) const EVENT_CLEANUP_INCOMPLETE: &str = "CleanupIncomplete";
 
 /// What a pass found of one NetworkRoute.
 pub(crate) enum Verdict<'a> {
@@ -266,4 +271,30 @@ pub(crate) fn owner(route: &NetworkRoute) -> Owner {
         &route.namespace().unwrap_or_default(),
         &route.name_any(),
     )
+}
+
+/// A Warning on a NetworkRoute let go before its routes could be deleted: its tunnel and the
+/// credentials of its account are gone.
+pub(crate) async fn cleanup_incomplete(ctx: &Context, route: &NetworkRoute, why: Option<&str>) {
+    let event = Event {
+        type_: EventType::Warning,
+        reason: EVENT_CLEANUP_INCOMPLETE.to_string(),
+        note: Some(bounded(format!(
+            "deleted while its tunnel and its account's API Secret are gone ({}): a tunnel deleted at Cloudflare took its routes with it; routes through a tunnel kept at Cloudflare may remain, marked with this cluster's id: delete them in Zero Trust (Networks, Routes)",
+            why.unwrap_or("unreachable")
+        ))),
+        action: "DeleteRoutes".to_string(),
+        secondary: None,
+    };
+    let reference = ObjectReference {
+        api_version: Some("networking.cfargotunnel.com/v1alpha2".to_string()),
+        kind: Some("NetworkRoute".to_string()),
+        namespace: route.namespace(),
+        name: Some(route.name_any()),
+        uid: route.uid(),
+        ..ObjectReference::default()
+    };
+    if let Err(error) = ctx.recorder.publish(&event, &reference).await {
+        tracing::warn!(%error, "event not recorded");
+    }
 }

@@ -33,6 +33,8 @@ pub(crate) struct AccountOutcome {
     pub cleared: Vec<OwnerDigest>,
     /// The warning when the account would pass its route limit.
     pub over_limit: Option<String>,
+    /// The account could not be reached at all: its API Secret could not be read.
+    pub unreachable: bool,
 }
 
 /// Lists the account's private routes and its default network.

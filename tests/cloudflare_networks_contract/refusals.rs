@@ -241,3 +241,45 @@ async fn refusals_validate_against_the_documents() {
     );
     check_answers(&Documents::load(), &log);
 }
+
+/// A tunnel that private routes point at: its delete without `cascade` is refused (1023, as
+/// reported of Cloudflare), with `cascade` its routes of both kinds go with it.
+#[tokio::test]
+async fn a_tunnel_with_routes_goes_only_with_cascade_and_takes_them() {
+    let Env {
+        sim,
+        cf,
+        account,
+        office,
+        lab,
+    } = Env::with_tunnels().await;
+    cf.create_ip_route(&account, &NewIpRoute::new("10.50.0.0/24", &office))
+        .await
+        .expect("route");
+    cf.create_hostname_route(&account, &NewHostnameRoute::new("db.corp", &office))
+        .await
+        .expect("hostname route");
+    cf.create_ip_route(&account, &NewIpRoute::new("10.51.0.0/24", &lab))
+        .await
+        .expect("another tunnel's route");
+    let refused = cf
+        .delete_tunnel(&account, &office, false)
+        .await
+        .expect_err("routes point at it");
+    assert!(refused.is_tunnel_has_routes(), "{refused}");
+    cf.delete_tunnel(&account, &office, true)
+        .await
+        .expect("deleted with cascade");
+    let live: Vec<String> = sim
+        .ip_routes()
+        .into_iter()
+        .filter(|r| r.deleted_at.is_none())
+        .map(|r| r.network)
+        .collect();
+    assert_eq!(
+        live,
+        ["10.51.0.0/24"],
+        "only the other tunnel's route is left"
+    );
+    assert!(sim.hostname_routes().iter().all(|r| r.deleted_at.is_some()));
+}

@@ -374,3 +374,114 @@ async fn a_virtual_network_is_made_holds_its_routes_and_goes_once_unused() {
         "deleted at Cloudflare"
     );
 }
+
+/// Live routes of either kind whose comment carries a cftunnel marker.
+fn marked_routes(h: &Harness) -> usize {
+    let ip = h
+        .sim
+        .ip_routes()
+        .into_iter()
+        .filter(|r| r.deleted_at.is_none() && r.comment.starts_with("cftunnel:"))
+        .count();
+    let hostnames = h
+        .sim
+        .hostname_routes()
+        .into_iter()
+        .filter(|r| r.deleted_at.is_none() && r.comment.starts_with("cftunnel:"))
+        .count();
+    ip + hostnames
+}
+
+async fn wait_marked(h: &Harness, count: usize) {
+    poll_until(&format!("{count} marked routes"), WAIT, POLL, || async {
+        (marked_routes(h) == count).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {} left", marked_routes(h)));
+}
+
+#[tokio::test]
+async fn deleting_its_tunnel_object_removes_its_routes_and_the_route_says_why() {
+    let h = Harness::start("tr-private-tunnel").await;
+    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
+        .await;
+    // An existing tunnel: deleting its object leaves it at Cloudflare, so its routes go only
+    // because cftunnel deletes them.
+    let id = h
+        .precreate_tunnel(
+            "kept",
+            &[5u8; 32],
+            cftunnel_cloudflare::ConfigSrc::Cloudflare,
+        )
+        .await;
+    h.create_tunnel(
+        "edge",
+        h.spec(
+            API_SECRET,
+            json!({"existingTunnel": {"id": id}, "configSource": "Cloudflare"}),
+        ),
+    )
+    .await;
+    h.wait_reason(&h.tunnels(), "edge", "Ready").await;
+    create_route(
+        &h,
+        "lan",
+        json!({"tunnelRef": {"name": "edge"}, "cidrs": ["10.40.0.0/24"],
+            "hostnames": ["lan.corp.internal"]}),
+    )
+    .await;
+    wait_programmed(&h, "lan", "True", "Programmed").await;
+    assert_eq!(marked_routes(&h), 2);
+    h.tunnels()
+        .delete("edge", &DeleteParams::default())
+        .await
+        .expect("delete the Tunnel");
+    wait_marked(&h, 0).await;
+    assert!(
+        h.live_tunnels().iter().any(|t| t.id == id),
+        "the existing tunnel stays at Cloudflare"
+    );
+    let api = routes_api(&h);
+    poll_until("Accepted False (TunnelNotFound)", WAIT, POLL, || async {
+        let route = api.get("lan").await.ok()?;
+        let accepted = route
+            .status?
+            .conditions?
+            .into_iter()
+            .find(|c| c.type_ == "Accepted")?;
+        (accepted.status == "False" && accepted.reason == "TunnelNotFound").then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[tokio::test]
+async fn deleting_the_namespace_removes_its_routes() {
+    let h = Harness::start("tr-private-ns").await;
+    ready_tunnel(&h).await;
+    create_route(
+        &h,
+        "lan",
+        json!({"tunnelRef": {"name": "edge"}, "cidrs": ["10.41.0.0/24"],
+            "hostnames": ["ns.corp.internal"]}),
+    )
+    .await;
+    wait_programmed(&h, "lan", "True", "Programmed").await;
+    assert_eq!(marked_routes(&h), 2);
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(h.admin.clone());
+    namespaces
+        .delete(&h.ns, &DeleteParams::default())
+        .await
+        .expect("delete the namespace");
+    wait_marked(&h, 0).await;
+    poll_until("the NetworkRoute gone", WAIT, POLL, || async {
+        routes_api(&h)
+            .get_opt("lan")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+}

@@ -201,4 +201,36 @@ impl NetworkState {
         }
         deleted
     }
+
+    /// Live routes of either kind through `tunnel_id`.
+    pub fn routes_through(&self, tunnel_id: &str) -> usize {
+        let ip = self
+            .ip_routes
+            .iter()
+            .filter(|r| r.deleted_at.is_none() && r.tunnel_id == tunnel_id);
+        let hostname = self
+            .hostname_routes
+            .iter()
+            .filter(|r| r.deleted_at.is_none() && r.tunnel_id == tunnel_id);
+        ip.count() + hostname.count()
+    }
+
+    /// Soft-deletes the live routes of either kind through `tunnel_id` (a tunnel deleted with
+    /// `cascade=true`); how many.
+    pub fn delete_routes_through(&mut self, tunnel_id: &str, at: &str) -> usize {
+        let mut deleted = 0;
+        for route in &mut self.ip_routes {
+            if route.deleted_at.is_none() && route.tunnel_id == tunnel_id {
+                route.deleted_at = Some(at.to_string());
+                deleted += 1;
+            }
+        }
+        for route in &mut self.hostname_routes {
+            if route.deleted_at.is_none() && route.tunnel_id == tunnel_id {
+                route.deleted_at = Some(at.to_string());
+                deleted += 1;
+            }
+        }
+        deleted
+    }
 }

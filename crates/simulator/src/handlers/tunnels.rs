@@ -156,6 +156,18 @@ pub(super) fn delete(state: &mut State, ctx: &Ctx) -> Result<Reply, ApiError> {
             "Cannot delete tunnel because it has active connections",
         ));
     }
+    // Reported of Cloudflare (not documented): without cascade a tunnel that private routes
+    // point at is refused with 1023; with cascade its routes go with it.
+    if state.networks.routes_through(&id) > 0 {
+        if !cascade {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                1023,
+                "Cannot delete tunnel because it has Warp routing configured. You can delete the route with `cloudflared tunnel route ip delete`.",
+            ));
+        }
+        state.networks.delete_routes_through(&id, &now());
+    }
     state.soft_delete(&id);
     let tunnel = find(state, ctx)?;
     Ok(Reply::new(tunnel_json(state, tunnel)))
