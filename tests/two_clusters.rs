@@ -11,6 +11,7 @@ use cftunnel::term::ControllerOptions;
 use cftunnel_cloudflare::{CloudflareClient, ConfigSrc, Credentials};
 use cftunnel_sim::{Operation, RunningSim, SimConfig, SimDnsRecord, Simulator};
 use cftunnel_testenv::{ControlPlane, ControlPlaneOptions, poll_until};
+use cftunnel_types::network::{NetworkRoute, VirtualNetwork};
 use cftunnel_types::{Tunnel, TunnelBinding};
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use kube::api::{DeleteParams, PostParams};
@@ -504,4 +505,98 @@ async fn two_clusters_on_one_remote_tunnel_keep_both_their_rules_through_drift_c
     second.stop().await;
     first.stop().await;
     running.shutdown().await;
+}
+
+/// Creates, in `cluster`, the VirtualNetwork `network` (made at Cloudflare) and the
+/// NetworkRoute `pods` routing `cidr` in it through the Tunnel `edge`.
+async fn route_pods_in(cluster: &Cluster, account: &str, network: &str, cidr: &str) {
+    let vnet: VirtualNetwork = serde_json::from_value(json!({
+        "apiVersion": "networking.cfargotunnel.com/v1alpha2",
+        "kind": "VirtualNetwork",
+        "metadata": {"name": network},
+        "spec": {"name": network, "cloudflare": {"accountId": account, "secret": "cloudflare-api"}},
+    }))
+    .expect("VirtualNetwork");
+    Api::<VirtualNetwork>::all(cluster.client.clone())
+        .create(&PostParams::default(), &vnet)
+        .await
+        .expect("create VirtualNetwork");
+    let route: NetworkRoute = serde_json::from_value(json!({
+        "apiVersion": "networking.cfargotunnel.com/v1alpha2",
+        "kind": "NetworkRoute",
+        "metadata": {"name": "pods"},
+        "spec": {"tunnelRef": {"name": "edge"}, "virtualNetworkRef": {"name": network},
+            "cidrs": [cidr]},
+    }))
+    .expect("NetworkRoute");
+    Api::<NetworkRoute>::namespaced(cluster.client.clone(), &cluster.ns)
+        .create(&PostParams::default(), &route)
+        .await
+        .expect("create NetworkRoute");
+}
+
+/// The live IP routes of `cidr`, by virtual network name.
+fn routes_of(sim: &Simulator, cidr: &str) -> Vec<(String, String)> {
+    let networks = sim.virtual_networks();
+    let mut out: Vec<(String, String)> = sim
+        .ip_routes()
+        .into_iter()
+        .filter(|r| r.deleted_at.is_none() && r.network == cidr)
+        .map(|r| {
+            let name = networks
+                .iter()
+                .find(|n| n.id == r.virtual_network_id)
+                .map(|n| n.name.clone())
+                .unwrap_or_default();
+            (name, r.id)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn two_clusters_route_the_same_cidr_in_their_own_virtual_networks_and_never_touch_each_other()
+{
+    let (sim, running, tunnel, file) = shared_tunnel(ConfigSrc::Local).await;
+    let account = sim.account_id();
+    let first = Cluster::start(&running, &account, &file, &tunnel).await;
+    let second = Cluster::start(&running, &account, &file, &tunnel).await;
+    // Every cluster has a 10.96.0.0/12: each in a network of its own.
+    route_pods_in(&first, &account, "cluster-a", "10.96.0.0/12").await;
+    route_pods_in(&second, &account, "cluster-b", "10.96.0.0/12").await;
+    let both = poll_until("the CIDR routed in both networks", WAIT, POLL, || async {
+        let routes = routes_of(&sim, "10.96.0.0/12");
+        let names: Vec<&str> = routes.iter().map(|(n, _)| n.as_str()).collect();
+        (names == ["cluster-a", "cluster-b"]).then_some(routes)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {:?}", sim.ip_routes()));
+    // Drift checks of both (every 2 s): neither changes, deletes or remakes the other's.
+    let lists = sim.calls(Operation::ListIpRoutes);
+    poll_until("several drift checks", WAIT, POLL, || async {
+        (sim.calls(Operation::ListIpRoutes) >= lists + 6).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(routes_of(&sim, "10.96.0.0/12"), both, "both kept, same ids");
+    assert_eq!(sim.calls(Operation::UpdateIpRoute), 0);
+    // The first cluster lets go: only its route goes.
+    Api::<NetworkRoute>::namespaced(first.client.clone(), &first.ns)
+        .delete("pods", &DeleteParams::default())
+        .await
+        .expect("delete NetworkRoute");
+    poll_until(
+        "only the second cluster's route left",
+        WAIT,
+        POLL,
+        || async {
+            let routes = routes_of(&sim, "10.96.0.0/12");
+            (routes.len() == 1 && routes[0] == both[1]).then_some(())
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {:?}", routes_of(&sim, "10.96.0.0/12")));
+    first.stop().await;
+    second.stop().await;
 }
