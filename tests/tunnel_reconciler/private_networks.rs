@@ -485,3 +485,66 @@ async fn deleting_the_namespace_removes_its_routes() {
     .await
     .unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// The private-network operations the simulator answered since `from` (an index into its log).
+fn private_calls(h: &Harness, from: usize) -> Vec<cftunnel_sim::Operation> {
+    h.sim
+        .request_log()
+        .into_iter()
+        .skip(from)
+        .filter_map(|r| r.operation)
+        .filter(|op| op.is_networks() || op.is_hostname_routes())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_restart_only_lists_and_the_steady_state_makes_no_call() {
+    let mut h = Harness::start("tr-private-restart").await;
+    ready_tunnel(&h).await;
+    create_service(&h, "db", 5432, json!({}), json!({})).await;
+    create_route(
+        &h,
+        "db",
+        json!({"tunnelRef": {"name": "edge"}, "cidrs": ["10.60.0.0/24"],
+            "services": [{"name": "db"}], "hostnames": ["db.restart.internal"]}),
+    )
+    .await;
+    wait_programmed(&h, "db", "True", "Programmed").await;
+    h.stop_operator();
+    let from = h.sim.request_log().len();
+    h.start_operator();
+    // The restarted operator lists the account once (IP routes, hostname routes, the default
+    // network) and finds everything in place.
+    poll_until(
+        "the account listed after the restart",
+        WAIT,
+        POLL,
+        || async { (private_calls(&h, from).len() >= 3).then_some(()) },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let calls = private_calls(&h, from);
+    use cftunnel_sim::Operation::{ListHostnameRoutes, ListIpRoutes, ListVirtualNetworks};
+    assert_eq!(
+        calls,
+        [ListIpRoutes, ListHostnameRoutes, ListVirtualNetworks],
+        "a restart only lists, once"
+    );
+    // Steady state (drift checks off here): no call at all.
+    let settled = h.sim.request_log().len();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(private_calls(&h, settled).is_empty());
+    assert!(
+        routes_api(&h)
+            .get("db")
+            .await
+            .expect("the route")
+            .status
+            .and_then(|s| s.routes)
+            .unwrap_or_default()
+            .iter()
+            .all(|r| r.state == "Programmed"),
+        "still programmed after the restart"
+    );
+}
