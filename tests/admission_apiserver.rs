@@ -4,6 +4,8 @@
 #[path = "admission_apiserver/access_policy.rs"]
 mod access_policy;
 mod common;
+#[path = "admission_apiserver/network_route.rs"]
+mod network_route;
 #[path = "admission_apiserver/zones.rs"]
 mod zones;
 

@@ -384,6 +384,80 @@ fn a_good_access_policy_passes_and_a_grpc_target_only_warns() {
     );
 }
 
+fn network_route(namespace: &str, name: &str, fields: &str) -> String {
+    format!(
+        "apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: NetworkRoute
+metadata: {{name: {name}, namespace: {namespace}}}
+spec:
+  tunnelRef: {{kind: ClusterTunnel, name: edge}}
+{fields}"
+    )
+}
+
+/// NetworkRoutes claim CIDRs and private hostnames in input order: a later one asking for the
+/// same CIDR, an overlapping range or the same hostname is refused naming the earlier one, and
+/// a CIDR with host bits set names the canonical range; a VirtualNetwork named by a route may
+/// come later in the input, and routes in two networks do not collide.
+#[test]
+fn network_routes_are_judged_against_the_earlier_ones() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tunnel = write(dir.path(), "edge.yaml", EDGE);
+    let blog = write(
+        dir.path(),
+        "blog.yaml",
+        &network_route(
+            "blog",
+            "lan",
+            "  cidrs: [10.20.0.0/24]\n  hostnames: [db.internal]\n",
+        ),
+    );
+    let shop = write(
+        dir.path(),
+        "shop.yaml",
+        &[
+            network_route("shop", "same", "  cidrs: [10.20.0.0/24]\n"),
+            network_route("shop", "wide", "  cidrs: [10.20.0.0/16]\n"),
+            network_route("shop", "names", "  hostnames: [\"*.DB.internal.\"]\n"),
+            network_route("shop", "bits", "  cidrs: [10.30.0.7/24]\n"),
+            network_route(
+                "shop",
+                "staging",
+                "  virtualNetworkRef: {name: staging}\n  cidrs: [10.20.0.0/24]\n",
+            ),
+        ]
+        .join("---\n"),
+    );
+    let staging = write(
+        dir.path(),
+        "staging.yaml",
+        "apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: VirtualNetwork
+metadata: {name: staging}
+spec:
+  name: staging
+  cloudflare: {accountId: 0123456789abcdef0123456789abcdef, secret: cloudflare}
+",
+    );
+    let out = validate(&["-f", &tunnel, "-f", &blog, "-f", &shop, "-f", &staging]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "NetworkRoute shop/same: spec.cidrs[0]: 10.20.0.0/24 is already routed by NetworkRoute blog/lan in the account's default network; remove it there first
+NetworkRoute shop/wide: spec.cidrs[0]: 10.20.0.0/16 overlaps 10.20.0.0/24, routed by NetworkRoute blog/lan in the account's default network: Cloudflare routes by longest prefix, so 10.20.0.0/24 would take the traffic of its addresses from the route of 10.20.0.0/16; route ranges that do not overlap, or put one in another VirtualNetwork
+NetworkRoute shop/names: spec.hostnames[0]: db.internal is already routed by NetworkRoute blog/lan: a private hostname is routed once per account, in every network; remove it there first
+NetworkRoute shop/bits: spec.cidrs[0]: 10.30.0.7/24 has host bits set; use 10.30.0.0/24
+"
+    );
+    assert_eq!(
+        text(&out.stderr),
+        "",
+        "the network and the tunnel are given"
+    );
+    let out = validate(&["-f", &tunnel, "-f", &blog]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
+
 #[test]
 fn dash_reads_standard_input() {
     let case = format!("{TABLE}/tunnel-both-sources.yaml");

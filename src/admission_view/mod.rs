@@ -1,7 +1,7 @@
 //! The admission view over the process-wide watch caches ([`crate::caches`]): Tunnels,
 //! ClusterTunnels, TunnelBindings, Services (stripped; only labelled ones claim hostnames),
-//! namespace labels, IngressClasses, and the hostnames Ingresses and Gateway API routes claim
-//! (as the route model gives them). A snapshot is rebuilt only after a watch event. [`serve`] answers admission
+//! namespace labels, IngressClasses, the hostnames Ingresses and Gateway API routes claim
+//! (as the route model gives them), AccessPolicies, NetworkRoutes and VirtualNetworks. A snapshot is rebuilt only after a watch event. [`serve`] answers admission
 //! from it.
 pub mod serve;
 
@@ -186,6 +186,8 @@ impl ViewCache {
         let mut view = AdmissionView::new(tunnels, namespace_labels, claims);
         view.ingress_classes = world.ingress_classes;
         view.access_policies = s.access_policies.all();
+        view.network_routes = s.private_networks.routes.all();
+        view.virtual_networks = s.private_networks.networks.all();
         view
     }
 }

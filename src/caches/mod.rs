@@ -3,8 +3,9 @@
 //! - [`ProcessCaches`] run in every replica, for the whole process: Tunnels, ClusterTunnels and
 //!   TunnelBindings (decoded object by object, see [`decode`]), Services (stripped to what
 //!   routes read), namespace labels (metadata only), Ingresses and IngressClasses, and the
-//!   Gateway API kinds once their CRDs are installed ([`gateway`]), and AccessPolicies once
-//!   theirs is ([`access`]). The admission view
+//!   Gateway API kinds once their CRDs are installed ([`gateway`]), AccessPolicies once
+//!   theirs is ([`access`]), and NetworkRoutes and VirtualNetworks once theirs are
+//!   ([`network`]). The admission view
 //!   ([`crate::admission_view`]) and, in the leader, the route table ([`crate::route_reconciler`]) and the
 //!   tunnel controllers (their own kind's trigger) are built from them, so the leader watches
 //!   these kinds once, not three times.
@@ -12,14 +13,17 @@
 //!   ConfigMaps, Deployments and DaemonSets labelled `app=cloudflared`. Both tunnel
 //!   controllers and the checksum watcher read them.
 //!
-//! A leader therefore runs 8 + 4 watches, Gateway API aside (one more of each term kind when `--watch-namespace`
-//! differs from the cluster-resource namespace: children of ClusterTunnels live there).
+//! A leader therefore runs 10 + 4 watches, Gateway API aside (one more of each term kind when
+//! `--watch-namespace` differs from the cluster-resource namespace: children of ClusterTunnels
+//! live there); its network reconciler still watches NetworkRoutes and VirtualNetworks a
+//! second time, on its own.
 //! The ConfigMap watch has no label selector: the checksum watcher follows the ConfigMaps that
 //! user-managed cloudflared workloads mount, which carry no label of cftunnel's. It is
 //! metadata-only (names and resourceVersions), so its memory does not grow with ConfigMap data.
 pub mod access;
 pub mod decode;
 pub mod gateway;
+pub mod network;
 mod objects;
 mod scope;
 mod shared;
@@ -68,11 +72,13 @@ pub struct ProcessCaches {
     pub gateway_api: gateway::GatewayApi,
     /// AccessPolicies, once their CRD is served.
     pub access_policies: access::AccessPolicies,
+    /// NetworkRoutes and VirtualNetworks, each once its CRD is served.
+    pub private_networks: network::PrivateNetworks,
     generation: Arc<watch::Sender<u64>>,
 }
 
 impl ProcessCaches {
-    /// Starts the eight watches as tasks of `scope`.
+    /// Starts the ten watches (and the probes of the optional kinds) as tasks of `scope`.
     pub fn start(
         scope: &Scope,
         client: &Client,
@@ -151,6 +157,14 @@ impl ProcessCaches {
             gateway::GatewayApi::start(scope, client, ns, metrics, generation.clone());
         let access_policies =
             access::AccessPolicies::start(scope, client, ns, &labels, metrics, generation.clone());
+        let private_networks = network::PrivateNetworks::start(
+            scope,
+            client,
+            ns,
+            &labels,
+            metrics,
+            generation.clone(),
+        );
         ProcessCaches {
             tunnels,
             cluster_tunnels,
@@ -161,6 +175,7 @@ impl ProcessCaches {
             ingress_classes,
             gateway_api,
             access_policies,
+            private_networks,
             generation,
         }
     }
@@ -178,6 +193,7 @@ impl ProcessCaches {
         self.ingress_classes.listed().await;
         self.gateway_api.synced().await;
         self.access_policies.synced().await;
+        self.private_networks.synced().await;
     }
 
     /// A counter bumped on every event of any of these watches.

@@ -193,13 +193,14 @@ const VALIDATE_HELP: &str =
 
 Reads every YAML or JSON document of the given files, directories (recursively: *.yaml, *.yml, \
 *.json, in path order) or standard input (-). Tunnels, ClusterTunnels, TunnelBindings, \
-AccessTunnels, AccessPolicies and Services carrying a cfargotunnel.com/expose-* label are judged; Namespaces give their labels \
+AccessTunnels, AccessPolicies, NetworkRoutes, VirtualNetworks and Services carrying a cfargotunnel.com/expose-* label are judged; Namespaces give their labels \
 to allowedRoutes selectors; other kinds are ignored. Schema defaults are applied and v1alpha1 \
 tunnels are converted to v1alpha2 first, as the API server would.
 
 All objects are judged together: a binding's fqdn is checked against a tunnel given with it, \
 and hostname ownership is checked across every binding and labelled Service, the earlier one \
-in input order being the owner. Namespaced objects without metadata.namespace are in the \
+in input order being the owner. NetworkRoutes claim CIDRs and private hostnames, and \
+VirtualNetworks their names, the same way. Namespaced objects without metadata.namespace are in the \
 namespace given by --namespace (default: default).
 
 Only CREATE rules run: UPDATE rules (immutability, ratcheting) and rules that need cluster \

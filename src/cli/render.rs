@@ -8,6 +8,7 @@
 //! (`http_status:503`) unless the policy's `status.targets` records the application, then with
 //! `originRequest.access` (`required`, the team, the application's AUD).
 mod access_tunnel;
+mod private;
 mod world;
 
 use std::io::{Read, Write};
@@ -108,12 +109,19 @@ pub fn run(
     let mut tunnels = Vec::new();
     let mut access_tunnels = Vec::new();
     let mut access_policies = Vec::new();
+    let mut network_routes = Vec::new();
+    let mut virtual_networks = Vec::new();
+    let mut plain_services = Vec::new();
     for document in &documents {
         match decode(document, DEFAULT_NAMESPACE) {
             Outcome::Decoded(object, decoded) => {
                 builder.add(&decoded);
                 match *decoded {
                     Decoded::Tunnel(tunnel) => tunnels.push((document, tunnel)),
+                    Decoded::NetworkRoute { namespace, route } => {
+                        network_routes.push((namespace, route));
+                    }
+                    Decoded::VirtualNetwork(network) => virtual_networks.push(network),
                     Decoded::Access(_) => access_tunnels.push((document, object)),
                     Decoded::AccessPolicy { namespace, .. } => {
                         match serde_json::from_value::<AccessPolicy>(document.value.clone()) {
@@ -137,6 +145,7 @@ pub fn run(
             Outcome::Ignored => match plain_service(document, DEFAULT_NAMESPACE) {
                 Some(Ok(service)) => {
                     let namespace = service.metadata.namespace.clone().unwrap_or_default();
+                    plain_services.push(service.clone());
                     builder.add_service(service, &namespace);
                 }
                 Some(Err(violation)) => {
@@ -152,6 +161,13 @@ pub fn run(
     let guard = cftunnel_policy::access::guard(&access_policies, &table);
     let mut yaml = String::new();
     let mut rendered_any = false;
+    let tunnel_objects: Vec<TunnelObject> = tunnels.iter().map(|(_, t)| t.clone()).collect();
+    let private = private::describe(
+        &network_routes,
+        &virtual_networks,
+        &tunnel_objects,
+        &plain_services,
+    );
     for (document, tunnel) in tunnels {
         let owner = identity(&tunnel, &document.value, settings);
         let route_identity = referenced(tunnel.kind, &tunnel.namespace, &tunnel.name);
@@ -202,6 +218,7 @@ pub fn run(
         return Ok(1);
     }
     out.write_all(yaml.as_bytes())?;
+    out.write_all(private.as_bytes())?;
     Ok(u8::from(failed))
 }
 
@@ -244,6 +261,46 @@ spec:
             String::from_utf8_lossy(&out).into_owned(),
             String::from_utf8_lossy(&err).into_owned(),
         )
+    }
+
+    #[test]
+    fn the_private_routes_of_network_routes_are_shown_after_the_objects() {
+        let input = format!(
+            "{V1ALPHA1}---
+apiVersion: v1
+kind: Service
+metadata: {{name: db, namespace: shop}}
+spec: {{clusterIPs: [10.96.0.10], ports: [{{port: 5432}}]}}
+---
+apiVersion: networking.cfargotunnel.com/v1alpha2
+kind: NetworkRoute
+metadata: {{name: db, namespace: shop}}
+spec:
+  tunnelRef: {{name: web}}
+  cidrs: [10.20.0.0/24]
+  services: [{{name: db}}]
+  hostnames: [db.shop.svc.cluster.local]
+  comment: reporting
+"
+        );
+        let (code, out, err) = render(&input);
+        assert_eq!(code, 0, "{err}");
+        for line in [
+            "# Private routes at Cloudflare the NetworkRoutes ask for (not Kubernetes objects):",
+            "#   ip route 10.20.0.0/24 in network default through tunnel 00000000-0000-0000-0000-000000000000 (NetworkRoute shop/db)",
+            "#   ip route 10.96.0.10/32 in network default",
+            "#   hostname route db.shop.svc.cluster.local through tunnel",
+        ] {
+            assert!(
+                out.lines().any(|l| l.starts_with(line)),
+                "{line:?} missing:\n{out}"
+            );
+        }
+        assert!(out.contains("comment \"cftunnel:<cluster>:"), "{out}");
+        assert!(out.contains("reporting"), "{out}");
+        // The objects are still YAML a kubectl apply takes: the routes are comments.
+        let (_, kinds) = documents(&out);
+        assert!(kinds.contains(&"Deployment".to_string()), "{kinds:?}");
     }
 
     /// The YAML documents of `render`'s output, and their kinds in order.

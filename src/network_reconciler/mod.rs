@@ -4,8 +4,9 @@
 //! comment with this cluster's id and its owner; and the VirtualNetworks cftunnel makes or
 //! adopts.
 //!
-//! One task per leadership term, all NetworkRoutes in one pass: a pass runs when what it reads
-//! changed (NetworkRoutes, VirtualNetworks, Services, tunnels, namespaces), at the drift
+//! One task per leadership term, all NetworkRoutes in one pass, read from the process's caches
+//! (every replica watches both kinds for admission, `caches::network`): a pass runs when what it
+//! reads changed (NetworkRoutes, VirtualNetworks, Services, tunnels, namespaces), at the drift
 //! interval, and after a failure (with backoff). An account is listed (every route of the
 //! account: two list calls and the default network) only when what its NetworkRoutes ask for
 //! changed since its last sync, after a failure, or at the drift interval; so a restart lists
@@ -19,7 +20,6 @@ mod networks;
 mod resolve;
 mod status;
 mod sync;
-mod watch;
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
@@ -38,7 +38,6 @@ use cftunnel_cloudflare::Priority;
 use cftunnel_policy::private::{OwnerDigest, desired_routes};
 use resolve::{AccountKey, Group};
 use status::Verdict;
-use watch::NetworkWatches;
 
 /// Quiet time after a change before a pass: a burst is one pass.
 const DEBOUNCE: Duration = Duration::from_millis(300);
@@ -56,21 +55,19 @@ struct Synced {
 
 /// Runs until its term ends.
 pub async fn run(ctx: Arc<Context>, caches: ProcessCaches) {
-    let watches = NetworkWatches::start(&ctx).await;
+    // The caches wait for NetworkRoutes and VirtualNetworks to be probed (and listed when
+    // served); a kind not served is empty, and an empty kind asks nothing to be deleted.
     caches.synced().await;
     tracing::info!("network reconciler started");
     let mut changes = caches.subscribe();
-    let mut network_changes = watches.generation.subscribe();
     let mut synced: HashMap<AccountKey, Synced> = HashMap::new();
-    let mut placed: HashMap<OwnerDigest, (AccountKey, Group)> = HashMap::new();
+    let mut placed = resolve::Placed::default();
     loop {
         changes.borrow_and_update();
-        network_changes.borrow_and_update();
-        let next = pass(&ctx, &caches, &watches, &mut synced, &mut placed).await;
+        let next = pass(&ctx, &caches, &mut synced, &mut placed).await;
         let sleep = tokio::time::sleep(next.unwrap_or(Duration::from_secs(3600)));
         tokio::select! {
             _ = changes.changed() => {}
-            _ = network_changes.changed() => {}
             _ = sleep => {}
         }
         tokio::time::sleep(DEBOUNCE).await;
@@ -81,12 +78,11 @@ pub async fn run(ctx: Arc<Context>, caches: ProcessCaches) {
 async fn pass(
     ctx: &Context,
     caches: &ProcessCaches,
-    watches: &NetworkWatches,
     synced: &mut HashMap<AccountKey, Synced>,
-    placed: &mut HashMap<OwnerDigest, (AccountKey, Group)>,
+    placed: &mut resolve::Placed,
 ) -> Option<Duration> {
-    let routes = watches.routes.store().state();
-    let networks = watches.networks.store().state();
+    let routes = caches.private_networks.routes.all();
+    let networks = caches.private_networks.networks.all();
     let mut waiting = networks::reconcile(ctx, &networks, &routes).await;
     // The finalizer goes on before any route of a NetworkRoute is made; the status is then
     // written over the object as the patch left it.
@@ -156,10 +152,19 @@ async fn pass(
                 },
             );
         }
-        for source in &group.sources {
-            placed.insert(source.owner().digest(), (key.clone(), group.clone()));
-        }
     }
+    placed.remember(&resolved);
+    // A Gateway whose routes are all gone is forgotten (its object has no finalizer to wait on).
+    placed.owners.retain(|digest, (key, owner)| {
+        owner.kind != cftunnel_policy::private::OwnerKind::Gateway
+            || resolved
+                .groups
+                .get(key)
+                .is_some_and(|g| g.sources.iter().any(|s| s.owner().digest() == *digest))
+            || !synced
+                .get(key)
+                .is_some_and(|m| m.outcome.failure.is_none() && m.outcome.cleared.contains(digest))
+    });
     synced.retain(|key, _| resolved.groups.contains_key(key));
     for (key, memory) in synced.iter() {
         if let Some(due) = memory.due {
@@ -175,7 +180,7 @@ async fn pass(
         let owner = status::owner(route);
         let digest = owner.digest();
         if route.metadata.deletion_timestamp.is_some() {
-            let account = placed.get(&digest).map(|(k, _)| k.clone());
+            let account = placed.owners.get(&digest).map(|(k, _)| k.clone());
             let memory = account.as_ref().and_then(|k| synced.get(k));
             let key = (route.namespace().unwrap_or_default(), route.name_any());
             let tunnel_gone = resolved
@@ -204,7 +209,7 @@ async fn pass(
             }
             let cleared = cleared || abandoned;
             if cleared && status::remove_finalizer(ctx, route).await {
-                placed.remove(&digest);
+                placed.owners.remove(&digest);
             } else if !cleared {
                 waiting = true;
             }

@@ -9,7 +9,9 @@ use kube::runtime::reflector::ObjectRef;
 
 use crate::caches::ProcessCaches;
 use crate::term::adapters::TunnelKindAdapter;
-use cftunnel_policy::private::{NetworkRouteSource, Owner, OwnerDigest, OwnerKind};
+use cftunnel_policy::private::{
+    NetworkRouteSource, Owner, OwnerDigest, OwnerKind, gateway_network_sources,
+};
 use cftunnel_policy::rules::facts::tunnel_admits;
 use cftunnel_types::network::{NetworkRoute, VirtualNetwork};
 use cftunnel_types::{CloudflareDetails, ClusterTunnel, Tunnel, TunnelKind};
@@ -30,6 +32,36 @@ pub(crate) struct Group {
     pub sources: Vec<NetworkRouteSource>,
     /// Owners whose routes go: NetworkRoutes being deleted, or whose tunnel left the account.
     pub departed: Vec<Owner>,
+}
+
+/// Where each owner's routes were last placed, and how to reach each account: for the term, so
+/// the routes of an owner whose tunnel (or Gateway) is gone are deleted where they are.
+#[derive(Debug, Default)]
+pub(crate) struct Placed {
+    pub owners: HashMap<OwnerDigest, (AccountKey, Owner)>,
+    pub accounts: HashMap<AccountKey, (CloudflareDetails, String)>,
+}
+
+impl Placed {
+    /// Remembers the sources of every group of `resolved`.
+    pub(crate) fn remember(&mut self, resolved: &Resolved) {
+        for (key, group) in &resolved.groups {
+            self.accounts.insert(
+                key.clone(),
+                (group.details.clone(), group.secret_namespace.clone()),
+            );
+            for source in &group.sources {
+                let owner = source.owner();
+                self.owners.insert(owner.digest(), (key.clone(), owner));
+            }
+        }
+    }
+
+    fn at(&self, digest: &OwnerDigest) -> Option<(AccountKey, CloudflareDetails, String)> {
+        let (key, _) = self.owners.get(digest)?;
+        let (details, namespace) = self.accounts.get(key)?;
+        Some((key.clone(), details.clone(), namespace.clone()))
+    }
 }
 
 /// Why a NetworkRoute is not accepted: the reason and the message.
@@ -100,14 +132,15 @@ fn namespace_labels(caches: &ProcessCaches) -> BTreeMap<String, BTreeMap<String,
         .collect()
 }
 
-/// Resolves every NetworkRoute. `remembered` is the account each owner's routes were last
-/// placed in: a route whose tunnel is gone has its routes deleted there.
+/// Resolves every NetworkRoute, and every Gateway with TCP or UDP routes. `remembered` is where
+/// each owner's routes were last placed: an owner whose tunnel or Gateway is gone has its
+/// routes deleted there.
 pub(crate) fn resolve(
     caches: &ProcessCaches,
     routes: &[Arc<NetworkRoute>],
     networks: &[Arc<VirtualNetwork>],
     cluster_resource_namespace: &str,
-    remembered: &HashMap<OwnerDigest, (AccountKey, Group)>,
+    remembered: &Placed,
 ) -> Resolved {
     let labels = namespace_labels(caches);
     let mut out = Resolved::default();
@@ -208,6 +241,7 @@ pub(crate) fn resolve(
                     .and_then(|n| n.status.as_ref())
                     .and_then(|s| s.id.clone());
                 let source = NetworkRouteSource {
+                    owner_kind: OwnerKind::NetworkRoute,
                     namespace: namespace.clone(),
                     name: name.clone(),
                     created: route.metadata.creation_timestamp.as_ref().map(|t| t.0),
@@ -223,11 +257,7 @@ pub(crate) fn resolve(
             (placed, _) => {
                 // Its routes go: from the account its tunnel is in, else from the one they were
                 // last placed in.
-                let at = placed.or_else(|| {
-                    remembered.get(&owner.digest()).map(|(key, g)| {
-                        (key.clone(), g.details.clone(), g.secret_namespace.clone())
-                    })
-                });
+                let at = placed.or_else(|| remembered.at(&owner.digest()));
                 if let Some((key, details, secret_namespace)) = at {
                     group_of(&mut out, key, details, secret_namespace)
                         .departed
@@ -236,7 +266,104 @@ pub(crate) fn resolve(
             }
         }
     }
+    gateways(
+        caches,
+        networks,
+        cluster_resource_namespace,
+        remembered,
+        &mut out,
+    );
     out
+}
+
+/// The private routes of Gateways' TCPRoutes and UDPRoutes (`cftunnel_policy::private::
+/// gateway`), each Gateway an owner of its own; a Gateway placed before that asks for nothing
+/// now (deleted, or without TCP or UDP routes) has its routes deleted.
+fn gateways(
+    caches: &ProcessCaches,
+    networks: &[Arc<VirtualNetwork>],
+    cluster_resource_namespace: &str,
+    remembered: &Placed,
+    out: &mut Resolved,
+) {
+    let l4 = caches.gateway_api.l4_routes();
+    let placed_before = remembered
+        .owners
+        .values()
+        .any(|(_, owner)| owner.kind == OwnerKind::Gateway);
+    let sources = match l4.tcp.is_empty() && l4.udp.is_empty() {
+        // The route world is computed only when a Gateway may ask for something.
+        true => Vec::new(),
+        false => {
+            let world = crate::world::RouteCache::new(caches, cluster_resource_namespace).world();
+            gateway_network_sources(&world, &l4)
+        }
+    };
+    if sources.is_empty() && !placed_before {
+        return;
+    }
+    let mut present = std::collections::HashSet::new();
+    for gateway in sources {
+        let id = &gateway.tunnel;
+        let tunnel = match id.kind {
+            TunnelKind::ClusterTunnel => caches
+                .cluster_tunnels
+                .store()
+                .get(&ObjectRef::<ClusterTunnel>::new(&id.name))
+                .map(|o| found(o.as_ref(), TunnelKind::ClusterTunnel)),
+            TunnelKind::Tunnel => caches
+                .tunnels
+                .store()
+                .get(&ObjectRef::<Tunnel>::new(&id.name).within(&id.namespace))
+                .map(|o| found(o.as_ref(), TunnelKind::Tunnel)),
+        };
+        let Some(tunnel) = tunnel.filter(|t| !t.deleting) else {
+            continue;
+        };
+        let Some(account) = tunnel.account.clone() else {
+            continue;
+        };
+        let secret_namespace = match tunnel.kind {
+            TunnelKind::Tunnel => tunnel.namespace.clone(),
+            TunnelKind::ClusterTunnel => cluster_resource_namespace.to_string(),
+        };
+        let d = &tunnel.spec.cloudflare;
+        let key = AccountKey {
+            account,
+            secret: (
+                secret_namespace.clone(),
+                d.secret.clone(),
+                d.api_token_key.clone(),
+                d.api_key_key.clone(),
+                d.email.clone(),
+            ),
+        };
+        let mut source = gateway.source;
+        source.tunnel_id = tunnel.tunnel_id.clone();
+        // A network of another account than the tunnel's is not used: its IP routes are held.
+        source.virtual_network_id = source
+            .spec
+            .virtual_network_ref
+            .as_ref()
+            .and_then(|r| networks.iter().find(|n| n.name_any() == r.name))
+            .filter(|n| n.spec.cloudflare.account_id == key.account)
+            .and_then(|n| n.status.as_ref())
+            .and_then(|s| s.id.clone());
+        present.insert(source.owner().digest());
+        group_of(out, key, d.clone(), secret_namespace)
+            .sources
+            .push(source);
+    }
+    for (digest, (_, owner)) in &remembered.owners {
+        if owner.kind != OwnerKind::Gateway || present.contains(digest) {
+            continue;
+        }
+        if let Some((key, details, secret_namespace)) = remembered.at(digest) {
+            group_of(out, key, details, secret_namespace)
+                .departed
+                .push(owner.clone());
+        }
+    }
 }
 
 fn group_of(

@@ -328,3 +328,38 @@ async fn other_methods_and_paths_are_refused() {
     let (status, _, _) = post(&app, "/elsewhere", json_body(&admission("edge"))).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+/// The paths of the shipped webhook configurations (`manifests/webhooks.yaml`).
+fn shipped_paths() -> Vec<String> {
+    let text = include_str!("../../manifests/webhooks.yaml");
+    let mut paths = Vec::new();
+    for document in serde_yaml_ng::Deserializer::from_str(text) {
+        let config: Value = serde::Deserialize::deserialize(document).expect("webhooks YAML");
+        for webhook in config["webhooks"].as_array().into_iter().flatten() {
+            let path = &webhook["clientConfig"]["service"]["path"];
+            paths.push(path.as_str().expect("a path").to_owned());
+        }
+    }
+    paths
+}
+
+#[tokio::test]
+async fn every_path_the_shipped_configurations_call_is_answered() {
+    let paths = shipped_paths();
+    for expected in ["/validate/networkroutes", "/validate/virtualnetworks"] {
+        assert!(
+            paths.iter().any(|p| p == expected),
+            "{expected} in {paths:?}"
+        );
+    }
+    let app = ready_router();
+    for path in &paths {
+        let (status, _, body) = post(&app, path, json_body(&admission("deny-me"))).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        if path.starts_with("/validate/") {
+            assert_eq!(body["response"]["allowed"], false, "{path}: {body}");
+        } else {
+            assert!(body["response"]["patch"].is_string(), "{path}: {body}");
+        }
+    }
+}

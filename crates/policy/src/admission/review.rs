@@ -20,7 +20,9 @@ use cftunnel_types::access_tunnel::AccessTunnelFields;
 use cftunnel_types::binding::TunnelBindingFields;
 use cftunnel_types::conversion::{self, V1ALPHA2};
 use cftunnel_types::names::GROUP;
-use cftunnel_types::{TunnelBinding, TunnelSpec, TunnelStatus};
+use cftunnel_types::{
+    NetworkRouteSpec, TunnelBinding, TunnelSpec, TunnelStatus, VirtualNetworkSpec,
+};
 
 /// The kinds cftunnel judges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,6 +31,8 @@ enum Subject {
     TunnelBinding,
     AccessTunnel,
     AccessPolicy,
+    NetworkRoute,
+    VirtualNetwork,
     Service,
     Ingress,
     /// Deployment or DaemonSet: the pod spec sits at spec.template.spec.
@@ -42,6 +46,8 @@ fn subject(req: &AdmissionRequest<DynamicObject>) -> Option<Subject> {
         (GROUP, "TunnelBinding") => Some(Subject::TunnelBinding),
         (GROUP, "AccessTunnel") => Some(Subject::AccessTunnel),
         (GROUP, "AccessPolicy") => Some(Subject::AccessPolicy),
+        (GROUP, "NetworkRoute") => Some(Subject::NetworkRoute),
+        (GROUP, "VirtualNetwork") => Some(Subject::VirtualNetwork),
         ("", "Service") => Some(Subject::Service),
         ("networking.k8s.io", "Ingress") => Some(Subject::Ingress),
         ("apps", "Deployment" | "DaemonSet") => Some(Subject::Workload),
@@ -141,6 +147,14 @@ fn judge(
                 Err(e) => unreadable("spec", e),
             }
         }
+        Subject::NetworkRoute => match NetworkRouteSpec::deserialize(spec_of(object)) {
+            Ok(spec) => super::network_route::validate(&spec, namespace, name_of(object), view),
+            Err(e) => unreadable("spec", e),
+        },
+        Subject::VirtualNetwork => match VirtualNetworkSpec::deserialize(spec_of(object)) {
+            Ok(spec) => super::virtual_network::validate(&spec, name_of(object), view),
+            Err(e) => unreadable("spec", e),
+        },
         // The rules of a labelled Service read only its labels and annotations.
         Subject::Service => {
             let service = Service {
@@ -174,6 +188,14 @@ fn judge(
         ),
         Subject::Pod => pod_verdict(object.data.pointer("/spec"), "spec"),
     }
+}
+
+fn spec_of(object: &DynamicObject) -> &Value {
+    object.data.get("spec").unwrap_or(&Value::Null)
+}
+
+fn name_of(object: &DynamicObject) -> &str {
+    object.metadata.name.as_deref().unwrap_or_default()
 }
 
 fn judge_update(

@@ -1,5 +1,6 @@
-//! The read-only snapshot the rules consult: tunnels, namespace labels and claimed hostnames.
-//! The webhook fills it from watch caches, `cftunnel validate` from the files it was given.
+//! The read-only snapshot the rules consult: tunnels, namespace labels, claimed hostnames,
+//! AccessPolicies, NetworkRoutes and VirtualNetworks. The webhook fills it from watch caches,
+//! `cftunnel validate` from the files it was given.
 use std::collections::{BTreeMap, HashMap};
 
 use cftunnel_types::{TunnelIdentity, TunnelKind};
@@ -51,6 +52,11 @@ pub struct AdmissionView {
     /// Every AccessPolicy: a target named by two is protected by the older only, which
     /// admission warns of.
     pub access_policies: Vec<std::sync::Arc<cftunnel_types::access_policy::AccessPolicy>>,
+    /// Every NetworkRoute: the CIDRs and private hostnames they claim, and how many routes
+    /// they ask of each account.
+    pub network_routes: Vec<std::sync::Arc<cftunnel_types::NetworkRoute>>,
+    /// Every VirtualNetwork: the networks NetworkRoutes name, and the names taken per account.
+    pub virtual_networks: Vec<std::sync::Arc<cftunnel_types::VirtualNetwork>>,
 }
 
 impl AdmissionView {
@@ -69,6 +75,8 @@ impl AdmissionView {
             ingress_classes: Vec::new(),
             claims: HashMap::new(),
             access_policies: Vec::new(),
+            network_routes: Vec::new(),
+            virtual_networks: Vec::new(),
         };
         view.add_claims(claims);
         view

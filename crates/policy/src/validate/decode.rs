@@ -21,7 +21,10 @@ use cftunnel_types::gateway::{
     GATEWAY_GROUP, GRPCRoute, Gateway, GatewayClass, HTTPRoute, ReferenceGrant,
 };
 use cftunnel_types::names::{LABEL_EXPOSE_CLUSTER_TUNNEL, LABEL_EXPOSE_TUNNEL};
-use cftunnel_types::{TunnelBinding, TunnelSpec, TunnelStatus};
+use cftunnel_types::{
+    NetworkRoute, NetworkRouteSpec, TunnelBinding, TunnelSpec, TunnelStatus, VirtualNetwork,
+    VirtualNetworkSpec,
+};
 
 /// The label the API server puts on every Namespace, which selectors commonly use.
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
@@ -58,6 +61,13 @@ pub enum Decoded {
         name: String,
         spec: AccessPolicySpec,
     },
+    /// A NetworkRoute: judged on its spec and against the NetworkRoutes before it.
+    NetworkRoute {
+        namespace: String,
+        route: NetworkRoute,
+    },
+    /// A VirtualNetwork: judged on its spec and against the VirtualNetworks before it.
+    VirtualNetwork(VirtualNetwork),
     /// An Ingress (a route source when its class is cftunnel's).
     Ingress {
         namespace: String,
@@ -201,6 +211,23 @@ pub fn decode(document: &Document, default_namespace: &str) -> Outcome {
                 )
             })
         }
+        (cftunnel_types::names::GROUP, "NetworkRoute") => {
+            let object = ObjectRef::namespaced(kind, &namespace, &name);
+            network_route(value, api_version, &namespace).map(|route| {
+                (
+                    object,
+                    Decoded::NetworkRoute {
+                        namespace: namespace.clone(),
+                        route,
+                    },
+                )
+            })
+        }
+        (cftunnel_types::names::GROUP, "VirtualNetwork") => {
+            let object = ObjectRef::cluster(kind, &name);
+            virtual_network(value, api_version)
+                .map(|network| (object, Decoded::VirtualNetwork(network)))
+        }
         ("", "Service") if api_version == "v1" && has_expose_label(value) => {
             let object = ObjectRef::namespaced(kind, &namespace, &name);
             service(value).map(|service| {
@@ -291,9 +318,8 @@ pub fn decode(document: &Document, default_namespace: &str) -> Outcome {
         Ok((object, decoded)) => Outcome::Decoded(object, Box::new(decoded)),
         Err(violation) => {
             let object = match kind {
-                "ClusterTunnel" | "Namespace" | "IngressClass" | "GatewayClass" => {
-                    ObjectRef::cluster(kind, &name)
-                }
+                "ClusterTunnel" | "VirtualNetwork" | "Namespace" | "IngressClass"
+                | "GatewayClass" => ObjectRef::cluster(kind, &name),
                 _ => ObjectRef::namespaced(kind, &namespace, &name),
             };
             Outcome::Unreadable(object, violation)
@@ -383,6 +409,44 @@ fn binding(value: &Value, api_version: &str) -> Result<TunnelBinding, Violation>
     );
     binding.metadata = metadata;
     Ok(binding)
+}
+
+/// The private-network kinds are served in v1alpha2 only.
+fn private_version(kind: &str, api_version: &str) -> Result<(), Violation> {
+    if api_version == V1ALPHA2 {
+        return Ok(());
+    }
+    Err(Violation::new(
+        "apiVersion",
+        format!("{api_version:?} is not served for {kind}; use {V1ALPHA2}"),
+    ))
+}
+
+fn network_route(
+    value: &Value,
+    api_version: &str,
+    namespace: &str,
+) -> Result<NetworkRoute, Violation> {
+    private_version("NetworkRoute", api_version)?;
+    let schema = "NetworkRoute v1alpha2";
+    let mut metadata = metadata(value, schema)?;
+    metadata.namespace = Some(namespace.to_string());
+    let spec: NetworkRouteSpec =
+        part(value, "spec", schema)?.ok_or_else(|| required("spec", schema))?;
+    let mut route = NetworkRoute::new(metadata.name.as_deref().unwrap_or_default(), spec);
+    route.metadata = metadata;
+    Ok(route)
+}
+
+fn virtual_network(value: &Value, api_version: &str) -> Result<VirtualNetwork, Violation> {
+    private_version("VirtualNetwork", api_version)?;
+    let schema = "VirtualNetwork v1alpha2";
+    let metadata = metadata(value, schema)?;
+    let spec: VirtualNetworkSpec =
+        part(value, "spec", schema)?.ok_or_else(|| required("spec", schema))?;
+    let mut network = VirtualNetwork::new(metadata.name.as_deref().unwrap_or_default(), spec);
+    network.metadata = metadata;
+    Ok(network)
 }
 
 fn service(value: &Value) -> Result<Service, Violation> {

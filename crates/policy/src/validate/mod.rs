@@ -2,13 +2,17 @@
 //!
 //! All objects are judged together, as the webhook's view would hold them: tunnels given in
 //! the input are known (domain, allowedRoutes, originCaPool), Namespaces give their labels,
-//! and bindings and labelled Services claim hostnames in input order, the earlier one owning.
+//! and bindings and labelled Services claim hostnames in input order, the earlier one owning;
+//! NetworkRoutes claim CIDRs and private hostnames, and VirtualNetworks their names, the same
+//! way (every VirtualNetwork of the input is known to the NetworkRoutes that name it).
 //! Only CREATE rules run: UPDATE rules (immutability, ratcheting) need the stored object.
 //! Beyond admission, the hostnames of the whole input are added up per tunnel domain against
 //! what a Free zone holds (`zone_totals.rs`).
 pub mod decode;
 pub mod input;
 mod model_judged;
+#[cfg(test)]
+mod network_tests;
 pub mod report;
 #[cfg(test)]
 mod tests;
@@ -62,6 +66,7 @@ pub(crate) fn validate_documents(documents: &[Document], default_namespace: &str
             _ => None,
         }));
     let mut report = Report::default();
+    let mut networks_judged = 0;
     for (document, outcome) in outcomes {
         let (object, verdict) = match outcome {
             Outcome::Ignored => continue,
@@ -72,20 +77,22 @@ pub(crate) fn validate_documents(documents: &[Document], default_namespace: &str
                     warnings: Vec::new(),
                 },
             ),
-            Outcome::Decoded(object, decoded) => match judge(&decoded, &mut view, &ingresses) {
-                Some(mut verdict) => {
-                    if let Decoded::Tunnel(t) = decoded.as_ref() {
-                        let identity = TunnelIdentity {
-                            kind: t.kind,
-                            namespace: t.namespace.clone(),
-                            name: t.name.clone(),
-                        };
-                        verdict.warnings.extend(zone_warnings.remove(&identity));
+            Outcome::Decoded(object, decoded) => {
+                match judge(&decoded, &mut view, &ingresses, &mut networks_judged) {
+                    Some(mut verdict) => {
+                        if let Decoded::Tunnel(t) = decoded.as_ref() {
+                            let identity = TunnelIdentity {
+                                kind: t.kind,
+                                namespace: t.namespace.clone(),
+                                name: t.name.clone(),
+                            };
+                            verdict.warnings.extend(zone_warnings.remove(&identity));
+                        }
+                        (object, verdict)
                     }
-                    (object, verdict)
+                    None => continue,
                 }
-                None => continue,
-            },
+            }
         };
         report.judged += 1;
         if verdict.violations.is_empty() && verdict.warnings.is_empty() {
@@ -121,11 +128,13 @@ fn model_key(
 }
 
 /// Ingresses and Gateway API routes were judged all together by the route model
-/// (`ingresses`); one not of cftunnel's classes is not judged.
+/// (`ingresses`); one not of cftunnel's classes is not judged. `networks_judged` counts the
+/// VirtualNetworks judged so far: the view holds all of them, in input order.
 fn judge(
     decoded: &Decoded,
     view: &mut crate::rules::AdmissionView,
     ingresses: &ModelVerdicts,
+    networks_judged: &mut usize,
 ) -> Option<Verdict> {
     match decoded {
         Decoded::Tunnel(t) => Some(admission::tunnel::validate(TunnelView {
@@ -165,6 +174,28 @@ fn judge(
             policy.metadata.namespace = Some(namespace.clone());
             view.access_policies.push(std::sync::Arc::new(policy));
             Some(verdict)
+        }
+        Decoded::NetworkRoute { namespace, route } => {
+            let name = route.metadata.name.as_deref().unwrap_or_default();
+            let verdict = admission::network_route::validate(&route.spec, namespace, name, view);
+            view.network_routes.push(std::sync::Arc::new(route.clone()));
+            Some(verdict)
+        }
+        Decoded::VirtualNetwork(network) => {
+            // Its name is taken only by the VirtualNetworks before it in the input.
+            let mut before = crate::rules::AdmissionView::default();
+            before.virtual_networks = view
+                .virtual_networks
+                .get(..*networks_judged)
+                .unwrap_or_default()
+                .to_vec();
+            *networks_judged += 1;
+            let name = network.metadata.name.as_deref().unwrap_or_default();
+            Some(admission::virtual_network::validate(
+                &network.spec,
+                name,
+                &before,
+            ))
         }
         Decoded::Ingress { namespace, ingress } => {
             let name = ingress.metadata.name.clone().unwrap_or_default();

@@ -51,7 +51,8 @@ pub struct Finding {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Report {
     pub findings: Vec<Finding>,
-    /// How many objects the rules judged (Tunnels, ClusterTunnels, bindings, labelled Services).
+    /// How many objects the rules judged (every kind cftunnel admits, Ingresses and Gateway
+    /// API routes of cftunnel's).
     pub judged: usize,
 }
 

@@ -1,5 +1,6 @@
 //! The admission view built from the given objects, as the webhook builds it from its caches
-//! (with the same functions, `crate::rules::facts`).
+//! (with the same functions, `crate::rules::facts`). Every tunnel and VirtualNetwork of the
+//! input is known whatever its place; claims are added as objects are walked.
 use k8s_openapi::api::core::v1::Service;
 
 use super::decode::{Decoded, TunnelObject};
@@ -7,7 +8,8 @@ use crate::rules::facts;
 use crate::rules::{AdmissionView, HostnameClaim, TunnelFacts};
 use cftunnel_types::TunnelBinding;
 
-/// Tunnels and namespace labels of the input; claims are added as objects are walked.
+/// Tunnels, VirtualNetworks and namespace labels of the input; claims are added as objects
+/// are walked.
 pub(crate) fn base_view<'a>(objects: impl IntoIterator<Item = &'a Decoded>) -> AdmissionView {
     let mut view = AdmissionView::default();
     for object in objects {
@@ -16,8 +18,13 @@ pub(crate) fn base_view<'a>(objects: impl IntoIterator<Item = &'a Decoded>) -> A
             Decoded::Namespace { name, labels } => {
                 view.namespace_labels.insert(name.clone(), labels.clone());
             }
+            Decoded::VirtualNetwork(network) => {
+                view.virtual_networks
+                    .push(std::sync::Arc::new(network.clone()));
+            }
             Decoded::Binding { .. }
             | Decoded::Service { .. }
+            | Decoded::NetworkRoute { .. }
             | Decoded::Access(_)
             | Decoded::AccessPolicy { .. }
             | Decoded::Ingress { .. }

@@ -49,6 +49,8 @@ impl WorldBuilder {
             Decoded::Access(_) => {}
             // An AccessPolicy protects routes, it declares none.
             Decoded::AccessPolicy { .. } => {}
+            // Private routes are not routes of a tunnel's ingress rules.
+            Decoded::NetworkRoute { .. } | Decoded::VirtualNetwork(_) => {}
             Decoded::Namespace { name, labels } => {
                 self.world
                     .namespace_labels
