@@ -9,6 +9,8 @@ mod common;
 #[path = "tunnel_reconciler/harness.rs"]
 mod harness;
 mod install_support;
+#[path = "gateway_api/l4.rs"]
+mod l4;
 #[path = "gateway_api/live.rs"]
 mod live;
 #[path = "gateway_api/offline.rs"]

@@ -240,7 +240,9 @@ async fn helm_chart_installs_the_gateway_api_crds_only_when_asked_and_keeps_them
             "gateways",
             "httproutes",
             "grpcroutes",
-            "referencegrants"
+            "referencegrants",
+            "tcproutes",
+            "udproutes"
         ]
         .map(|k| format!("{k}.gateway.networking.k8s.io"))
     );

@@ -3,8 +3,9 @@
 //!
 //! A probe (a one-item list of each kind) runs at start and then every [`PROBE_INTERVAL`]
 //! until GatewayClass, Gateway and HTTPRoute are all served; then their watches start, with
-//! GRPCRoute and ReferenceGrant when served too (otherwise probing goes on until they are, and
-//! their watches join then). A kind answered 404 is not
+//! GRPCRoute, ReferenceGrant, TCPRoute and UDPRoute when served too (otherwise probing goes on
+//! until they are, and their watches join then: TCPRoute and UDPRoute are in the standard
+//! channel since v1.6, and a cluster may have older CRDs). A kind answered 404 is not
 //! installed; 403 is reported once (the RBAC lacks it) and counts as not installed; any other
 //! error is retried at the next probe. Until the first probe has an answer the caches are not
 //! [`synced`](super::ProcessCaches::synced): a first route table computed without the
@@ -25,7 +26,10 @@ use super::shared::Shared;
 use super::shared::keep;
 use crate::metrics::Metrics;
 use crate::scope::Scope;
-use cftunnel_types::gateway::{GRPCRoute, Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
+use cftunnel_policy::routes::gateway::L4Routes;
+use cftunnel_types::gateway::{
+    GRPCRoute, Gateway, GatewayClass, HTTPRoute, ReferenceGrant, TCPRoute, UDPRoute,
+};
 
 /// How often the Gateway API CRDs are looked for while they are missing.
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(20);
@@ -38,6 +42,41 @@ pub struct GatewayCaches {
     pub http_routes: Shared<HTTPRoute>,
     pub grpc_routes: Option<Shared<GRPCRoute>>,
     pub reference_grants: Option<Shared<ReferenceGrant>>,
+    pub tcp_routes: Option<Shared<TCPRoute>>,
+    pub udp_routes: Option<Shared<UDPRoute>>,
+}
+
+impl GatewayCaches {
+    /// Whether every optional kind is watched (nothing left to probe for).
+    fn complete(&self) -> bool {
+        self.grpc_routes.is_some()
+            && self.reference_grants.is_some()
+            && self.tcp_routes.is_some()
+            && self.udp_routes.is_some()
+    }
+
+    /// Starts the watches of the optional kinds `served` says are served and not yet watched;
+    /// whether any started.
+    fn join(&mut self, start: &Start<'_>, served: &Served) -> bool {
+        let mut joined = false;
+        if self.grpc_routes.is_none() && served.grpc_routes {
+            self.grpc_routes = Some(start.watch("grpcroutes", false));
+            joined = true;
+        }
+        if self.reference_grants.is_none() && served.reference_grants {
+            self.reference_grants = Some(start.watch("referencegrants", false));
+            joined = true;
+        }
+        if self.tcp_routes.is_none() && served.tcp_routes {
+            self.tcp_routes = Some(start.watch("tcproutes", false));
+            joined = true;
+        }
+        if self.udp_routes.is_none() && served.udp_routes {
+            self.udp_routes = Some(start.watch("udproutes", false));
+            joined = true;
+        }
+        joined
+    }
 }
 
 /// Where the Gateway API stands in this process.
@@ -47,7 +86,8 @@ pub enum GatewayState {
     Probing,
     /// Not installed (yet): probed again every [`PROBE_INTERVAL`].
     Absent,
-    Watching(GatewayCaches),
+    /// Boxed: the watches are most of its size, and the other states carry nothing.
+    Watching(Box<GatewayCaches>),
 }
 
 /// The Gateway API's state, shared by every reader.
@@ -60,8 +100,26 @@ impl GatewayApi {
     /// The watches, once the CRDs are installed.
     pub fn caches(&self) -> Option<GatewayCaches> {
         match &*self.state.borrow() {
-            GatewayState::Watching(caches) => Some(caches.clone()),
+            GatewayState::Watching(caches) => Some(GatewayCaches::clone(caches)),
             _ => None,
+        }
+    }
+
+    /// The TCPRoutes and UDPRoutes not being deleted (as the world's routes, whose rules go at
+    /// once); none while their CRDs are not served.
+    pub fn l4_routes(&self) -> L4Routes {
+        let Some(caches) = self.caches() else {
+            return L4Routes::default();
+        };
+        L4Routes {
+            tcp: (caches.tcp_routes.iter())
+                .flat_map(|s| s.store().state())
+                .filter(|r| r.metadata.deletion_timestamp.is_none())
+                .collect(),
+            udp: (caches.udp_routes.iter())
+                .flat_map(|s| s.store().state())
+                .filter(|r| r.metadata.deletion_timestamp.is_none())
+                .collect(),
         }
     }
 
@@ -73,7 +131,7 @@ impl GatewayApi {
             match &*state.borrow_and_update() {
                 GatewayState::Probing => {}
                 GatewayState::Absent => return,
-                GatewayState::Watching(caches) => break caches.clone(),
+                GatewayState::Watching(caches) => break GatewayCaches::clone(caches),
             }
             if state.changed().await.is_err() {
                 return;
@@ -87,6 +145,12 @@ impl GatewayApi {
         }
         if let Some(grants) = &caches.reference_grants {
             grants.listed().await;
+        }
+        if let Some(tcp) = &caches.tcp_routes {
+            tcp.listed().await;
+        }
+        if let Some(udp) = &caches.udp_routes {
+            udp.listed().await;
         }
     }
 
@@ -120,31 +184,20 @@ impl GatewayApi {
                             generation: &generation,
                         };
                         let mut caches = start.required();
-                        caches.grpc_routes = kinds.grpc_routes.then(|| start.grpc_routes());
-                        caches.reference_grants =
-                            kinds.reference_grants.then(|| start.reference_grants());
+                        caches.join(&start, &kinds);
                         tracing::info!(
                             "Gateway API CRDs found: watching GatewayClasses, Gateways and routes"
                         );
-                        tx.send_replace(GatewayState::Watching(caches.clone()));
+                        tx.send_replace(GatewayState::Watching(Box::new(caches.clone())));
                         generation.send_modify(|n| *n = n.wrapping_add(1));
-                        // GRPCRoute and ReferenceGrant installed later join when served.
-                        while caches.grpc_routes.is_none() || caches.reference_grants.is_none() {
+                        // The optional kinds installed later join when served.
+                        while !caches.complete() {
                             tokio::time::sleep(PROBE_INTERVAL).await;
                             let Some(kinds) = probe(&client, &mut told_forbidden).await else {
                                 continue;
                             };
-                            let mut joined = false;
-                            if caches.grpc_routes.is_none() && kinds.grpc_routes {
-                                caches.grpc_routes = Some(start.grpc_routes());
-                                joined = true;
-                            }
-                            if caches.reference_grants.is_none() && kinds.reference_grants {
-                                caches.reference_grants = Some(start.reference_grants());
-                                joined = true;
-                            }
-                            if joined {
-                                tx.send_replace(GatewayState::Watching(caches.clone()));
+                            if caches.join(&start, &kinds) {
+                                tx.send_replace(GatewayState::Watching(Box::new(caches.clone())));
                                 generation.send_modify(|n| *n = n.wrapping_add(1));
                             }
                         }
@@ -176,6 +229,8 @@ struct Served {
     http_routes: bool,
     grpc_routes: bool,
     reference_grants: bool,
+    tcp_routes: bool,
+    udp_routes: bool,
 }
 
 impl Served {
@@ -246,6 +301,22 @@ async fn probe(client: &Client, told_forbidden: &mut bool) -> Option<Served> {
         "referencegrants",
         &mut served.reference_grants,
     );
+    ask(
+        Api::<TCPRoute>::all(client.clone())
+            .list(&one)
+            .await
+            .map(drop),
+        "tcproutes",
+        &mut served.tcp_routes,
+    );
+    ask(
+        Api::<UDPRoute>::all(client.clone())
+            .list(&one)
+            .await
+            .map(drop),
+        "udproutes",
+        &mut served.udp_routes,
+    );
     (!unsure).then_some(served)
 }
 
@@ -289,14 +360,8 @@ impl Start<'_> {
             http_routes: self.watch("httproutes", false),
             grpc_routes: None,
             reference_grants: None,
+            tcp_routes: None,
+            udp_routes: None,
         }
-    }
-
-    fn grpc_routes(&self) -> Shared<GRPCRoute> {
-        self.watch("grpcroutes", false)
-    }
-
-    fn reference_grants(&self) -> Shared<ReferenceGrant> {
-        self.watch("referencegrants", false)
     }
 }

@@ -2,12 +2,14 @@
 //! outcome ([`cftunnel_policy::routes::gateway::status`]): GatewayClass and Gateway status
 //! whole (they are cftunnel's), a route's `status.parents` entries of cftunnel's controller
 //! only (other controllers' entries are kept as they are), with the DNS sync's problems of the
-//! hostnames each parent serves (`cfargotunnel.com/DNSRecords`). Each object is patched only when
-//! what it should carry differs from what it carries.
+//! hostnames each parent serves (`cfargotunnel.com/DNSRecords`). TCPRoutes and UDPRoutes come
+//! from their own watches (`GatewayApi::l4_routes`): their parents, and the listeners they attach
+//! to.
+//! Each object is patched only when what it should carry differs from what it carries.
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -17,8 +19,9 @@ use crate::dns_sync::{DnsView, TunnelRecord};
 use crate::edge_health::EdgeView;
 use crate::term::Context;
 use cftunnel_policy::routes::gateway::status::{
-    DnsNote, GatewayApiStatus, StatusInput, gateway_statuses, merged_parents,
+    DnsNote, GatewayApiStatus, StatusInput, gateway_statuses_with_l4, merged_parents,
 };
+use cftunnel_policy::routes::gateway::{L4Kind, L4Routes};
 use cftunnel_policy::routes::{RouteTable, RouteWorld, SourceKind};
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::gateway::{
@@ -50,12 +53,14 @@ pub(super) struct GatewayWrites {
     gateways: Vec<Arc<Gateway>>,
     http_routes: Vec<Arc<HTTPRoute>>,
     grpc_routes: Vec<Arc<GRPCRoute>>,
+    l4: L4Routes,
 }
 
-/// Computes what [`write_gateway_status`] writes, taking the Gateway API objects out of `world`;
-/// `None` when cftunnel has no GatewayClass.
+/// Computes what [`write_gateway_status`] writes, taking the Gateway API objects out of `world`
+/// (and the TCPRoutes and UDPRoutes `l4`); `None` when cftunnel has no GatewayClass.
 pub(super) fn gateway_writes(
     world: &mut RouteWorld,
+    l4: L4Routes,
     table: &RouteTable,
     records: &[TunnelRecord],
     dns: &DnsView,
@@ -65,8 +70,9 @@ pub(super) fn gateway_writes(
         return None;
     }
     let ids = tunnel_ids(records);
-    let statuses = gateway_statuses(
+    let statuses = gateway_statuses_with_l4(
         world,
+        &l4,
         table,
         &StatusInput {
             tunnel_ids: &ids,
@@ -81,6 +87,7 @@ pub(super) fn gateway_writes(
         gateways: std::mem::take(&mut world.gateways),
         http_routes: std::mem::take(&mut world.http_routes),
         grpc_routes: std::mem::take(&mut world.grpc_routes),
+        l4,
     })
 }
 
@@ -92,6 +99,7 @@ pub(super) async fn write_gateway_status(ctx: &Context, writes: GatewayWrites) -
         gateways,
         http_routes,
         grpc_routes,
+        l4,
     } = writes;
     let params = PatchParams::default();
     let mut failed = 0;
@@ -125,36 +133,54 @@ pub(super) async fn write_gateway_status(ctx: &Context, writes: GatewayWrites) -
             }
         }
     }
+    let ours = |kind: SourceKind, route: &ObjectMeta| {
+        let (namespace, name) = (route.namespace.clone(), route.name.clone());
+        let key = (
+            kind,
+            namespace.unwrap_or_default(),
+            name.unwrap_or_default(),
+        );
+        statuses.routes.get(&key)
+    };
     for route in http_routes {
-        failed += write_parents(
-            ctx,
-            &statuses.routes,
-            SourceKind::HTTPRoute,
-            route.as_ref(),
-            route.status.as_ref(),
-        )
-        .await;
+        let wanted = ours(SourceKind::HTTPRoute, &route.metadata);
+        let status = route.status.as_ref();
+        failed += write_parents(ctx, wanted, "HTTPRoute", route.as_ref(), status).await;
     }
     for route in grpc_routes {
-        failed += write_parents(
-            ctx,
-            &statuses.routes,
-            SourceKind::GRPCRoute,
-            route.as_ref(),
-            route.status.as_ref(),
-        )
-        .await;
+        let wanted = ours(SourceKind::GRPCRoute, &route.metadata);
+        let status = route.status.as_ref();
+        failed += write_parents(ctx, wanted, "GRPCRoute", route.as_ref(), status).await;
+    }
+    let l4_ours = |kind: L4Kind, route: &ObjectMeta| {
+        let (namespace, name) = (route.namespace.clone(), route.name.clone());
+        let key = (
+            kind,
+            namespace.unwrap_or_default(),
+            name.unwrap_or_default(),
+        );
+        statuses.l4_routes.get(&key)
+    };
+    for route in l4.tcp {
+        let wanted = l4_ours(L4Kind::TCPRoute, &route.metadata);
+        let status = route.status.as_ref();
+        failed += write_parents(ctx, wanted, "TCPRoute", route.as_ref(), status).await;
+    }
+    for route in l4.udp {
+        let wanted = l4_ours(L4Kind::UDPRoute, &route.metadata);
+        let status = route.status.as_ref();
+        failed += write_parents(ctx, wanted, "UDPRoute", route.as_ref(), status).await;
     }
     failed
 }
 
-/// Patches a route's `status.parents` when cftunnel's entries in it are not what they should be
-/// (the routes whose entries are left out of `ours` are as they should be); 1 when the write
-/// failed.
+/// Patches a route's `status.parents` when cftunnel's entries in it (`ours`) are not what they
+/// should be (the routes whose entries are left out of the statuses are as they should be); 1
+/// when the write failed. `kind` labels the status-write metric.
 async fn write_parents<K>(
     ctx: &Context,
-    ours: &BTreeMap<(SourceKind, String, String), Vec<RouteParentStatus>>,
-    kind: SourceKind,
+    ours: Option<&Vec<RouteParentStatus>>,
+    kind: &'static str,
     route: &K,
     status: Option<&RouteStatus>,
 ) -> usize
@@ -164,39 +190,23 @@ where
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
 {
-    let key = (
-        kind,
-        route.namespace().unwrap_or_default(),
-        route.name_any(),
-    );
-    let Some(ours) = ours.get(&key) else {
+    let key = (route.namespace().unwrap_or_default(), route.name_any());
+    let Some(ours) = ours else {
         return 0;
     };
     let current = status.map(|s| s.parents.as_slice()).unwrap_or_default();
     let wanted = merged_parents(current, ours);
     if current != wanted.as_slice() {
-        let api: Api<K> = Api::namespaced(ctx.client.clone(), &key.1);
+        let api: Api<K> = Api::namespaced(ctx.client.clone(), &key.0);
         let patch = json!({"status": {"parents": wanted}});
         let params = PatchParams::default();
         let patch = Patch::Merge(patch);
-        if let Err(error) = super::bounded(
-            ctx,
-            kind_label(kind),
-            api.patch_status(&key.2, &params, &patch),
-        )
-        .await
+        if let Err(error) =
+            super::bounded(ctx, kind, api.patch_status(&key.1, &params, &patch)).await
         {
-            tracing::warn!(route = %key.2, %error, "route status not written");
+            tracing::warn!(route = %key.1, kind, %error, "route status not written");
             return 1;
         }
     }
     0
-}
-
-/// The status-write metric's kind of a route.
-fn kind_label(kind: SourceKind) -> &'static str {
-    match kind {
-        SourceKind::GRPCRoute => "GRPCRoute",
-        _ => "HTTPRoute",
-    }
 }

@@ -1,8 +1,8 @@
 //! The status writer (docs/design.md §3.3): the one task that writes the statuses of the objects
 //! that declare routes or protect them — TunnelBinding status, finalizer and labels; Events on
 //! labelled Services and Ingresses; Ingress `status.loadBalancer`; GatewayClass, Gateway,
-//! HTTPRoute and GRPCRoute statuses; the tunnels' `status.routes`, `status.edge`,
-//! `status.connectors` and `Connected`; AccessPolicy statuses.
+//! HTTPRoute, GRPCRoute, TCPRoute and UDPRoute statuses; the tunnels' `status.routes`,
+//! `status.edge`, `status.connectors` and `Connected`; AccessPolicy statuses.
 //!
 //! It reads four inputs ([`Inputs`]) and writes nothing else back: the latest [`StatusPlan`]
 //! the route reconciler published (its route table and the tunnel records it was computed
@@ -272,8 +272,10 @@ async fn pass(
         // The snapshot goes before statuses are written: each write replaces its object in
         // the store, and a snapshot held through the writes would keep both versions.
         let mut world = cache.world();
+        let l4 = caches.gateway_api.l4_routes();
         let (dns, edge) = (latest.dns(), latest.edge());
-        let writes = gateway::gateway_writes(&mut world, &plan.table, &plan.records, &dns, &edge);
+        let table = &plan.table;
+        let writes = gateway::gateway_writes(&mut world, l4, table, &plan.records, &dns, &edge);
         drop((world, plan));
         if let Some(writes) = writes {
             failed += gateway::write_gateway_status(ctx, writes).await;

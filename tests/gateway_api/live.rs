@@ -3,8 +3,9 @@
 //! match is refused on the route's status, a missing backend is `BackendNotFound` and answers
 //! 500, `attachedRoutes` counts what attached, one hostname claimed by a binding, an Ingress and
 //! an HTTPRoute has one owner and each is told, deleting a route deletes its DNS records, each
-//! parent of a route is judged on its own and gRPC backends must speak TLS (`parents.rs`); then
-//! the conformance suite's cases are applied and their statuses asserted as the suite asserts.
+//! parent of a route is judged on its own and gRPC backends must speak TLS (`parents.rs`), a
+//! TCPRoute on a TCP listener is accepted and counted (`l4.rs`); then the conformance suite's
+//! cases are applied and their statuses asserted as the suite asserts.
 use std::time::Duration;
 
 use cftunnel_policy::routes::SourceKind;
@@ -136,7 +137,7 @@ async fn wait_parent(h: &Harness, name: &str, type_: &str, status: &str, reason:
 }
 
 /// The tunnel's config.yaml rules: (hostname, service).
-async fn rules(h: &Harness) -> Vec<(String, String)> {
+pub(crate) async fn rules(h: &Harness) -> Vec<(String, String)> {
     let text = Api::<ConfigMap>::namespaced(h.admin.clone(), &h.ns)
         .get_opt("edge")
         .await
@@ -405,6 +406,8 @@ async fn gateway_api_installed_while_cftunnel_runs_is_served_and_the_conformance
     // An HTTPRoute behind Zero Trust Access.
     crate::access::an_httproute_target_is_protected_like_a_binding(&h).await;
     crate::access::a_route_on_two_tunnels_is_protected_on_both(&h, &class).await;
+    // TCPRoutes and UDPRoutes on TCP and UDP listeners.
+    crate::l4::a_tcp_route_on_a_tcp_listener_is_accepted_and_attached(&h, &class).await;
 
     // The conformance suite's cases: base manifests, a tunnel per Gateway, then each case.
     let base = documents("base/manifests.yaml");

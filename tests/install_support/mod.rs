@@ -166,6 +166,8 @@ pub fn install_gateway_api_crds(plane: &ControlPlane) {
         "httproutes",
         "grpcroutes",
         "referencegrants",
+        "tcproutes",
+        "udproutes",
     ]
     .iter()
     .map(|kind| format!("crd/{kind}.gateway.networking.k8s.io"))

@@ -12,12 +12,14 @@ use cftunnel_types::names::CONTROLLER_NAME;
 
 /// The Gateway API v1.6.3 standard-channel CRDs, as `charts/cftunnel/files` holds them.
 const CRDS_YAML: &str = include_str!("../../../charts/cftunnel/files/gateway-api-crds.yaml");
-const KINDS: [&str; 5] = [
+const KINDS: [&str; 7] = [
     "gatewayclasses",
     "gateways",
     "httproutes",
     "grpcroutes",
     "referencegrants",
+    "tcproutes",
+    "udproutes",
 ];
 
 /// The objects of `examples/30-gateway-api.yaml`.

@@ -1,5 +1,5 @@
 //! The part of Gateway API v1 (`gateway.networking.k8s.io`, standard channel) cftunnel reads and
-//! writes: GatewayClass, Gateway, HTTPRoute, GRPCRoute and ReferenceGrant.
+//! writes: GatewayClass, Gateway, HTTPRoute, GRPCRoute, TCPRoute, UDPRoute and ReferenceGrant.
 //!
 //! These CRDs belong to the user (or to the chart, when asked); cftunnel generates none of them,
 //! so the types carry no schema. Fields cftunnel does not act on are kept as raw JSON where it
@@ -12,6 +12,10 @@ use serde_json::Value;
 
 /// The API group.
 pub const GATEWAY_GROUP: &str = "gateway.networking.k8s.io";
+
+/// On a Gateway of cftunnel's: the VirtualNetwork (by name) its TCPRoutes' and UDPRoutes'
+/// private IP routes go in. Left out: the account's default network.
+pub const ANNOTATION_VIRTUAL_NETWORK: &str = "cfargotunnel.com/virtual-network";
 
 /// A reference from a class or Gateway to its parameters (here: a Tunnel or ClusterTunnel).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -317,6 +321,58 @@ pub struct GRPCMethodMatch {
     pub method: Option<String>,
 }
 
+/// A TCPRoute: connections to its backends. Standard channel since v1.6, served at `v1` (the
+/// CRD keeps `v1alpha2` unserved). cftunnel makes no ingress rule of it: its backends become
+/// private routes of the Gateway's tunnel.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "gateway.networking.k8s.io",
+    version = "v1",
+    kind = "TCPRoute",
+    namespaced,
+    status = "RouteStatus",
+    schema = "disabled",
+    derive = "PartialEq",
+    derive = "Default"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct TCPRouteSpec {
+    #[serde(default)]
+    pub parent_refs: Vec<ParentReference>,
+    /// One rule (the CRD allows no more).
+    #[serde(default)]
+    pub rules: Vec<L4RouteRule>,
+}
+
+/// A UDPRoute: datagrams to its backends; as a TCPRoute otherwise.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "gateway.networking.k8s.io",
+    version = "v1",
+    kind = "UDPRoute",
+    namespaced,
+    status = "RouteStatus",
+    schema = "disabled",
+    derive = "PartialEq",
+    derive = "Default"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct UDPRouteSpec {
+    #[serde(default)]
+    pub parent_refs: Vec<ParentReference>,
+    #[serde(default)]
+    pub rules: Vec<L4RouteRule>,
+}
+
+/// A rule of a TCPRoute or UDPRoute (TCPRouteRule and UDPRouteRule have the same fields): its
+/// backends, Services with their ports (a backend here has no filters).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct L4RouteRule {
+    #[serde(default)]
+    pub backend_refs: Vec<BackendRef>,
+}
+
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[kube(
     group = "gateway.networking.k8s.io",
@@ -352,4 +408,86 @@ pub struct ReferenceGrantTo {
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::Resource;
+
+    /// The Gateway API CRDs the chart ships (`scripts/gateway-api-crds.sh`).
+    const SHIPPED_CRDS: &str = include_str!("../../../charts/cftunnel/files/gateway-api-crds.yaml");
+
+    /// The versions a shipped CRD of `kind` serves.
+    fn served(kind: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for document in serde_yaml_ng::Deserializer::from_str(SHIPPED_CRDS) {
+            let crd = serde_json::Value::deserialize(document).unwrap_or_default();
+            if crd["spec"]["names"]["kind"] != kind {
+                continue;
+            }
+            for version in crd["spec"]["versions"].as_array().into_iter().flatten() {
+                if version["served"] == true {
+                    out.push(version["name"].as_str().unwrap_or_default().to_string());
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_kind_is_read_at_a_version_the_shipped_crds_serve() {
+        let kinds = [
+            (GatewayClass::kind(&()), GatewayClass::version(&())),
+            (Gateway::kind(&()), Gateway::version(&())),
+            (HTTPRoute::kind(&()), HTTPRoute::version(&())),
+            (GRPCRoute::kind(&()), GRPCRoute::version(&())),
+            (TCPRoute::kind(&()), TCPRoute::version(&())),
+            (UDPRoute::kind(&()), UDPRoute::version(&())),
+            (ReferenceGrant::kind(&()), ReferenceGrant::version(&())),
+        ];
+        for (kind, version) in kinds {
+            let served = served(&kind);
+            assert!(
+                served.contains(&version.to_string()),
+                "{kind} is read at {version}; the shipped CRD serves {served:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_tcp_route_keeps_its_parents_listener_and_port_and_its_backends() {
+        let route: TCPRoute = serde_json::from_value(serde_json::json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "TCPRoute",
+            "metadata": {"name": "db", "namespace": "shop"},
+            "spec": {
+                "parentRefs": [{"name": "private", "sectionName": "postgres", "port": 5432}],
+                "rules": [{"name": "all", "backendRefs": [
+                    {"name": "postgres", "namespace": "data", "port": 5432, "weight": 1}]}],
+            },
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let parent = &route.spec.parent_refs[0];
+        assert_eq!(
+            (parent.section_name.as_deref(), parent.port),
+            (Some("postgres"), Some(5432))
+        );
+        let backend = &route.spec.rules[0].backend_refs[0];
+        assert_eq!(
+            (
+                backend.name.as_str(),
+                backend.namespace.as_deref(),
+                backend.port
+            ),
+            ("postgres", Some("data"), Some(5432))
+        );
+        let udp: UDPRoute = serde_json::from_value(serde_json::json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "UDPRoute",
+            "metadata": {"name": "dns", "namespace": "shop"},
+            "spec": {"parentRefs": [{"name": "private"}],
+                     "rules": [{"backendRefs": [{"name": "coredns", "port": 53}]}]},
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(udp.spec.rules[0].backend_refs[0].port, Some(53));
+    }
 }

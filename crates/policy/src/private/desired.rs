@@ -24,6 +24,8 @@ use crate::dns::ClusterId;
 /// One NetworkRoute with what it refers to, resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetworkRouteSource {
+    /// What owns the routes: a NetworkRoute, or a Gateway for its TCPRoutes and UDPRoutes.
+    pub owner_kind: OwnerKind,
     pub namespace: String,
     pub name: String,
     pub created: Option<Timestamp>,
@@ -39,7 +41,7 @@ pub struct NetworkRouteSource {
 
 impl NetworkRouteSource {
     pub fn owner(&self) -> Owner {
-        Owner::new(OwnerKind::NetworkRoute, &self.namespace, &self.name)
+        Owner::new(self.owner_kind, &self.namespace, &self.name)
     }
 
     /// Older first: creation time (not yet created: youngest), then namespace and name.

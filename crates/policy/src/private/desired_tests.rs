@@ -14,6 +14,7 @@ fn cluster() -> ClusterId {
 
 fn source(namespace: &str, name: &str, created: i64) -> NetworkRouteSource {
     NetworkRouteSource {
+        owner_kind: OwnerKind::NetworkRoute,
         namespace: namespace.into(),
         name: name.into(),
         created: Some(Timestamp::from_second(created).expect("time")),

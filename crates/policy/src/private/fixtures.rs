@@ -29,6 +29,7 @@ pub fn comment(name: &str) -> String {
 
 pub fn source(name: &str, created: i64, cidrs: &[&str], hostnames: &[&str]) -> NetworkRouteSource {
     NetworkRouteSource {
+        owner_kind: OwnerKind::NetworkRoute,
         namespace: "shop".into(),
         name: name.into(),
         created: jiff::Timestamp::from_second(created).ok(),

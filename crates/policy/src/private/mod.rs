@@ -6,12 +6,14 @@
 //! - `normalize`: CIDRs, a Service's address as a route, private hostnames as Cloudflare stores
 //!   them, with admission's messages;
 //! - `desired`: the routes a set of NetworkRoutes asks for, and the conflicts among them;
+//! - `gateway`: the routes Gateways ask for, for the backends of their TCPRoutes and UDPRoutes;
 //! - `listed`: what Cloudflare lists, keyed as desired routes are;
 //! - `plan`: the creates, updates and deletes that bring the listed routes to the desired ones,
 //!   the conflicts with routes that are not this installation's, and the count against the
 //!   account's limit.
 mod conflict;
 mod desired;
+mod gateway;
 mod listed;
 mod marker;
 mod normalize;
@@ -25,6 +27,9 @@ mod plan_props;
 pub use conflict::{Conflict, Entry, EntryKind, HeldBy};
 pub use desired::{
     DesiredRoute, DesiredRoutes, IpKey, NetworkRouteSource, Refusal, desired_routes,
+};
+pub use gateway::{
+    CLUSTER_DOMAIN, GatewayNetworkSource, gateway_network_sources, service_hostname,
 };
 pub use listed::{Listed, ListedHostnameRoute, ListedIpRoute, hostname_key};
 pub use marker::{

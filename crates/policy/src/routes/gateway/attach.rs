@@ -1,8 +1,11 @@
 //! Which Gateways are cftunnel's, which tunnel each one runs on, and where a route attaches:
-//! parent references, listeners (`sectionName`, `port`, `allowedRoutes`) and the intersection
-//! of listener and route hostnames.
+//! parent references, listeners (`sectionName`, `port`, `allowedRoutes`, the kinds of their
+//! protocol) and the intersection of listener and route hostnames (TCPRoutes and UDPRoutes have
+//! none: a listener's hostname "is ignored for protocols that don't require hostname based
+//! matching").
 use std::sync::Arc;
 
+use super::protocols::{listener_kinds, supported_protocol};
 use crate::routes::ANY_HOST;
 use crate::routes::world::RouteWorld;
 use crate::rules::RouteNamespacePolicy;
@@ -13,9 +16,6 @@ use cftunnel_types::gateway::{
 };
 use cftunnel_types::names::{CONTROLLER_NAME, GROUP};
 use cftunnel_types::{TunnelIdentity, TunnelKind};
-
-/// The kinds of route cftunnel serves.
-pub(crate) const ROUTE_KINDS: &[&str] = &["HTTPRoute", "GRPCRoute"];
 
 /// The GatewayClass named `name`, if it is cftunnel's.
 pub(crate) fn our_class<'w>(world: &'w RouteWorld, name: &str) -> Option<&'w GatewayClass> {
@@ -130,34 +130,6 @@ pub(crate) fn tunnel_problem(
     })
 }
 
-/// Is this listener's protocol one a tunnel serves? (The edge terminates TLS: HTTP and HTTPS.)
-pub(crate) fn supported_protocol(listener: &Listener) -> bool {
-    matches!(listener.protocol.as_str(), "HTTP" | "HTTPS")
-}
-
-/// The route kinds a listener admits that cftunnel serves, and whether it named a kind that
-/// cannot be served.
-pub(crate) fn listener_kinds(listener: &Listener) -> (Vec<&'static str>, bool) {
-    let Some(kinds) = listener
-        .allowed_routes
-        .as_ref()
-        .and_then(|a| a.kinds.as_ref())
-        .filter(|k| !k.is_empty())
-    else {
-        return (ROUTE_KINDS.to_vec(), false);
-    };
-    let mut out = Vec::new();
-    let mut invalid = false;
-    for kind in kinds {
-        let group_ok = kind.group.as_deref().is_none_or(|g| g == GATEWAY_GROUP);
-        match ROUTE_KINDS.iter().find(|k| **k == kind.kind) {
-            Some(k) if group_ok => out.push(*k),
-            _ => invalid = true,
-        }
-    }
-    (out, invalid)
-}
-
 /// Does the listener's `allowedRoutes.namespaces` admit a route of `namespace`?
 pub(crate) fn admits_route_namespace(
     world: &RouteWorld,
@@ -243,7 +215,8 @@ pub(crate) struct ParentOutcome<'w> {
     /// The listeners the route attached to: selected by `sectionName` and `port`, admitting it
     /// by `allowedRoutes`, with a hostname in common (what `attachedRoutes` counts).
     pub listeners: Vec<usize>,
-    /// The hostnames it serves there, or why it is not accepted: (reason, message).
+    /// The hostnames it serves there (none for a TCPRoute or UDPRoute), or why it is not
+    /// accepted: (reason, message).
     pub hostnames: Result<Vec<(Field, &'w str)>, (&'static str, String)>,
 }
 
@@ -338,6 +311,9 @@ pub(crate) fn parents<'w>(
                     reference.name
                 ),
             ))
+        } else if matches!(kind, "TCPRoute" | "UDPRoute") {
+            // No hostnames: every listener that admits the route attaches it.
+            Ok(Vec::new())
         } else {
             let mut hosts: Vec<(Field, &'w str)> = Vec::new();
             let mut intersecting = Vec::new();

@@ -25,17 +25,29 @@
 //!   `UnsupportedValue`, naming the field).
 //! - Hostname authority is the model's: one owner per hostname(+path) across every kind, the
 //!   oldest object first, then namespace and name.
+//! - **TCPRoutes and UDPRoutes** (`l4`) attach to TCP and UDP listeners and have statuses of
+//!   their own; they make no route of the model (no ingress rule, no DNS record): their
+//!   backends are private routes of the Gateway's tunnel (`private_backends`).
 pub(crate) mod attach;
 mod conditions;
 #[cfg(test)]
 mod grpc_tests;
+mod l4;
+#[cfg(test)]
+pub(crate) mod l4_tests;
+mod listener_status;
 mod parent_status;
 #[cfg(test)]
 mod parent_tests;
+mod private_backends;
+mod protocols;
 pub(crate) mod rules;
 pub mod status;
 #[cfg(test)]
 mod tests;
+
+pub use l4::{L4Kind, L4Routes};
+pub use private_backends::{PrivateBackends, private_backends};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -52,6 +64,23 @@ use cftunnel_types::gateway::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rules::{RouteAnalysis, Target};
+
+/// Every Service of the world by (namespace, name).
+pub(super) fn service_index(world: &RouteWorld) -> ServiceIndex<'_> {
+    world
+        .services
+        .iter()
+        .filter_map(|s| {
+            Some((
+                (
+                    s.metadata.namespace.as_deref()?,
+                    s.metadata.name.as_deref()?,
+                ),
+                s.as_ref(),
+            ))
+        })
+        .collect()
+}
 
 /// One HTTPRoute or GRPCRoute read once: its parents resolved and its rules as a tunnel can
 /// serve them. Sources and statuses are both made from this.

@@ -412,7 +412,7 @@ fn port_protocol(port: &Port) -> String {
 
 /// Does a ReferenceGrant in `to_namespace` let routes of `kind` in `from_namespace` use the
 /// Service `name`?
-fn granted(
+pub(crate) fn granted(
     world: &RouteWorld,
     kind: &str,
     from_namespace: &str,

@@ -1,9 +1,11 @@
 //! The statuses Gateway API defines, as the route model's outcome gives them: GatewayClass
 //! `Accepted` and `supportedFeatures`; Gateway `Accepted`, `Programmed`, `addresses` and per
-//! listener `Accepted`, `ResolvedRefs`, `Programmed`, `Conflicted` and `attachedRoutes`; per
-//! route one `status.parents` entry per parent reference of cftunnel's, each judged on its own
-//! (`parent_status.rs`). A Gateway whose tunnel is missing or refuses its namespace is not
-//! `Accepted` (`InvalidParameters`).
+//! listener `Accepted`, `ResolvedRefs`, `Programmed`, `Conflicted` and `attachedRoutes`
+//! (`listener_status.rs`); per route one `status.parents` entry per parent reference of
+//! cftunnel's, each judged on its own (`parent_status.rs`). TCPRoutes and UDPRoutes are judged
+//! the same way, less what only hostnames and rules make: nothing of theirs is in the route
+//! table, and their backends resolve or not. A Gateway whose tunnel is missing or refuses its
+//! namespace is not `Accepted` (`InvalidParameters`).
 //!
 //! Conditions carry the object's generation; `lastTransitionTime` is kept from the current
 //! condition when its status is unchanged, else `now` (`conditions.rs`).
@@ -14,14 +16,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::attach;
 use super::conditions::conditions;
 pub use super::conditions::{DNS_CONDITION, DnsNote};
+use super::l4::{L4Kind, L4Routes, read_l4};
+use super::listener_status::{Attached, listener_statuses};
 use super::parent_status::{Judged, parent_status, served_entries};
 use crate::routes::source::ServiceIndex;
 use crate::routes::table::RouteTable;
 use crate::routes::world::{RouteWorld, SourceKind, SourceRef};
 use cftunnel_types::TunnelIdentity;
 use cftunnel_types::gateway::{
-    GATEWAY_GROUP, Gateway, GatewayClassStatus, GatewayStatus, GatewayStatusAddress,
-    ListenerStatus, RouteGroupKind, RouteParentStatus, SupportedFeature,
+    Gateway, GatewayClassStatus, GatewayStatus, GatewayStatusAddress, RouteParentStatus,
+    SupportedFeature,
 };
 use cftunnel_types::names::CONTROLLER_NAME;
 
@@ -30,6 +34,9 @@ use cftunnel_types::names::CONTROLLER_NAME;
 /// `supportedFeatures` requires. Only those whose conformance cases pass here (docs/routing.md,
 /// Conformance); GRPCRoute is served but not listed: no conformance case of it runs, its
 /// header matches are refused, and Cloudflare does not support gRPC on public hostnames.
+/// TCPRoute and UDPRoute are served but not listed either: none of their cases runs here (they
+/// send traffic to a Gateway's address; here a Gateway's TCPRoutes and UDPRoutes are private
+/// routes to each backend's own address).
 pub const SUPPORTED_FEATURES: &[&str] = &["Gateway", "HTTPRoute", "ReferenceGrant"];
 
 /// Every status cftunnel writes on Gateway API objects, by object.
@@ -41,6 +48,8 @@ pub struct GatewayApiStatus {
     pub gateways: BTreeMap<(String, String), GatewayStatus>,
     /// By (kind, namespace, name): only the parents that are cftunnel's.
     pub routes: BTreeMap<(SourceKind, String, String), Vec<RouteParentStatus>>,
+    /// TCPRoutes and UDPRoutes, as `routes`.
+    pub l4_routes: BTreeMap<(L4Kind, String, String), Vec<RouteParentStatus>>,
 }
 
 /// What the status needs besides the world and the route table.
@@ -70,24 +79,24 @@ pub fn merged_parents(
     out
 }
 
+/// The statuses of the world's Gateway API objects, with no TCPRoute or UDPRoute.
 pub fn gateway_statuses(
     world: &RouteWorld,
     table: &RouteTable,
     input: &StatusInput<'_>,
 ) -> GatewayApiStatus {
-    let services: ServiceIndex<'_> = world
-        .services
-        .iter()
-        .filter_map(|s| {
-            Some((
-                (
-                    s.metadata.namespace.as_deref()?,
-                    s.metadata.name.as_deref()?,
-                ),
-                s.as_ref(),
-            ))
-        })
-        .collect();
+    gateway_statuses_with_l4(world, &L4Routes::default(), table, input)
+}
+
+/// The statuses of the world's Gateway API objects and of the TCPRoutes and UDPRoutes `l4`:
+/// their parents, and the listeners they attach to.
+pub fn gateway_statuses_with_l4(
+    world: &RouteWorld,
+    l4: &L4Routes,
+    table: &RouteTable,
+    input: &StatusInput<'_>,
+) -> GatewayApiStatus {
+    let services: ServiceIndex<'_> = super::service_index(world);
     let mut out = GatewayApiStatus::default();
     for class in &world.gateway_classes {
         if class.spec.controller_name != CONTROLLER_NAME {
@@ -120,7 +129,7 @@ pub fn gateway_statuses(
     // Every route's parents, resolved once: route statuses and listener counts both need them.
     // One route is read at a time: a read holds the route's parents and rules as a tunnel
     // serves them, a kilobyte or more, and a cluster may have tens of thousands.
-    let mut attached: BTreeMap<(String, String, usize), i32> = BTreeMap::new();
+    let mut attached = Attached::new();
     let http = (world.http_routes.iter()).map(|r| super::read_http(world, &services, r));
     let grpc = (world.grpc_routes.iter()).map(|r| super::read_grpc(world, &services, r));
     for read in http.chain(grpc) {
@@ -182,6 +191,8 @@ pub fn gateway_statuses(
         );
     }
 
+    l4_statuses(world, &services, l4, input, &mut attached, &mut out);
+
     for gateway in &world.gateways {
         let Some(class) = attach::our_class(world, &gateway.spec.gateway_class_name) else {
             continue;
@@ -195,7 +206,6 @@ pub fn gateway_statuses(
             gateway,
             attach::gateway_tunnel(gateway, class),
             &attached,
-            &key,
             input,
         );
         out.gateways.insert(key, status);
@@ -207,8 +217,7 @@ fn gateway_status(
     world: &RouteWorld,
     gateway: &Gateway,
     tunnel: Result<TunnelIdentity, String>,
-    attached: &BTreeMap<(String, String, usize), i32>,
-    key: &(String, String),
+    attached: &Attached,
     input: &StatusInput<'_>,
 ) -> GatewayStatus {
     let current = gateway.status.clone().unwrap_or_default();
@@ -260,90 +269,7 @@ fn gateway_status(
         }
     }
     let programmed = id.is_some();
-    let listeners = gateway
-        .spec
-        .listeners
-        .iter()
-        .enumerate()
-        .map(|(i, listener)| {
-            let previous = current
-                .listeners
-                .iter()
-                .find(|l| l.name == listener.name)
-                .map(|l| l.conditions.as_slice())
-                .unwrap_or_default();
-            let mut lc = conditions(previous, &gateway.metadata, &input.now);
-            let protocol_ok = attach::supported_protocol(listener);
-            let (kinds, invalid_kind) = attach::listener_kinds(listener);
-            if protocol_ok {
-                lc.set("Accepted", true, "Accepted", "");
-            } else {
-                lc.set(
-                    "Accepted",
-                    false,
-                    "UnsupportedProtocol",
-                    format!(
-                        "protocol {} cannot be served through a tunnel; use HTTP or HTTPS",
-                        listener.protocol
-                    ),
-                );
-            }
-            if invalid_kind {
-                lc.set(
-                    "ResolvedRefs",
-                    false,
-                    "InvalidRouteKinds",
-                    "allowedRoutes.kinds: only HTTPRoute and GRPCRoute are served",
-                );
-            } else {
-                lc.set("ResolvedRefs", true, "ResolvedRefs", "");
-            }
-            let conflicted = gateway.spec.listeners.iter().enumerate().any(|(j, other)| {
-                j != i
-                    && other.port == listener.port
-                    && other
-                        .hostname
-                        .as_deref()
-                        .unwrap_or("")
-                        .eq_ignore_ascii_case(listener.hostname.as_deref().unwrap_or(""))
-            });
-            if conflicted {
-                lc.set(
-                    "Conflicted",
-                    true,
-                    "HostnameConflict",
-                    "another listener has this port and hostname",
-                );
-            } else {
-                lc.set("Conflicted", false, "NoConflicts", "");
-            }
-            if programmed && protocol_ok && !conflicted {
-                lc.set("Programmed", true, "Programmed", "");
-            } else {
-                lc.set(
-                    "Programmed",
-                    false,
-                    if programmed { "Invalid" } else { "Pending" },
-                    "",
-                );
-            }
-            ListenerStatus {
-                name: listener.name.clone(),
-                supported_kinds: kinds
-                    .iter()
-                    .map(|k| RouteGroupKind {
-                        group: Some(GATEWAY_GROUP.to_string()),
-                        kind: k.to_string(),
-                    })
-                    .collect(),
-                attached_routes: attached
-                    .get(&(key.0.clone(), key.1.clone(), i))
-                    .copied()
-                    .unwrap_or(0),
-                conditions: lc.out,
-            }
-        })
-        .collect();
+    let listeners = listener_statuses(gateway, &current, programmed, attached, &input.now);
     GatewayStatus {
         addresses: id
             .map(|id| {
@@ -355,5 +281,61 @@ fn gateway_status(
             .unwrap_or_default(),
         conditions: c.out,
         listeners,
+    }
+}
+
+/// The parents of every TCPRoute and UDPRoute, into `out`, and the listeners each attached to,
+/// into `attached`: once per listener of a parent that accepts it ("Routes with any other value
+/// for the Accepted condition MUST NOT be included in this count").
+fn l4_statuses(
+    world: &RouteWorld,
+    services: &ServiceIndex<'_>,
+    l4: &L4Routes,
+    input: &StatusInput<'_>,
+    attached: &mut Attached,
+    out: &mut GatewayApiStatus,
+) {
+    for route in l4.iter() {
+        let read = read_l4(world, services, route);
+        let metadata = read.route.metadata;
+        let mut counted = std::collections::BTreeSet::new();
+        for parent in read.parents.iter().filter(|p| p.served().is_some()) {
+            let gateway = &parent.gateway.metadata;
+            for listener in &parent.listeners {
+                let key = (
+                    gateway.namespace.clone().unwrap_or_default(),
+                    gateway.name.clone().unwrap_or_default(),
+                    *listener,
+                );
+                if counted.insert(key.clone()) {
+                    *attached.entry(key).or_default() += 1;
+                }
+            }
+        }
+        let previous = read.previous();
+        let statuses: Vec<RouteParentStatus> = read
+            .parents
+            .iter()
+            .map(|parent| {
+                let judged = Judged {
+                    parent,
+                    analysis: &read.analysis,
+                    served: Vec::new(),
+                    dns: &[],
+                };
+                parent_status(&judged, previous, metadata, &input.now)
+            })
+            .collect();
+        if input.changed_routes_only && merged_parents(previous, &statuses) == previous {
+            continue;
+        }
+        out.l4_routes.insert(
+            (
+                read.route.kind,
+                metadata.namespace.clone().unwrap_or_default(),
+                metadata.name.clone().unwrap_or_default(),
+            ),
+            statuses,
+        );
     }
 }
