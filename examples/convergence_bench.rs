@@ -13,7 +13,8 @@
 //!
 //! Run: `scripts/bench-convergence.sh [--namespaces 10] [--tunnels-per-namespace 10]
 //! [--routes-per-tunnel 10] [--routes-as bindings|httproute] [--budget default|N/SECONDS]
-//! [--cloudflare-budget 900/5m] [--probes] [--steady 720] [--out-dir DIR]`
+//! [--cloudflare-budget 900/5m] [--probes] [--steady 720] [--private-routes-per-tunnel 1]
+//! [--out-dir DIR]`
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use cftunnel_testenv::{ControlPlane, ControlPlaneOptions};
 use cftunnel_types::gateway::{Gateway, GatewayClass, HTTPRoute};
 use cftunnel_types::names::CONTROLLER_NAME;
 use cftunnel_types::names::{LABEL_APP, LABEL_EXPOSE_TUNNEL, service_annotations};
+use cftunnel_types::network::NetworkRoute;
 use cftunnel_types::{Tunnel, TunnelBinding};
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -104,6 +106,11 @@ struct Args {
     /// restart at the default drift interval of 600 s.
     #[arg(long)]
     steady: Option<u64>,
+    /// Private routes: one NetworkRoute per tunnel with this many CIDRs (`10.N.T.0/24`…), in
+    /// the account's default network. Routes of all kinds share Cloudflare's limit of 1,000 per
+    /// account: tunnels × this stays under it.
+    #[arg(long, default_value_t = 0)]
+    private_routes_per_tunnel: usize,
     /// Write the results (`results.md`), the samples (`samples.csv`) and the chart
     /// (`convergence.svg`) here.
     #[arg(long)]
@@ -324,6 +331,7 @@ struct Plan {
     config_source: String,
     gateway_api: bool,
     hostnames: BTreeSet<String>,
+    private_routes_per_tunnel: usize,
 }
 
 impl Plan {
@@ -336,6 +344,7 @@ impl Plan {
             config_source: args.config_source.clone(),
             gateway_api,
             hostnames: BTreeSet::new(),
+            private_routes_per_tunnel: args.private_routes_per_tunnel,
         };
         for (ns, tunnel) in plan.tunnels() {
             let hostnames = plan.hostnames_of(&ns, &tunnel);
@@ -404,6 +413,21 @@ impl Plan {
         }
         for (ns, tunnel) in self.tunnels() {
             objects.extend(self.routes_of(&ns, &tunnel));
+        }
+        for (index, (ns, tunnel)) in self.tunnels().into_iter().enumerate() {
+            if self.private_routes_per_tunnel == 0 {
+                break;
+            }
+            let cidrs: Vec<String> = (0..self.private_routes_per_tunnel)
+                .map(|k| {
+                    let n = index * self.private_routes_per_tunnel + k;
+                    format!("10.{}.{}.0/24", n / 256, n % 256)
+                })
+                .collect();
+            objects.push(object::<NetworkRoute>(
+                json!({"name": tunnel, "namespace": ns}),
+                json!({"spec": {"tunnelRef": {"name": tunnel}, "cidrs": cidrs}}),
+            ));
         }
         create_all(client, objects).await
     }
