@@ -16,8 +16,9 @@ use crate::harness::{POLL, WAIT, fast_config, leases, operator_client, plane, wa
 
 const LEASE: &str = "terms";
 /// The process caches (Tunnels, ClusterTunnels, TunnelBindings, Services, namespaces,
-/// Ingresses, IngressClasses, AccessPolicies; the Gateway API kinds are not installed here).
-const PROCESS_WATCHES: usize = 8;
+/// Ingresses, IngressClasses, AccessPolicies, NetworkRoutes, VirtualNetworks; the Gateway API
+/// kinds are not installed here).
+const PROCESS_WATCHES: usize = 10;
 /// A term's caches when the watched namespace is the cluster-resource namespace: Secrets,
 /// ConfigMaps, Deployments, DaemonSets.
 const TERM_WATCHES: usize = 4;

@@ -72,6 +72,43 @@ fn a_config_without_the_options_has_no_warp_routing_key() {
     assert!(remote.get("warp-routing").is_none(), "{remote}");
 }
 
+/// cloudflared's check of a configuration as the configurations API holds it (JSON, whole
+/// seconds): `ingress validate --json` reads the remote form of `ingress` and `originRequest`.
+/// It does not read `warp-routing` (checked by hand: any value passes), so what it proves is
+/// that the pushed document around it is one cloudflared takes.
+fn validate_remote(config: &serde_json::Value) -> (bool, String) {
+    let out = Command::new(cloudflared())
+        .args(["tunnel", "ingress", "validate", "--json"])
+        .arg(config.to_string())
+        .output()
+        .unwrap_or_else(|e| panic!("run cloudflared: {e}"));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
+#[test]
+fn the_pushed_configuration_with_the_options_is_one_cloudflared_takes() {
+    let warp = json!({"connectTimeout": "10s", "maxActiveFlows": 500, "tcpKeepAlive": "1m"});
+    let mut input = warp_input(warp);
+    input.spec.no_tls_verify = true;
+    let config = remote_config(&input).unwrap_or_else(|e| panic!("{e}"));
+    let (ok, said) = validate_remote(&config);
+    assert!(ok, "cloudflared: {said}\n{config}");
+    // The remote form's durations are integers: duration text there is refused (shown on
+    // originRequest, which this check reads).
+    let mut text = config.clone();
+    text["originRequest"]["connectTimeout"] = json!("10s");
+    let (ok, _) = validate_remote(&text);
+    assert!(
+        !ok,
+        "cloudflared took duration text in the remote form: {text}"
+    );
+}
+
 #[test]
 fn the_pushed_configuration_holds_whole_seconds_rounded_up() {
     let warp = json!({"connectTimeout": "1500ms", "maxActiveFlows": 0, "tcpKeepAlive": "1m"});
