@@ -83,6 +83,19 @@ async fn pass(
 ) -> Option<Duration> {
     let routes = caches.private_networks.routes.all();
     let networks = caches.private_networks.networks.all();
+    // Every watch event of the process wakes this task: with nothing private anywhere (no
+    // NetworkRoute, VirtualNetwork, TCP or UDP route, nothing placed before) a pass has
+    // nothing to do, so none is computed.
+    let l4 = caches.gateway_api.l4_routes();
+    let idle = routes.is_empty()
+        && networks.is_empty()
+        && l4.tcp.is_empty()
+        && l4.udp.is_empty()
+        && placed.owners.is_empty()
+        && synced.is_empty();
+    if idle {
+        return None;
+    }
     let mut waiting = networks::reconcile(ctx, &networks, &routes).await;
     // The finalizer goes on before any route of a NetworkRoute is made; the status is then
     // written over the object as the patch left it.
