@@ -20,6 +20,8 @@ mod binding_deletion;
 mod budget;
 #[path = "tunnel_reconciler/cluster_takeover.rs"]
 mod cluster_takeover;
+#[path = "tunnel_reconciler/coalescing.rs"]
+mod coalescing;
 mod common;
 #[path = "tunnel_reconciler/deletion.rs"]
 mod deletion;

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use cftunnel_cloudflare::{Budget, Pace};
+use cftunnel_policy::cost::{self, Limits, Work, ZoneWork};
 use cftunnel_sim::RequestBudget;
 
 /// cftunnel's default `--cloudflare-budget`.
@@ -58,12 +59,22 @@ pub fn floor(calls: u64, budget: Budget) -> Duration {
     Duration::from_secs_f64(paced as f64 / pace.per_second())
 }
 
-/// The least calls a first sync needs: one create per tunnel, one DNS batch per 200 records (a
-/// Free zone's batch limit; a CNAME and a TXT per hostname), one zone lookup and one page of
-/// the zone's records (up to 5,000) per 5,000 records.
-pub fn minimum_calls(tunnels: usize, hostnames: usize) -> u64 {
-    let records = 2 * hostnames;
-    (tunnels + records.div_ceil(200) + 1 + records.div_ceil(5_000).max(1)) as u64
+/// The least calls a first sync needs, by the operator's own cost model
+/// ([`cftunnel_policy::cost`]): the benchmark's one account and one empty zone, every tunnel
+/// created (and pushed when `remote`), every hostname with its `_managed` TXT.
+pub fn minimum_calls(tunnels: usize, hostnames: usize, remote: bool) -> u64 {
+    let tunnels = tunnels as u64;
+    let work = Work {
+        accounts: 1,
+        tunnels_created: tunnels,
+        tunnels_pushed: if remote { tunnels } else { 0 },
+        zones: vec![ZoneWork {
+            hostnames: hostnames as u64,
+            txt_records: true,
+            held: 0,
+        }],
+    };
+    cost::floor(&work, Limits::default()).total()
 }
 
 /// The time by which a converging run is on target: 1.3 × floor + 120 s.

@@ -35,7 +35,7 @@ struct Floors {
 
 impl Floors {
     fn new(sync: &FirstSync, pace: Budget) -> Floors {
-        let minimum = budget::minimum_calls(sync.tunnels, sync.hostnames);
+        let minimum = budget::minimum_calls(sync.tunnels, sync.hostnames, sync.pushed.is_some());
         Floors {
             made: (
                 sync.calls_to_converge,
@@ -117,6 +117,20 @@ pub fn report(
         pace.burst,
         pace.per_second()
     );
+    let converged = sync
+        .ready
+        .max(sync.dns)
+        .max(sync.pushed.unwrap_or_default());
+    let _ = writeln!(
+        w,
+        "calls ÷ floor: {:.2} ({} ÷ {}); converged ÷ (floor ÷ rate): {:.2} ({:.0} s ÷ {:.0} s)\n",
+        floors.made.0 as f64 / floors.minimum.0.max(1) as f64,
+        floors.made.0,
+        floors.minimum.0,
+        secs(converged) / secs(floors.minimum.1).max(1.0),
+        secs(converged),
+        secs(floors.minimum.1)
+    );
     let _ = writeln!(
         w,
         "| calls needed | calls | floor | target | all Ready | all DNS records |"
@@ -128,7 +142,7 @@ pub fn report(
             floors.made,
         ),
         (
-            "minimum (a create per tunnel, a batch per 200 records, zone and record lists)",
+            "floor (`cftunnel_policy::cost`: a create per tunnel, a push per remote tunnel, a batch per 200 record writes, the zone and record lists)",
             floors.minimum,
         ),
     ] {

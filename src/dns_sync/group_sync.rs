@@ -1,14 +1,16 @@
 //! One sync of one group (a zone and an API credential): the client for the group's
 //! credential, the zone lock, the sync, and its outcome in the terms statuses read.
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use crate::dns_sync::credentials::Resolved;
 use crate::dns_sync::groups::{GroupKey, wants_nothing};
+use crate::dns_sync::known::KnownRecords;
 use crate::dns_sync::problem::{
     DnsProblem, REASON_DNS_CONFLICT, REASON_DNS_ERROR, REASON_DNS_OTHER_CLUSTER,
     REASON_QUOTA_EXCEEDED,
 };
-use crate::dns_sync::sync_zone;
+use crate::dns_sync::sync_zone_from;
 use crate::term::Context;
 use crate::term::dns_guard::DnsGuard;
 use cftunnel_cloudflare::Priority;
@@ -21,6 +23,8 @@ pub(super) struct GroupOutcome {
     pub problems: BTreeMap<TunnelIdentity, Vec<DnsProblem>>,
     /// Other clusters' hostnames on the group's tunnels; `None` when the zone was not read.
     pub shared: Option<Vec<SharedHostname>>,
+    /// The records the sync left for the group's next (see `known.rs`).
+    pub known: Option<KnownRecords>,
 }
 
 /// What a group's sync reads besides the group: the term's DNS options, the resolved
@@ -32,6 +36,16 @@ pub(super) struct GroupReading<'a> {
     pub priority: Priority,
 }
 
+/// The records the group's last sync left, if they serve this one (see `known.rs`).
+pub(super) fn known_serving(
+    ctx: &Context,
+    known: Option<KnownRecords>,
+    zone: &ZoneDns,
+) -> Option<KnownRecords> {
+    let created = |id: &str| ctx.cloudflare.created.contains(id);
+    known.filter(|k| k.serves(zone, created, ctx.options.drift_interval, Instant::now()))
+}
+
 /// One sync of one group.
 pub(super) async fn sync_once(
     ctx: &Context,
@@ -39,6 +53,7 @@ pub(super) async fn sync_once(
     key: &GroupKey,
     zone: &ZoneDns,
     reading: &GroupReading<'_>,
+    known: Option<KnownRecords>,
 ) -> GroupOutcome {
     let GroupReading {
         options,
@@ -62,12 +77,14 @@ pub(super) async fn sync_once(
         GroupOutcome {
             problems,
             shared: None,
+            known: None,
         }
     };
     if zone.tunnels.is_empty() {
         return GroupOutcome {
             problems: BTreeMap::new(),
             shared: Some(Vec::new()),
+            known: None,
         };
     }
     let credentials = match resolved.for_group(&key.credential) {
@@ -105,8 +122,10 @@ pub(super) async fn sync_once(
     } else {
         zone
     };
-    match sync_zone(&client, &key.zone_id, zone, options).await {
-        Ok(report) => {
+    // A tunnel left out (retiring) is a tunnel lost: the records known do not serve.
+    let known = known_serving(ctx, known, zone);
+    match sync_zone_from(&client, &key.zone_id, zone, options, known).await {
+        Ok((report, known)) => {
             report.count_writes(&ctx.metrics);
             tracing::debug!(zone = %zone.zone_name, reads = report.reads, writes = report.writes, "DNS synced");
             let shared = report
@@ -168,6 +187,7 @@ pub(super) async fn sync_once(
             GroupOutcome {
                 problems,
                 shared: Some(shared),
+                known,
             }
         }
         Err(error) => {

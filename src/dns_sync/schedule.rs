@@ -21,6 +21,7 @@ use crate::dns_sync::group_sync::{GroupOutcome, GroupReading, sync_once};
 use crate::dns_sync::groups::{
     Directory, Elsewhere, GroupKey, Listed, Wanted, directory, refresh, wanted, wants_nothing,
 };
+use crate::dns_sync::known::KnownRecords;
 use crate::dns_sync::problem::{
     DnsProblem, REASON_DNS_ERROR, REASON_DNS_OTHER_CLUSTER, REASON_QUOTA_EXCEEDED,
 };
@@ -44,6 +45,8 @@ struct GroupState {
     failures: u32,
     /// Next retry (after problems) or drift sync.
     due: Option<Instant>,
+    /// The records its last sync left for the next (`known.rs`).
+    known: Option<KnownRecords>,
 }
 
 /// A snapshot of the syncs for status writers: problems per tunnel, and which groups synced
@@ -503,10 +506,17 @@ impl DnsSync {
             owners,
             priority,
         };
+        // Only a sync for a change of the group's input starts from the records its last sync
+        // left: a drift sync and a retry after problems read what others did.
+        let known = match self.groups.get_mut(&key) {
+            Some(state) if state.input != zone => state.known.take(),
+            _ => None,
+        };
         let GroupOutcome {
             problems: outcome,
             shared,
-        } = sync_once(ctx, &self.dns.guard, &key, &zone, &reading).await;
+            known,
+        } = sync_once(ctx, &self.dns.guard, &key, &zone, &reading, known).await;
         // A sync that could not read the zone knows nothing new of other clusters' hostnames.
         let shared = shared.unwrap_or_else(|| {
             self.groups
@@ -575,6 +585,7 @@ impl DnsSync {
                 shared,
                 failures,
                 due,
+                known,
             },
         );
     }

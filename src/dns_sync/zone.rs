@@ -29,7 +29,10 @@ use cftunnel_cloudflare::{
 };
 use cftunnel_types::TunnelIdentity;
 
+use std::time::Instant;
+
 use super::candidates::Reader;
+use super::known::{KnownRecords, tunnel_ids};
 use super::quota_run::QuotaRun;
 use super::report::{DnsWriteError, TunnelDnsReport, WriteKind, WrittenRecord, ZoneDnsReport};
 use cftunnel_policy::dns::{DesiredRecord, DnsAction, DnsChange, RecordRef};
@@ -63,13 +66,30 @@ pub async fn sync_zone(
     zone: &ZoneDns,
     options: &DnsOptions,
 ) -> Result<ZoneDnsReport, DnsSyncError> {
+    Ok(sync_zone_from(client, zone_id, zone, options, None)
+        .await?
+        .0)
+}
+
+/// [`sync_zone`], starting from the records the group's last sync left (`known`, when it
+/// serves this sync: [`KnownRecords::serves`]) instead of reading them. Returns, with the
+/// report, what this sync leaves for the next: its records as its writes left them, when it
+/// wrote and no write failed.
+pub async fn sync_zone_from(
+    client: &CloudflareClient,
+    zone_id: &str,
+    zone: &ZoneDns,
+    options: &DnsOptions,
+    known: Option<KnownRecords>,
+) -> Result<(ZoneDnsReport, Option<KnownRecords>), DnsSyncError> {
     if zone.tunnels.is_empty() {
         // Nothing can be ours: no read at all.
-        return Ok(ZoneDnsReport {
+        let report = ZoneDnsReport {
             tunnels: Vec::new(),
             reads: 0,
             writes: 0,
-        });
+        };
+        return Ok((report, None));
     }
     let ours = Ours::new(&zone.tunnels, options.cluster_id.as_ref());
     let hostnames = routed_hostnames(zone);
@@ -79,13 +99,20 @@ pub async fn sync_zone(
         page_size: options.page_size.clamp(1, MAX_DNS_PER_PAGE),
         reads: 0,
     };
-    let actual = reader
-        .candidates(ours.targets(), &hostnames)
-        .await
-        .map_err(|source| DnsSyncError {
-            zone_id: zone_id.to_string(),
-            source,
-        })?;
+    let (actual, read_at) = match known {
+        Some(known) => (known.records, known.read_at),
+        None => {
+            let read_at = Instant::now();
+            let read = reader
+                .candidates(ours.targets(), &hostnames)
+                .await
+                .map_err(|source| DnsSyncError {
+                    zone_id: zone_id.to_string(),
+                    source,
+                })?;
+            (read, read_at)
+        }
+    };
     let plan = plan_zone(zone, &actual, options);
     let mut run = Run {
         reader,
@@ -133,11 +160,18 @@ pub async fn sync_zone(
         writes = run.writes,
         "DNS sync done"
     );
-    Ok(ZoneDnsReport {
+    let failed = run.reports.iter().any(|r| !r.errors.is_empty());
+    let known = (run.writes > 0 && !failed).then(|| KnownRecords {
+        records: std::mem::take(&mut run.mirror),
+        tunnel_ids: tunnel_ids(zone),
+        read_at,
+    });
+    let report = ZoneDnsReport {
         tunnels: run.reports,
         reads: run.reader.reads,
         writes: run.writes,
-    })
+    };
+    Ok((report, known))
 }
 
 pub(super) fn group_by_hostname(changes: Vec<DnsChange>) -> Vec<Vec<DnsChange>> {

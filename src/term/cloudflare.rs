@@ -8,6 +8,7 @@
 //! another anything through them).
 use std::sync::{Arc, OnceLock};
 
+use super::created::CreatedTunnels;
 use super::options::ControllerOptions;
 use super::tunnel_lists::TunnelLists;
 use super::zones::{ZoneIds, ZoneLists};
@@ -39,6 +40,8 @@ pub struct Cloudflare {
     pub zone_lists: ZoneLists,
     /// The live tunnels of each account, one walk shared by the drift checks.
     pub tunnel_lists: TunnelLists,
+    /// The tunnels this term created: what is known of them without a read.
+    pub created: CreatedTunnels,
     /// What each zone allows of the batch call, shared by the DNS task and deletions.
     batch_memory: BatchMemory,
     /// Per-zone record quota facts, shared by the DNS task and deletions like `batch_memory`.
@@ -66,6 +69,7 @@ impl Cloudflare {
             zone_ids: Default::default(),
             zone_lists: Default::default(),
             tunnel_lists: Default::default(),
+            created: Default::default(),
             batch_memory: BatchMemory::default(),
             quota_memory: QuotaMemory::default(),
         }

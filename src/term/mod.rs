@@ -21,6 +21,7 @@ pub mod cloudflare;
 pub mod cluster;
 pub mod conditions;
 pub mod context;
+pub mod created;
 pub mod credentials;
 pub(crate) mod dns_guard;
 mod error;

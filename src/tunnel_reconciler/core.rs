@@ -16,6 +16,7 @@ use crate::term::conditions::ReadyReason;
 use crate::term::{credentials, events, finalizer};
 use cftunnel_cloudflare::Priority;
 use cftunnel_policy::render;
+use cftunnel_policy::render::remote::remote_config;
 use cftunnel_types::names::{ANNOTATION_ABANDON_CLEANUP, FINALIZER};
 
 /// Longest wait before a refused configuration push is tried again.
@@ -303,25 +304,37 @@ async fn converge<K: TunnelKindAdapter>(
     let Some(snapshot) = ctx.routes.snapshot(&route_identity) else {
         return Ok(Action::requeue(ROUTES_WAIT));
     };
-    let (routes, protections, access_unknown) =
+    let (routes, mut protections, mut access_unknown) =
         (snapshot.routes, snapshot.protections, snapshot.unknown);
     let served = render::protection::protect(&routes.routes, &protections);
-    let input = tunnel_input(identity, spec, facts, served);
-    if let Some(config) = remote::config_to_push(current, &input)? {
+    drop(routes);
+    let mut input = tunnel_input(identity, spec, facts, served);
+    if remote::pushes(&*current, &input.spec) {
         // Before anything is applied: a workload switched to the token starts only once
         // Cloudflare holds its rules, and until then the one running keeps serving. The push
         // waits at the pacer holding no API slot: a slot held there would keep every other
         // reconcile (a new tunnel's among them) waiting for the pushes queued ahead of it.
+        // Its rules come from the newest table when its turn comes, with that table's
+        // protections, which are then the ones applied below.
+        let mut newest = || {
+            if let Some(snapshot) = ctx.routes.snapshot(&route_identity) {
+                input.routes =
+                    render::protection::protect(&snapshot.routes.routes, &snapshot.protections);
+                (protections, access_unknown) = (snapshot.protections, snapshot.unknown);
+            }
+            Ok(remote_config(&input)?)
+        };
         Box::pin(remote::ensure_pushed(
             current,
             ctx,
             &cf,
             &resolved,
-            &config,
             drift_checked,
+            &mut newest,
         ))
         .await?;
     }
+    let input = input;
     // Cloudflare has answered: from here on the reconcile holds rendered objects and API
     // answers, a few at a time however many wait above.
     let _slot = match early_slot {

@@ -141,8 +141,8 @@ pub async fn cleanup<K: TunnelKindAdapter>(
         }
     }
     match cf.delete_tunnel(account, tunnel, true).await {
-        Ok(_) => {}
-        Err(e) if e.is_not_found() => {}
+        Ok(_) => ctx.cloudflare.created.forget(tunnel),
+        Err(e) if e.is_not_found() => ctx.cloudflare.created.forget(tunnel),
         Err(e) => return Err(ReconcileError::cloudflare("deleting the tunnel", e)),
     }
     events::normal(

@@ -25,32 +25,16 @@ use crate::term::adapters::TunnelKindAdapter;
 use crate::term::context::Context;
 use crate::term::{ReconcileError, events};
 use cftunnel_cloudflare::{CloudflareClient, Priority};
-use cftunnel_policy::render::TunnelInput;
-use cftunnel_policy::render::remote::remote_config;
 use cftunnel_policy::render::remote_merge::{
     merged_for_put, owned_view, owned_warp, pushed_digest, rule_hostnames, withdrawn,
 };
 use cftunnel_types::TunnelSpec;
 use cftunnel_types::TunnelStatus;
 
-/// The configuration Cloudflare must hold for this tunnel, if any: the rendered one in
-/// Cloudflare mode; in Local mode too once a configuration was pushed (`status.configVersion`).
-/// No call turns a remotely-managed tunnel back into a local one, and the edge hands cloudflared
-/// the pushed configuration, which overrides its config.yaml; so after a switch back to Local
-/// the pushed copy is kept equal to config.yaml. Built from the input alone (the same document
-/// `render_all` renders in Cloudflare mode), so a reconcile waiting to push holds no rendered
-/// objects.
-pub(crate) fn config_to_push<K: TunnelKindAdapter>(
-    obj: &K,
-    input: &TunnelInput,
-) -> Result<Option<Value>, ReconcileError> {
-    match pushes(obj, &input.spec) {
-        true => Ok(Some(remote_config(input)?)),
-        false => Ok(None),
-    }
-}
-
-/// Are `obj`'s rules pushed to Cloudflare: a remotely-managed tunnel, or one that was.
+/// Are `obj`'s rules pushed to Cloudflare: a remotely-managed tunnel, or one that was. No call
+/// turns a remotely-managed tunnel back into a local one, and the edge hands cloudflared the
+/// pushed configuration, which overrides its config.yaml; so after a switch back to Local the
+/// pushed copy is kept equal to config.yaml (`status.configVersion` says one was pushed).
 pub(crate) fn pushes<K: TunnelKindAdapter>(obj: &K, spec: &TunnelSpec) -> bool {
     let pushed_before = obj
         .tunnel_status()
@@ -58,77 +42,108 @@ pub(crate) fn pushes<K: TunnelKindAdapter>(obj: &K, spec: &TunnelSpec) -> bool {
     is_remote(spec) || pushed_before
 }
 
-/// Pushes `config` unless Cloudflare holds it already: as far as `status.configHash` tells
-/// (the digest of what was pushed, tied to the tunnel id), or, when `verify` (a drift check
-/// ran), as far as Cloudflare answers.
+/// Pushes the tunnel's rules unless Cloudflare holds them already: as far as
+/// `status.configHash` tells (the digest of what was pushed, tied to the tunnel id), or, when
+/// `verify` (a drift check ran), as far as Cloudflare answers. `newest` renders the rules from
+/// the newest route table each time it is called.
 ///
 /// A push reads the document first and writes back a merge (`remote_merge`): only the rules of
 /// hostnames cftunnel owns — those it routes now and those it pushed before
 /// (`status.configHostnames`) — are replaced; other clusters' and the dashboard's rules stay.
-/// The hostnames a push adds are recorded in status before it is sent, so a crash between
-/// the two can never leave a rule of cftunnel's that it would take for someone else's.
+/// The one push with no read before it is the first of a tunnel this term created: its
+/// configuration is a new tunnel's empty one, which nobody else has written.
+///
+/// The PUT's rules are rendered when the pacer lets it go, not when it started waiting: routes
+/// that arrived during a wait behind a backlog go in this push instead of one push each. A
+/// tunnel deleted meanwhile makes no push (its token goes back to the pacer). The hostnames a
+/// push adds are recorded in status before it is sent, so a crash between the two can never
+/// leave a rule of cftunnel's that it would take for someone else's.
 pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
     obj: &mut K,
     ctx: &TunnelContext,
     cf: &CloudflareClient,
     resolved: &Resolved,
-    config: &Value,
     verify: bool,
+    newest: &mut (dyn FnMut() -> Result<Value, ReconcileError> + Send),
 ) -> Result<(), ReconcileError> {
     let account = &resolved.account_id;
     let tunnel = &resolved.tunnel_id;
-    let digest = pushed_digest(tunnel, config);
+    let mut config = newest()?;
+    let mut digest = pushed_digest(tunnel, &config);
     let status = obj.tunnel_status().cloned().unwrap_or_default();
     let pushed =
         status.config_hash.as_deref() == Some(digest.as_str()) && status.config_version.is_some();
     if pushed && !verify {
         return Ok(());
     }
-    let ours = rule_hostnames(config);
     let before: BTreeSet<String> = status.config_hostnames.iter().flatten().cloned().collect();
-    let owned: BTreeSet<String> = ours.union(&before).cloned().collect();
-    let held = if pushed {
+    let untouched =
+        !pushed && status.config_hostnames.is_none() && ctx.cloudflare.created.unpushed(tunnel);
+    let held = if untouched {
+        None
+    } else if pushed {
         // Only a drift check reads back a configuration pushed already: a background call,
         // put off when changes keep it waiting (see `drift::check`).
         let reading = cf.with_priority(Priority::Background);
         let read = reading.tunnel_configuration(account, tunnel);
         match tokio::time::timeout(DRIFT_READ_WAIT, read).await {
-            Ok(held) => held.map_err(ReconcileError::push)?,
+            Ok(held) => Some(held.map_err(ReconcileError::push)?),
             Err(_) => {
                 ctx.drift_put_off(&obj.uid().unwrap_or_default());
                 return Ok(());
             }
         }
     } else {
-        cf.tunnel_configuration(account, tunnel)
-            .await
-            .map_err(ReconcileError::push)?
+        Some(
+            cf.tunnel_configuration(account, tunnel)
+                .await
+                .map_err(ReconcileError::push)?,
+        )
     };
-    let theirs = held.config.unwrap_or(Value::Null);
-    let held_ours = (owned_view(&theirs, &owned), owned_warp(&theirs, config));
-    let version = if held_ours == (owned_view(config, &owned), owned_warp(config, config)) {
-        held.version
-    } else {
-        if pushed {
-            let note = format!(
-                "the configuration of tunnel {tunnel} on Cloudflare (version {}) was changed outside cftunnel ({}); putting cftunnel's rules back (other rules are kept)",
-                held.version,
-                difference(&owned_view(config, &owned), &owned_view(&theirs, &owned))
-            );
-            tracing::warn!(object = %obj.display(), tunnel = %tunnel, "tunnel configuration changed outside cftunnel; restoring it");
-            events::warning(ctx, &*obj, "ConfigurationRestored", note).await;
-        }
-        if !ours.is_subset(&before) {
-            record(obj, ctx, json!({ "configHostnames": owned })).await?;
-        }
-        let merged = merged_for_put(&theirs, config, &owned);
-        let answer = cf
-            .put_tunnel_configuration(account, tunnel, &merged)
-            .await
-            .map_err(ReconcileError::push)?;
-        tracing::info!(object = %obj.display(), tunnel = %tunnel, version = answer.version, "tunnel configuration pushed");
-        answer.version
+    let (theirs, held_version) = match held {
+        Some(held) => (held.config.unwrap_or(Value::Null), Some(held.version)),
+        None => (Value::Null, None),
     };
+    let owned: BTreeSet<String> = rule_hostnames(&config).union(&before).cloned().collect();
+    let held_ours = (owned_view(&theirs, &owned), owned_warp(&theirs, &config));
+    let holds_ours = held_version.is_some()
+        && held_ours == (owned_view(&config, &owned), owned_warp(&config, &config));
+    let version = match held_version {
+        Some(version) if holds_ours => version,
+        _ => {
+            if pushed {
+                let note = format!(
+                    "the configuration of tunnel {tunnel} on Cloudflare (version {}) was changed outside cftunnel ({}); putting cftunnel's rules back (other rules are kept)",
+                    held_version.unwrap_or_default(),
+                    difference(&owned_view(&config, &owned), &owned_view(&theirs, &owned))
+                );
+                tracing::warn!(object = %obj.display(), tunnel = %tunnel, "tunnel configuration changed outside cftunnel; restoring it");
+                events::warning(ctx, &*obj, "ConfigurationRestored", note).await;
+            }
+            // The turn first, the rules after: what arrived during the wait goes in this push.
+            let (turn, _) = cf.take_turn().await;
+            if ctx.claims.get().is_some_and(|c| c.deletion_started(&*obj)) {
+                tracing::debug!(object = %obj.display(), "deleted while its push waited: nothing pushed");
+                return Ok(());
+            }
+            config = newest()?;
+            digest = pushed_digest(tunnel, &config);
+            let ours = rule_hostnames(&config);
+            let owned: BTreeSet<String> = ours.union(&before).cloned().collect();
+            if !ours.is_subset(&before) {
+                record(obj, ctx, json!({ "configHostnames": owned })).await?;
+            }
+            let merged = merged_for_put(&theirs, &config, &owned);
+            let answer = turn
+                .put_tunnel_configuration(account, tunnel, &merged)
+                .await
+                .map_err(ReconcileError::push)?;
+            ctx.cloudflare.created.pushed(tunnel);
+            tracing::info!(object = %obj.display(), tunnel = %tunnel, version = answer.version, "tunnel configuration pushed");
+            answer.version
+        }
+    };
+    let ours = rule_hostnames(&config);
     let recorded = pushed
         && status.config_version == Some(version)
         && status

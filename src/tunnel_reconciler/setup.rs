@@ -62,6 +62,15 @@ pub(crate) async fn resolve<K: TunnelKindAdapter>(
     } else {
         existing_tunnel(cf, &account_id, spec, api_secret, &status, stored).await?
     };
+    // Created now (not named by an earlier reconcile): see `CreatedTunnels`. A same-named
+    // tunnel adopted after a lost create answer is this object's own too; one named by the
+    // adopt annotation is someone else's.
+    let created_now = spec.new_tunnel.is_some()
+        && non_empty(status.tunnel_id.as_ref()).is_none()
+        && obj.annotations().get(ANNOTATION_ADOPT_TUNNEL_ID) != Some(&tunnel_id);
+    if created_now {
+        ctx.cloudflare.created.created(&tunnel_id);
+    }
     // Before the id is recorded: an object that does not run this tunnel never names it in
     // status, so nothing (DNS included) acts on it for this object.
     if let Some(winner) = ctx.claims.get().and_then(|c| c.ahead_of(obj, &tunnel_id)) {

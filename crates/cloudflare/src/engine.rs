@@ -21,6 +21,7 @@ use super::pacer::{Limiter, Priority, Work};
 use super::ratelimit_headers;
 use super::retry::{self, RetryPolicy};
 use super::transport::{RawResponse, Transport};
+use super::turn::Prepaid;
 
 /// A list walk that has not ended after this many pages is treated as a broken server.
 const MAX_PAGES: u32 = 10_000;
@@ -33,6 +34,8 @@ pub struct CloudflareClient {
     priority: Priority,
     /// The work this clone's calls belong to: they wait as old as it is.
     work: Option<Work>,
+    /// A token taken for this clone's next call ([`CloudflareClient::take_turn`]).
+    prepaid: Option<Arc<Prepaid>>,
 }
 
 /// Shared state of all clones of one client.
@@ -74,6 +77,7 @@ impl CloudflareClient {
             inner,
             priority: Priority::Normal,
             work: None,
+            prepaid: None,
         }
     }
 
@@ -84,6 +88,7 @@ impl CloudflareClient {
             inner: self.inner.clone(),
             priority,
             work: self.work,
+            prepaid: self.prepaid.clone(),
         }
     }
 
@@ -94,6 +99,7 @@ impl CloudflareClient {
             inner: self.inner.clone(),
             priority: self.priority,
             work: Some(work),
+            prepaid: self.prepaid.clone(),
         }
     }
 
@@ -105,6 +111,30 @@ impl CloudflareClient {
     /// The credential's pacer (shared by every client of the credential in the registry).
     pub fn limiter(&self) -> &Limiter {
         &self.inner.limiter
+    }
+
+    pub(crate) fn limiter_arc(&self) -> Arc<Limiter> {
+        self.inner.limiter.clone()
+    }
+
+    /// The work this clone's calls belong to.
+    pub(crate) fn work(&self) -> Option<Work> {
+        self.work
+    }
+
+    /// Tells the metrics of a wait at the pacer made outside a call.
+    pub(crate) fn waited(&self, waited: std::time::Duration) {
+        self.inner.observer.rate_limit_waited(waited);
+    }
+
+    /// A clone whose next call spends `prepaid` instead of waiting at the pacer.
+    pub(crate) fn with_prepaid(&self, prepaid: Arc<Prepaid>) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            priority: self.priority,
+            work: self.work,
+            prepaid: Some(prepaid),
+        }
     }
 }
 
@@ -252,8 +282,11 @@ impl CloudflareClient {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let waited = inner.limiter.acquire_for(self.priority, self.work).await;
-            inner.observer.rate_limit_waited(waited);
+            let prepaid = attempt == 1 && self.prepaid.as_ref().is_some_and(|p| p.spend());
+            if !prepaid {
+                let waited = inner.limiter.acquire_for(self.priority, self.work).await;
+                inner.observer.rate_limit_waited(waited);
+            }
             // After the (possibly long) rate-limit wait: a term that ended meanwhile sends nothing.
             if call.method != Method::GET && !inner.gate.may_write() {
                 return Err(CloudflareError::NotLeading { operation });

@@ -32,6 +32,7 @@ mod tls;
 mod token;
 mod transport;
 mod tunnels;
+mod turn;
 mod write_gate;
 mod zones;
 

@@ -171,6 +171,21 @@ impl Limiter {
         }
     }
 
+    /// A token taken and not spent (a [`crate::Turn`] dropped unused) goes back to the bucket,
+    /// so work that gave way costs the credential nothing.
+    pub(crate) fn give_back(&self) {
+        let mut state = self.lock();
+        state.refill(Instant::now());
+        let token = state.pace.token();
+        state.bucket.credit = (state.bucket.credit + token).min(state.pace.capacity());
+        state.wake_head();
+    }
+
+    /// Is every call of this credential held by a 429's pause now?
+    pub(crate) fn is_paused(&self) -> bool {
+        self.paused_until().is_some()
+    }
+
     /// Blocks every call of this credential until `until` (a 429 told us to back off).
     pub(crate) fn pause_until(&self, until: Instant) {
         let mut state = self.lock();

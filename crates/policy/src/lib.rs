@@ -6,6 +6,7 @@
 //! Nothing here does I/O; the webhook, the reconcilers and the CLI all call these functions.
 pub mod access;
 pub mod admission;
+pub mod cost;
 pub mod dns;
 pub mod edge;
 pub mod edge_certificates;

@@ -23,6 +23,7 @@ mod logging;
 mod operations;
 mod ratelimit;
 mod retries;
+mod turn;
 
 pub(super) const ACCOUNT: &str = "0123456789abcdef0123456789abcdef";
 pub(super) const ZONE: &str = "fedcba9876543210fedcba9876543210";

@@ -1,0 +1,160 @@
+//! Work that waits for the budget coalesces (docs/design.md §3.12): a configuration push is
+//! rendered when the pacer lets it go, so routes that arrive while it waits go in that one push;
+//! the first push of a tunnel cftunnel created reads nothing before it; and a tunnel deleted
+//! while its push waits makes no push.
+use std::time::Duration;
+
+use cftunnel_sim::Operation;
+use cftunnel_testenv::poll_until;
+use kube::api::DeleteParams;
+use serde_json::json;
+
+use crate::harness::{Harness, POLL, TOKEN, WAIT};
+use crate::remote::{pushed_rules, sim_tunnel};
+use crate::routes::{API_SECRET, ZONE, create_binding, create_service};
+
+const HOSTNAMES: usize = 5;
+
+/// One call per ten seconds after the first: a push waits there long enough for the routes
+/// created right after its tunnel to be in the table when its turn comes.
+fn slow_pace(options: &mut cftunnel::term::ControllerOptions) {
+    options.cloudflare_budget = cftunnel_cloudflare::Budget {
+        requests: 5,
+        window: Duration::from_secs(40),
+    };
+}
+
+async fn create_remote_edge(h: &Harness) {
+    h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
+        .await;
+    create_service(h, "web", 80, json!({}), json!({})).await;
+    h.create_tunnel(
+        "edge",
+        h.spec(
+            API_SECRET,
+            json!({"newTunnel": {"name": "edge"}, "configSource": "Cloudflare"}),
+        ),
+    )
+    .await;
+}
+
+/// The id recorded in the tunnel's status (recorded before its first push).
+async fn recorded_id(h: &Harness) -> String {
+    poll_until("the tunnel id in status", WAIT, POLL, || async {
+        let tunnel = h.tunnels().get("edge").await.ok()?;
+        tunnel.status?.tunnel_id
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[tokio::test]
+async fn routes_that_arrive_while_the_first_push_waits_go_in_it_with_no_read_before_it() {
+    let h = Harness::start_with("tr-coalesce", slow_pace).await;
+    create_remote_edge(&h).await;
+    for i in 0..HOSTNAMES {
+        create_binding(
+            &h,
+            &format!("app{i}"),
+            json!([{"name": "web", "spec": {"fqdn": format!("app{i}.{ZONE}")}}]),
+        )
+        .await;
+    }
+    let id = recorded_id(&h).await;
+    let service = format!("http://web.{}.svc:80", h.ns);
+    let mut wanted: Vec<(String, String)> = (0..HOSTNAMES)
+        .map(|i| (format!("app{i}.{ZONE}"), service.clone()))
+        .collect();
+    wanted.sort();
+    wanted.push(("*".to_string(), "http_status:404".to_string()));
+    let tunnel = h.wait_reason(&h.tunnels(), "edge", "Ready").await;
+    let mut held = pushed_rules(&h, &id);
+    held[..HOSTNAMES].sort();
+    assert_eq!(held, wanted, "every route in the configuration");
+    assert_eq!(
+        h.sim.calls(Operation::PutConfiguration),
+        1,
+        "one push for the tunnel and its {HOSTNAMES} routes"
+    );
+    assert_eq!(
+        h.sim.calls(Operation::GetConfiguration),
+        0,
+        "nothing read before the first push of a tunnel cftunnel created"
+    );
+    let status = tunnel.status.expect("status");
+    assert_eq!(
+        status.config_version,
+        Some(sim_tunnel(&h, &id).config_version as i64),
+        "status shows the version pushed"
+    );
+}
+
+#[tokio::test]
+async fn routes_added_while_a_push_waits_for_its_turn_all_go_in_that_push() {
+    let h = Harness::start_with("tr-coalesce-wait", slow_pace).await;
+    create_remote_edge(&h).await;
+    let tunnel = h.wait_reason(&h.tunnels(), "edge", "Ready").await;
+    let id = tunnel.status.and_then(|s| s.tunnel_id).expect("tunnel id");
+    let puts = h.sim.calls(Operation::PutConfiguration);
+    // The first route starts a reconcile whose push waits at the pacer (a call every ten
+    // seconds); the others arrive one by one while it waits, each its own route table.
+    for i in 0..HOSTNAMES {
+        create_binding(
+            &h,
+            &format!("app{i}"),
+            json!([{"name": "web", "spec": {"fqdn": format!("app{i}.{ZONE}")}}]),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    }
+    let service = format!("http://web.{}.svc:80", h.ns);
+    let mut wanted: Vec<(String, String)> = (0..HOSTNAMES)
+        .map(|i| (format!("app{i}.{ZONE}"), service.clone()))
+        .collect();
+    wanted.push(("*".to_string(), "http_status:404".to_string()));
+    poll_until("every route pushed", WAIT, POLL, || async {
+        let mut held = pushed_rules(&h, &id);
+        let hosts = held.len().saturating_sub(1);
+        held[..hosts].sort();
+        (held == wanted).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; Cloudflare holds {:?}", pushed_rules(&h, &id)));
+    assert_eq!(
+        h.sim.calls(Operation::PutConfiguration) - puts,
+        1,
+        "the {HOSTNAMES} routes added during the wait went in one push"
+    );
+}
+
+#[tokio::test]
+async fn a_tunnel_deleted_while_its_push_waits_makes_no_push() {
+    let h = Harness::start_with("tr-coalesce-gone", slow_pace).await;
+    create_remote_edge(&h).await;
+    let id = recorded_id(&h).await;
+    h.tunnels()
+        .delete("edge", &DeleteParams::default())
+        .await
+        .expect("delete the tunnel");
+    poll_until("the tunnel deleted at Cloudflare", WAIT, POLL, || async {
+        sim_tunnel(&h, &id).deleted_at.map(|_| ())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    poll_until("the Tunnel object gone", WAIT, POLL, || async {
+        h.tunnels()
+            .get_opt("edge")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        h.sim.calls(Operation::PutConfiguration),
+        0,
+        "no push for a tunnel deleted while its push waited"
+    );
+}
