@@ -25,6 +25,8 @@ mod coalescing;
 mod common;
 #[path = "tunnel_reconciler/deletion.rs"]
 mod deletion;
+#[path = "tunnel_reconciler/dns_reads.rs"]
+mod dns_reads;
 #[path = "tunnel_reconciler/domain_change.rs"]
 mod domain_change;
 #[path = "tunnel_reconciler/drift_chaos.rs"]

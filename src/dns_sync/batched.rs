@@ -4,7 +4,10 @@
 //!   Cloudflare applies in one transaction: a CNAME of ours never exists without its TXT.
 //! - A TXT whose `DnsId` is the id of a CNAME created in the same batch is posted with an empty
 //!   `DnsId`; once the batches are done the zone is planned again from the answers and those TXTs
-//!   are patched, in batches too (the TXT is ours by its comment meanwhile).
+//!   are patched, in batches too (the TXT is ours by its comment meanwhile). When the group's
+//!   next sync is already on its way (routes still arriving), the patches are left to it: it
+//!   starts from this sync's records, plans them with its own changes and sends them in its
+//!   first batch, one request fewer per sync (docs/design.md §3.12).
 //! - A batch of several hostnames refused with "record exists" or "not found" is, once per
 //!   sync, followed by one read of the zone's candidates and a new plan of those hostnames,
 //!   sent again: the usual cause is a batch whose answer was lost and that was applied after
@@ -79,6 +82,18 @@ impl Run<'_> {
         }
         self.quota.probing = false;
         if self.pending_dns_ids.is_empty() {
+            return;
+        }
+        if (self.more_coming)() {
+            // The group's next sync is on its way: it plans these patches with its own
+            // changes and sends them in its first batch, instead of a batch of patches here.
+            self.deferred_dns_ids = self.pending_dns_ids.len();
+            self.pending_dns_ids.clear();
+            tracing::debug!(
+                zone_id = self.reader.zone_id,
+                patches = self.deferred_dns_ids,
+                "DnsId patches left to the next sync"
+            );
             return;
         }
         let pending = std::mem::take(&mut self.pending_dns_ids);

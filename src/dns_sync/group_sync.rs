@@ -25,6 +25,8 @@ pub(super) struct GroupOutcome {
     pub shared: Option<Vec<SharedHostname>>,
     /// The records the sync left for the group's next (see `known.rs`).
     pub known: Option<KnownRecords>,
+    /// `DnsId` patches left to the group's next sync (`batched.rs`).
+    pub deferred: bool,
 }
 
 /// What a group's sync reads besides the group: the term's DNS options, the resolved
@@ -34,6 +36,8 @@ pub(super) struct GroupReading<'a> {
     pub resolved: &'a Resolved,
     pub owners: &'a BTreeMap<TunnelIdentity, String>,
     pub priority: Priority,
+    /// Is another round of the DNS task on its way (its input changed since this began)?
+    pub more_coming: &'a (dyn Fn() -> bool + Sync),
 }
 
 /// The records the group's last sync left, if they serve this one (see `known.rs`).
@@ -60,6 +64,7 @@ pub(super) async fn sync_once(
         resolved,
         owners,
         priority,
+        more_coming,
     } = *reading;
     let everyone = |message: String| -> GroupOutcome {
         let problems = zone
@@ -78,6 +83,7 @@ pub(super) async fn sync_once(
             problems,
             shared: None,
             known: None,
+            deferred: false,
         }
     };
     if zone.tunnels.is_empty() {
@@ -85,6 +91,7 @@ pub(super) async fn sync_once(
             problems: BTreeMap::new(),
             shared: Some(Vec::new()),
             known: None,
+            deferred: false,
         };
     }
     let credentials = match resolved.for_group(&key.credential) {
@@ -124,7 +131,7 @@ pub(super) async fn sync_once(
     };
     // A tunnel left out (retiring) is a tunnel lost: the records known do not serve.
     let known = known_serving(ctx, known, zone);
-    match sync_zone_from(&client, &key.zone_id, zone, options, known).await {
+    match sync_zone_from(&client, &key.zone_id, zone, options, known, more_coming).await {
         Ok((report, known)) => {
             report.count_writes(&ctx.metrics);
             tracing::debug!(zone = %zone.zone_name, reads = report.reads, writes = report.writes, "DNS synced");
@@ -187,6 +194,7 @@ pub(super) async fn sync_once(
             GroupOutcome {
                 problems,
                 shared: Some(shared),
+                deferred: report.deferred_dns_ids > 0 && known.is_some(),
                 known,
             }
         }

@@ -136,6 +136,9 @@ pub struct ZoneDnsReport {
     pub reads: u32,
     /// Create, update and delete calls made, failed ones included (retries as above).
     pub writes: u32,
+    /// TXTs created with an empty `DnsId` whose patch was left to the group's next sync, which
+    /// was already coming (see `batched.rs`).
+    pub deferred_dns_ids: usize,
 }
 
 impl ZoneDnsReport {

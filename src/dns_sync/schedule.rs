@@ -47,6 +47,9 @@ struct GroupState {
     due: Option<Instant>,
     /// The records its last sync left for the next (`known.rs`).
     known: Option<KnownRecords>,
+    /// Its last sync left `DnsId` patches to the next: due in the next round, whatever its
+    /// input (`batched.rs`).
+    deferred: bool,
 }
 
 /// A snapshot of the syncs for status writers: problems per tunnel, and which groups synced
@@ -265,6 +268,8 @@ impl DnsSync {
 
     /// Syncs every group seen for the first time (so what changed while no one ran is found
     /// at once), and every group whose input changed or whose retry or drift time has come.
+    /// `more_coming` answers whether the DNS task's input changed since this round began (a
+    /// next round is on its way).
     pub async fn run(
         &mut self,
         ctx: &Context,
@@ -272,6 +277,7 @@ impl DnsSync {
         records: &[TunnelRecord],
         held: &Arc<BTreeSet<String>>,
         publish: &watch::Sender<Arc<DnsView>>,
+        more_coming: &(dyn Fn() -> bool + Sync),
     ) {
         self.resolved = Arc::new(Resolved::read(ctx, records).await);
         self.held = held.clone();
@@ -352,14 +358,16 @@ impl DnsSync {
                         // that must fail.
                         self.options.quota_memory.forget(&key.zone_id);
                     }
-                    state.input != zone || timed
+                    state.input != zone || timed || state.deferred
                 }
             };
             // A clean group whose input did not change is synced for drift: behind every change.
             // Any other sync publishes or removes what users asked for (a route created, edited
             // or deleted): it goes in the interactive lane (docs/design.md §3.8).
             let priority = match self.groups.get(&key) {
-                Some(state) if state.clean && state.input == zone => Priority::Background,
+                Some(state) if state.clean && state.input == zone && !state.deferred => {
+                    Priority::Background
+                }
                 _ => Priority::Interactive,
             };
             if due && priority == Priority::Background && self.changes_wait(ctx, &key) {
@@ -371,7 +379,8 @@ impl DnsSync {
                 continue;
             }
             if due {
-                self.sync_group(ctx, key, zone, &owners, priority).await;
+                self.sync_group(ctx, key, zone, &owners, priority, more_coming)
+                    .await;
                 publish.send_replace(Arc::new(self.view()));
             }
         }
@@ -499,23 +508,27 @@ impl DnsSync {
         zone: Arc<ZoneDns>,
         owners: &BTreeMap<TunnelIdentity, String>,
         priority: Priority,
+        more_coming: &(dyn Fn() -> bool + Sync),
     ) {
         let reading = GroupReading {
             options: &self.options,
             resolved: &self.resolved,
             owners,
             priority,
+            more_coming,
         };
-        // Only a sync for a change of the group's input starts from the records its last sync
-        // left: a drift sync and a retry after problems read what others did.
+        // Only a sync for a change of the group's input (or for the patches its last sync left
+        // it) starts from the records its last sync left: a drift sync and a retry after
+        // problems read what others did.
         let known = match self.groups.get_mut(&key) {
-            Some(state) if state.input != zone => state.known.take(),
+            Some(state) if state.input != zone || state.deferred => state.known.take(),
             _ => None,
         };
         let GroupOutcome {
             problems: outcome,
             shared,
             known,
+            deferred,
         } = sync_once(ctx, &self.dns.guard, &key, &zone, &reading, known).await;
         // A sync that could not read the zone knows nothing new of other clusters' hostnames.
         let shared = shared.unwrap_or_else(|| {
@@ -586,6 +599,7 @@ impl DnsSync {
                 failures,
                 due,
                 known,
+                deferred,
             },
         );
     }

@@ -41,12 +41,27 @@ pub(crate) async fn run_dns(
     view: watch::Sender<Arc<DnsView>>,
 ) {
     let mut dns = DnsSync::new(&ctx, dns);
+    let newest = input.clone();
     loop {
         let current = input.borrow_and_update().clone();
         let ran_at = current.is_some().then(tokio::time::Instant::now);
         if let Some(current) = current {
-            dns.run(&ctx, &current.table, &current.records, &current.held, &view)
-                .await;
+            // A newer input than this round's means another round follows it.
+            let more_coming = || {
+                newest
+                    .borrow()
+                    .as_ref()
+                    .is_some_and(|n| !Arc::ptr_eq(n, &current))
+            };
+            dns.run(
+                &ctx,
+                &current.table,
+                &current.records,
+                &current.held,
+                &view,
+                &more_coming,
+            )
+            .await;
         }
         tokio::select! {
             changed = input.changed() => {

@@ -66,21 +66,26 @@ pub async fn sync_zone(
     zone: &ZoneDns,
     options: &DnsOptions,
 ) -> Result<ZoneDnsReport, DnsSyncError> {
-    Ok(sync_zone_from(client, zone_id, zone, options, None)
-        .await?
-        .0)
+    Ok(
+        sync_zone_from(client, zone_id, zone, options, None, &|| false)
+            .await?
+            .0,
+    )
 }
 
 /// [`sync_zone`], starting from the records the group's last sync left (`known`, when it
 /// serves this sync: [`KnownRecords::serves`]) instead of reading them. Returns, with the
 /// report, what this sync leaves for the next: its records as its writes left them, when it
-/// wrote and no write failed.
+/// wrote and no write failed. `more_coming` answers whether another sync of the group is
+/// already on its way (the input changed since this one began): the `DnsId` patches of the
+/// TXTs this sync created are then left to it, to travel with its first batch.
 pub async fn sync_zone_from(
     client: &CloudflareClient,
     zone_id: &str,
     zone: &ZoneDns,
     options: &DnsOptions,
     known: Option<KnownRecords>,
+    more_coming: &(dyn Fn() -> bool + Sync),
 ) -> Result<(ZoneDnsReport, Option<KnownRecords>), DnsSyncError> {
     if zone.tunnels.is_empty() {
         // Nothing can be ours: no read at all.
@@ -88,6 +93,7 @@ pub async fn sync_zone_from(
             tunnels: Vec::new(),
             reads: 0,
             writes: 0,
+            deferred_dns_ids: 0,
         };
         return Ok((report, None));
     }
@@ -121,6 +127,8 @@ pub async fn sync_zone_from(
         mirror: actual,
         batch_off: false,
         pending_dns_ids: BTreeSet::new(),
+        more_coming,
+        deferred_dns_ids: 0,
         reread: false,
         quota: QuotaRun::default(),
         reports: zone
@@ -170,6 +178,7 @@ pub async fn sync_zone_from(
         tunnels: run.reports,
         reads: run.reader.reads,
         writes: run.writes,
+        deferred_dns_ids: run.deferred_dns_ids,
     };
     Ok((report, known))
 }
@@ -237,6 +246,10 @@ pub(super) struct Run<'a> {
     pub batch_off: bool,
     /// Hostnames whose TXT was batched with an empty `DnsId` (set once the batches are done).
     pub pending_dns_ids: BTreeSet<String>,
+    /// Is another sync of the group on its way (see [`sync_zone_from`])?
+    pub more_coming: &'a (dyn Fn() -> bool + Sync),
+    /// Patches left to that sync.
+    pub deferred_dns_ids: usize,
     /// The candidates were read again during this sync (at most once: see `batched.rs`).
     pub reread: bool,
     /// The zone's record quota as this sync knows and finds it (`quota.rs`).
