@@ -8,6 +8,7 @@ use cftunnel_sim::RequestBudget;
 
 use super::admission::Admission;
 use super::first_sync::FirstSync;
+use super::single_route::SingleRoute;
 use super::steady::Steady;
 use super::svg::{Chart, render};
 use super::{Args, Phase, Plan, budget, samples};
@@ -17,6 +18,7 @@ pub struct Phases<'a> {
     pub first: &'a Phase,
     pub restart: &'a Phase,
     pub steady: Option<&'a Steady>,
+    pub single: &'a SingleRoute,
     pub admission: &'a Admission,
 }
 
@@ -190,6 +192,17 @@ pub fn report(
             secs(p.gone_deleted)
         );
     }
+    let single = phases.single;
+    let _ = writeln!(
+        w,
+        "one route added at rest ({}): its CNAME after {:.1} s{}",
+        single.hostname,
+        secs(single.dns),
+        single
+            .pushed
+            .map(|p| format!(", in the pushed configuration after {:.1} s", secs(p)))
+            .unwrap_or_default()
+    );
     let _ = writeln!(
         w,
         "DNS write requests: first convergence {}, restart {}",

@@ -1,0 +1,97 @@
+//! One route added to a converged tunnel at rest (after the restart settled): the time from its
+//! create until its CNAME exists, and for a remotely-managed tunnel until its rule is in the
+//! tunnel's configuration too. The latency a user sees for a new application on a quiet
+//! operator.
+use std::time::{Duration, Instant};
+
+use cftunnel_sim::Simulator;
+use cftunnel_types::TunnelBinding;
+use cftunnel_types::gateway::HTTPRoute;
+use kube::Client;
+use serde_json::json;
+
+use super::{POLL, Plan, ZONE, create_object, object};
+
+/// How long the route may take before the benchmark gives up on it.
+const GIVE_UP: Duration = Duration::from_secs(300);
+
+pub struct SingleRoute {
+    pub hostname: String,
+    /// From the create until its CNAME existed.
+    pub dns: Duration,
+    /// From the create until its rule was in the pushed configuration (remote tunnels).
+    pub pushed: Option<Duration>,
+}
+
+/// Adds one route to the plan's last tunnel and waits for it at Cloudflare.
+pub async fn measure(client: &Client, sim: &Simulator, plan: &Plan) -> anyhow::Result<SingleRoute> {
+    let (ns, tunnel) = plan
+        .tunnels()
+        .pop()
+        .ok_or_else(|| anyhow::anyhow!("no tunnel to add a route to"))?;
+    let service = plan
+        .services(&tunnel)
+        .into_iter()
+        .next()
+        .map(|(name, _)| name)
+        .ok_or_else(|| anyhow::anyhow!("tunnel {tunnel} has no Service"))?;
+    let hostname = format!("{ns}-single.{ZONE}");
+    let route = match plan.gateway_api {
+        true => object::<HTTPRoute>(
+            json!({"name": "single", "namespace": ns}),
+            json!({"spec": {"parentRefs": [{"name": tunnel}], "hostnames": [hostname],
+                "rules": [{"backendRefs": [{"name": service, "port": 80}]}]}}),
+        ),
+        false => object::<TunnelBinding>(
+            json!({"name": "single", "namespace": ns}),
+            json!({"subjects": [{"name": service, "spec": {"fqdn": hostname}}],
+                "tunnelRef": {"kind": "Tunnel", "name": tunnel}}),
+        ),
+    };
+    let remote = plan.config_source == "Cloudflare";
+    let cloudflare_name = format!("{ns}-{tunnel}");
+    let started = Instant::now();
+    create_object(client, route).await?;
+    let (mut dns, mut pushed) = (None, None);
+    while started.elapsed() < GIVE_UP {
+        if dns.is_none()
+            && sim
+                .dns_records(ZONE)
+                .iter()
+                .any(|r| r.record_type == "CNAME" && r.name == hostname)
+        {
+            dns = Some(started.elapsed());
+        }
+        if remote && pushed.is_none() && is_pushed(sim, &cloudflare_name, &hostname) {
+            pushed = Some(started.elapsed());
+        }
+        if dns.is_some() && (!remote || pushed.is_some()) {
+            break;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let dns = dns.ok_or_else(|| anyhow::anyhow!("{hostname} got no CNAME in {GIVE_UP:?}"))?;
+    if remote && pushed.is_none() {
+        anyhow::bail!("{hostname} was not pushed in {GIVE_UP:?}");
+    }
+    Ok(SingleRoute {
+        hostname,
+        dns,
+        pushed,
+    })
+}
+
+/// Is `hostname` in the configuration of the live tunnel named `name`?
+fn is_pushed(sim: &Simulator, name: &str, hostname: &str) -> bool {
+    sim.tunnels()
+        .into_iter()
+        .filter(|t| t.name == name && t.deleted_at.is_none())
+        .filter_map(|t| t.config)
+        .any(|config| {
+            config["ingress"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|rule| rule["hostname"].as_str() == Some(hostname))
+        })
+}
