@@ -66,14 +66,22 @@ impl Run<'_> {
     }
 
     /// Every hostname's changes in batches of at most `limit` records (those beyond a reported
-    /// quota last, in batches of their own), then the `DnsId` patches.
+    /// quota last, in batches of their own), then the `DnsId` patches. The batches within the
+    /// quota go oldest and newest in turn (`oldest_and_newest_in_turn`).
     pub(super) async fn apply_batched(
         &mut self,
         send: Vec<Vec<DnsChange>>,
         beyond: Vec<Vec<DnsChange>>,
         limit: usize,
     ) {
-        for chunk in chunks(send, limit) {
+        let mut batches = chunks(send, limit);
+        // What adds no record (deletions make room in a zone at its quota) keeps its place.
+        let rooms = batches
+            .iter()
+            .take_while(|b| b.iter().flatten().any(|c| !adds(c)))
+            .count();
+        let creates = oldest_and_newest_in_turn(batches.split_off(rooms));
+        for chunk in batches.into_iter().chain(creates) {
             self.send(chunk, true).await;
         }
         self.quota.probing = !beyond.is_empty();
@@ -276,6 +284,28 @@ impl Run<'_> {
 }
 
 /// Whole hostnames packed into batches of at most `limit` records, in plan order.
+/// Does `change` add a record?
+fn adds(change: &DnsChange) -> bool {
+    matches!(change.action, DnsAction::Create(_))
+}
+
+/// Batches of creates (in the order `fit` gave them: by the age of their hostname's oldest
+/// route) sent the oldest, the newest, the second oldest, the second newest, …: as the pacer
+/// serves a lane's oldest and newest work in turn (docs/design.md §3.8), a first sync's backlog
+/// drains in order at half the sync's batches or more, and the routes of a tunnel a user just
+/// created wait a batch or two instead of the whole backlog.
+fn oldest_and_newest_in_turn<T>(chunks: Vec<T>) -> Vec<T> {
+    let mut ordered = Vec::with_capacity(chunks.len());
+    let mut rest: std::collections::VecDeque<T> = chunks.into();
+    while let Some(oldest) = rest.pop_front() {
+        ordered.push(oldest);
+        if let Some(newest) = rest.pop_back() {
+            ordered.push(newest);
+        }
+    }
+    ordered
+}
+
 fn chunks(groups: Vec<Vec<DnsChange>>, limit: usize) -> Vec<Vec<Vec<DnsChange>>> {
     let limit = limit.max(1);
     let mut out: Vec<Vec<Vec<DnsChange>>> = Vec::new();
@@ -395,5 +425,23 @@ fn duplicate(error: &CloudflareError) -> CloudflareError {
         },
         // Transport failures carry a source that cannot be cloned: the text is kept.
         other => CloudflareError::InvalidInput(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::oldest_and_newest_in_turn;
+
+    #[test]
+    fn batches_go_oldest_and_newest_in_turn() {
+        assert_eq!(
+            oldest_and_newest_in_turn(vec![1, 2, 3, 4, 5]),
+            [1, 5, 2, 4, 3]
+        );
+        assert_eq!(oldest_and_newest_in_turn(vec![1, 2]), [1, 2]);
+        assert_eq!(
+            oldest_and_newest_in_turn(Vec::<u8>::new()),
+            Vec::<u8>::new()
+        );
     }
 }
