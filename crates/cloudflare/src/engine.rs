@@ -113,22 +113,18 @@ impl CloudflareClient {
         &self.inner.limiter
     }
 
-    pub(crate) fn limiter_arc(&self) -> Arc<Limiter> {
-        self.inner.limiter.clone()
-    }
-
-    /// The work this clone's calls belong to.
-    pub(crate) fn work(&self) -> Option<Work> {
-        self.work
-    }
-
-    /// Tells the metrics of a wait at the pacer made outside a call.
-    pub(crate) fn waited(&self, waited: std::time::Duration) {
+    /// Waits for this clone's turn at the pacer (its priority, its work's age) and takes the
+    /// token, then returns a clone whose next call spends it: build that call's request after
+    /// this returns, from the newest state (`turn.rs`). Also returns how long the turn took.
+    pub async fn take_turn(&self) -> (CloudflareClient, std::time::Duration) {
+        let limiter = self.inner.limiter.clone();
+        let waited = limiter.acquire_for(self.priority, self.work).await;
         self.inner.observer.rate_limit_waited(waited);
+        (self.with_prepaid(Arc::new(Prepaid::taken(limiter))), waited)
     }
 
     /// A clone whose next call spends `prepaid` instead of waiting at the pacer.
-    pub(crate) fn with_prepaid(&self, prepaid: Arc<Prepaid>) -> Self {
+    fn with_prepaid(&self, prepaid: Arc<Prepaid>) -> Self {
         Self {
             inner: self.inner.clone(),
             priority: self.priority,

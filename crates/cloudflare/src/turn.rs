@@ -1,20 +1,27 @@
 //! A call's turn at the pacer taken before its request is built: work that waits for the budget
 //! builds what it sends when it may send it, so every change that arrived during the wait goes
 //! in that one request instead of a request queued per change (docs/design.md §3.12).
+use super::pacer::Limiter;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
-
-use super::engine::CloudflareClient;
-use super::pacer::Limiter;
 
 /// One token taken ahead of the call it pays for. The first attempt of the next call made by
-/// the client [`CloudflareClient::take_turn`] returned spends it instead of waiting again;
+/// the client `CloudflareClient::take_turn` returned spends it instead of waiting again;
 /// retries wait as every call does. Dropped unspent (the work gave way, or found nothing to
 /// send), the token goes back to the bucket.
 pub(crate) struct Prepaid {
     limiter: Arc<Limiter>,
     spent: AtomicBool,
+}
+
+impl Prepaid {
+    /// A token just taken from `limiter`.
+    pub(crate) fn taken(limiter: Arc<Limiter>) -> Prepaid {
+        Prepaid {
+            limiter,
+            spent: AtomicBool::new(false),
+        }
+    }
 }
 
 impl Prepaid {
@@ -30,21 +37,5 @@ impl Drop for Prepaid {
         if !*self.spent.get_mut() {
             self.limiter.give_back();
         }
-    }
-}
-
-impl CloudflareClient {
-    /// Waits for this clone's turn at the pacer (its priority, its work's age) and takes the
-    /// token, then returns a clone whose next call spends it: build that call's request after
-    /// this returns, from the newest state. Also returns how long the turn took.
-    pub async fn take_turn(&self) -> (CloudflareClient, Duration) {
-        let limiter = self.limiter_arc();
-        let waited = limiter.acquire_for(self.priority(), self.work()).await;
-        self.waited(waited);
-        let prepaid = Arc::new(Prepaid {
-            limiter,
-            spent: AtomicBool::new(false),
-        });
-        (self.with_prepaid(prepaid), waited)
     }
 }
