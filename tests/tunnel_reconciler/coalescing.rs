@@ -38,6 +38,26 @@ async fn create_remote_edge(h: &Harness) {
     .await;
 }
 
+async fn bind(h: &Harness, i: usize) {
+    create_binding(
+        h,
+        &format!("app{i}"),
+        json!([{"name": "web", "spec": {"fqdn": format!("app{i}.{ZONE}")}}]),
+    )
+    .await;
+}
+
+/// The rules of the `HOSTNAMES` routes, sorted, then the catch-all.
+fn wanted_rules(h: &Harness) -> Vec<(String, String)> {
+    let service = format!("http://web.{}.svc:80", h.ns);
+    let mut wanted: Vec<(String, String)> = (0..HOSTNAMES)
+        .map(|i| (format!("app{i}.{ZONE}"), service.clone()))
+        .collect();
+    wanted.sort();
+    wanted.push(("*".to_string(), "http_status:404".to_string()));
+    wanted
+}
+
 /// The id recorded in the tunnel's status (recorded before its first push).
 async fn recorded_id(h: &Harness) -> String {
     poll_until("the tunnel id in status", WAIT, POLL, || async {
@@ -53,20 +73,10 @@ async fn routes_that_arrive_while_the_first_push_waits_go_in_it_with_no_read_bef
     let h = Harness::start_with("tr-coalesce", slow_pace).await;
     create_remote_edge(&h).await;
     for i in 0..HOSTNAMES {
-        create_binding(
-            &h,
-            &format!("app{i}"),
-            json!([{"name": "web", "spec": {"fqdn": format!("app{i}.{ZONE}")}}]),
-        )
-        .await;
+        bind(&h, i).await;
     }
     let id = recorded_id(&h).await;
-    let service = format!("http://web.{}.svc:80", h.ns);
-    let mut wanted: Vec<(String, String)> = (0..HOSTNAMES)
-        .map(|i| (format!("app{i}.{ZONE}"), service.clone()))
-        .collect();
-    wanted.sort();
-    wanted.push(("*".to_string(), "http_status:404".to_string()));
+    let wanted = wanted_rules(&h);
     let tunnel = h.wait_reason(&h.tunnels(), "edge", "Ready").await;
     let mut held = pushed_rules(&h, &id);
     held[..HOSTNAMES].sort();
@@ -99,19 +109,10 @@ async fn routes_added_while_a_push_waits_for_its_turn_all_go_in_that_push() {
     // The first route starts a reconcile whose push waits at the pacer (a call every ten
     // seconds); the others arrive one by one while it waits, each its own route table.
     for i in 0..HOSTNAMES {
-        create_binding(
-            &h,
-            &format!("app{i}"),
-            json!([{"name": "web", "spec": {"fqdn": format!("app{i}.{ZONE}")}}]),
-        )
-        .await;
+        bind(&h, i).await;
         tokio::time::sleep(Duration::from_millis(1500)).await;
     }
-    let service = format!("http://web.{}.svc:80", h.ns);
-    let mut wanted: Vec<(String, String)> = (0..HOSTNAMES)
-        .map(|i| (format!("app{i}.{ZONE}"), service.clone()))
-        .collect();
-    wanted.push(("*".to_string(), "http_status:404".to_string()));
+    let wanted = wanted_rules(&h);
     poll_until("every route pushed", WAIT, POLL, || async {
         let mut held = pushed_rules(&h, &id);
         let hosts = held.len().saturating_sub(1);
