@@ -47,11 +47,12 @@ pub(crate) fn pushes<K: TunnelKindAdapter>(obj: &K, spec: &TunnelSpec) -> bool {
 /// `verify` (a drift check ran), as far as Cloudflare answers. `newest` renders the rules from
 /// the newest route table each time it is called.
 ///
-/// A push reads the document first and writes back a merge (`remote_merge`): only the rules of
-/// hostnames cftunnel owns — those it routes now and those it pushed before
+/// A push writes back a merge (`remote_merge`) onto the document Cloudflare holds: only the
+/// rules of hostnames cftunnel owns — those it routes now and those it pushed before
 /// (`status.configHostnames`) — are replaced; other clusters' and the dashboard's rules stay.
-/// The one push with no read before it is the first of a tunnel this term created: its
-/// configuration is a new tunnel's empty one, which nobody else has written.
+/// The document is read first, except for a tunnel this term created whose configuration it
+/// saw within the drift interval (`term::created`): a new tunnel's empty one, or what its last
+/// push or drift check left there.
 ///
 /// The PUT's rules are rendered when the pacer lets it go, not when it started waiting: routes
 /// that arrived during a wait behind a backlog go in this push instead of one push each. A
@@ -77,32 +78,38 @@ pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
         return Ok(());
     }
     let before: BTreeSet<String> = status.config_hostnames.iter().flatten().cloned().collect();
-    let untouched =
-        !pushed && status.config_hostnames.is_none() && ctx.cloudflare.created.unpushed(tunnel);
-    let held = if untouched {
+    let seen = if pushed {
         None
+    } else {
+        ctx.cloudflare
+            .created
+            .configuration(tunnel, ctx.options.drift_interval)
+    };
+    let (theirs, held_version) = if let Some(seen) = seen {
+        (seen, None)
     } else if pushed {
         // Only a drift check reads back a configuration pushed already: a background call,
         // put off when changes keep it waiting (see `drift::check`).
         let reading = cf.with_priority(Priority::Background);
         let read = reading.tunnel_configuration(account, tunnel);
         match tokio::time::timeout(DRIFT_READ_WAIT, read).await {
-            Ok(held) => Some(held.map_err(ReconcileError::push)?),
+            Ok(held) => {
+                let held = held.map_err(ReconcileError::push)?;
+                let theirs = held.config.unwrap_or(Value::Null);
+                ctx.cloudflare.created.seen(tunnel, &theirs);
+                (theirs, Some(held.version))
+            }
             Err(_) => {
                 ctx.drift_put_off(&obj.uid().unwrap_or_default());
                 return Ok(());
             }
         }
     } else {
-        Some(
-            cf.tunnel_configuration(account, tunnel)
-                .await
-                .map_err(ReconcileError::push)?,
-        )
-    };
-    let (theirs, held_version) = match held {
-        Some(held) => (held.config.unwrap_or(Value::Null), Some(held.version)),
-        None => (Value::Null, None),
+        let held = cf
+            .tunnel_configuration(account, tunnel)
+            .await
+            .map_err(ReconcileError::push)?;
+        (held.config.unwrap_or(Value::Null), Some(held.version))
     };
     let owned: BTreeSet<String> = rule_hostnames(&config).union(&before).cloned().collect();
     let held_ours = (owned_view(&theirs, &owned), owned_warp(&theirs, &config));
@@ -138,7 +145,7 @@ pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
                 .put_tunnel_configuration(account, tunnel, &merged)
                 .await
                 .map_err(ReconcileError::push)?;
-            ctx.cloudflare.created.pushed(tunnel);
+            ctx.cloudflare.created.seen(tunnel, &merged);
             tracing::info!(object = %obj.display(), tunnel = %tunnel, version = answer.version, "tunnel configuration pushed");
             answer.version
         }

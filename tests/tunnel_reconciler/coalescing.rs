@@ -1,7 +1,8 @@
 //! Work that waits for the budget coalesces (docs/design.md §3.12): a configuration push is
 //! rendered when the pacer lets it go, so routes that arrive while it waits go in that one push;
-//! the first push of a tunnel cftunnel created reads nothing before it; and a tunnel deleted
-//! while its push waits makes no push.
+//! a push to a tunnel cftunnel created reads nothing before it, merging onto what cftunnel last
+//! pushed or read there (so a rule a drift check found stays); and a tunnel deleted while its
+//! push waits makes no push.
 use std::time::Duration;
 
 use cftunnel_sim::Operation;
@@ -125,6 +126,55 @@ async fn routes_added_while_a_push_waits_for_its_turn_all_go_in_that_push() {
         h.sim.calls(Operation::PutConfiguration) - puts,
         1,
         "the {HOSTNAMES} routes added during the wait went in one push"
+    );
+    assert_eq!(
+        h.sim.calls(Operation::GetConfiguration),
+        0,
+        "a later push to a tunnel cftunnel created merges onto what it pushed, with no read"
+    );
+}
+
+#[tokio::test]
+async fn a_rule_a_drift_check_found_in_a_created_tunnel_stays_through_a_push_that_reads_nothing() {
+    let h = Harness::start_with("tr-coalesce-seen", |options| {
+        options.drift_interval = Duration::from_secs(8);
+    })
+    .await;
+    create_remote_edge(&h).await;
+    let tunnel = h.wait_reason(&h.tunnels(), "edge", "Ready").await;
+    let id = tunnel.status.and_then(|s| s.tunnel_id).expect("tunnel id");
+    let dashboard = (
+        "dashboard.example.com".to_string(),
+        "http://elsewhere:80".to_string(),
+    );
+    h.cloudflare()
+        .put_tunnel_configuration(
+            &h.sim.account_id(),
+            &id,
+            &json!({"ingress": [{"hostname": dashboard.0, "service": dashboard.1}, {"service": "http_status:404"}]}),
+        )
+        .await
+        .expect("a rule written in the dashboard");
+    poll_until("a drift check's read", WAIT, POLL, || async {
+        (h.sim.calls(Operation::GetConfiguration) > 0).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Within the drift interval of that read, the route's push merges onto what it read.
+    bind(&h, 0).await;
+    let route = (
+        format!("app0.{ZONE}"),
+        format!("http://web.{}.svc:80", h.ns),
+    );
+    poll_until("the route pushed", WAIT, POLL, || async {
+        pushed_rules(&h, &id).contains(&route).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; Cloudflare holds {:?}", pushed_rules(&h, &id)));
+    assert!(
+        pushed_rules(&h, &id).contains(&dashboard),
+        "the dashboard's rule was kept: {:?}",
+        pushed_rules(&h, &id)
     );
 }
 
