@@ -10,6 +10,8 @@ mod openapi;
 mod ownership;
 #[path = "dns_sync/quota.rs"]
 mod quota;
+#[path = "dns_sync/turns.rs"]
+mod turns;
 
 use cftunnel::dns_sync::WriteKind;
 use cftunnel_policy::dns::{DnsOptions, ManagedTxt, managed_txt_name, ownership_marker, quote_txt};

@@ -68,6 +68,13 @@ impl Run<'_> {
     /// Every hostname's changes in batches of at most `limit` records (those beyond a reported
     /// quota last, in batches of their own), then the `DnsId` patches. The batches within the
     /// quota go oldest and newest in turn (`oldest_and_newest_in_turn`).
+    ///
+    /// A batch of creates is sent when the pacer lets it go, not when the sync planned it: from
+    /// the third on, the sync takes the batch's turn first, and if the DNS task's input changed
+    /// meanwhile it gives the turn back and leaves the rest of its creates to the group's next
+    /// sync, which starts at once from this sync's records and plans them with everything that
+    /// arrived (docs/design.md §3.12). Its first two batches always go (its oldest and its
+    /// newest), so a stream of changes cannot starve it; deletions and updates always go.
     pub(super) async fn apply_batched(
         &mut self,
         send: Vec<Vec<DnsChange>>,
@@ -81,7 +88,22 @@ impl Run<'_> {
             .take_while(|b| b.iter().flatten().any(|c| !adds(c)))
             .count();
         let creates = oldest_and_newest_in_turn(batches.split_off(rooms));
-        for chunk in batches.into_iter().chain(creates) {
+        for chunk in batches {
+            self.send(chunk, true).await;
+        }
+        let mut creates = creates.into_iter().enumerate();
+        while let Some((sent, chunk)) = creates.next() {
+            if sent >= ALWAYS_SENT && self.newer_input_at_turn().await {
+                self.left_to_next = chunk.len() + creates.map(|(_, c)| c.len()).sum::<usize>();
+                self.left_to_next += beyond.len();
+                tracing::debug!(
+                    zone_id = self.reader.zone_id,
+                    hostnames = self.left_to_next,
+                    "creates left to the next sync, planned with the newer input"
+                );
+                self.defer_dns_ids();
+                return;
+            }
             self.send(chunk, true).await;
         }
         self.quota.probing = !beyond.is_empty();
@@ -95,13 +117,7 @@ impl Run<'_> {
         if (self.more_coming)() {
             // The group's next sync is on its way: it plans these patches with its own
             // changes and sends them in its first batch, instead of a batch of patches here.
-            self.deferred_dns_ids = self.pending_dns_ids.len();
-            self.pending_dns_ids.clear();
-            tracing::debug!(
-                zone_id = self.reader.zone_id,
-                patches = self.deferred_dns_ids,
-                "DnsId patches left to the next sync"
-            );
+            self.defer_dns_ids();
             return;
         }
         let pending = std::mem::take(&mut self.pending_dns_ids);
@@ -115,6 +131,33 @@ impl Run<'_> {
             self.send(chunk, false).await;
         }
         self.pending_dns_ids.clear();
+    }
+
+    /// Takes the next batch's turn at the pacer; true when the DNS task's input changed by then
+    /// (the turn is given back: its token returns to the bucket).
+    async fn newer_input_at_turn(&mut self) -> bool {
+        if self.batch_off {
+            return false;
+        }
+        let (turn, _) = self.reader.client.take_turn().await;
+        if (self.more_coming)() {
+            return true;
+        }
+        self.turn = Some(turn);
+        false
+    }
+
+    /// Leaves the pending `DnsId` patches to the group's next sync.
+    fn defer_dns_ids(&mut self) {
+        self.deferred_dns_ids = self.pending_dns_ids.len();
+        self.pending_dns_ids.clear();
+        if self.deferred_dns_ids > 0 {
+            tracing::debug!(
+                zone_id = self.reader.zone_id,
+                patches = self.deferred_dns_ids,
+                "DnsId patches left to the next sync"
+            );
+        }
     }
 
     /// Sends one batch of whole hostnames; narrows a refusal down to the hostname refused.
@@ -135,12 +178,16 @@ impl Run<'_> {
             return;
         }
         self.writes += 1;
-        let error = match self
-            .reader
-            .client
-            .batch_dns_records(self.reader.zone_id, &batch)
-            .await
-        {
+        let answer = match self.turn.take() {
+            Some(turn) => turn.batch_dns_records(self.reader.zone_id, &batch).await,
+            None => {
+                self.reader
+                    .client
+                    .batch_dns_records(self.reader.zone_id, &batch)
+                    .await
+            }
+        };
+        let error = match answer {
             Ok(result) => {
                 self.absorb(&groups, &slots, &result);
                 if self.quota.probing {
@@ -283,7 +330,9 @@ impl Run<'_> {
     }
 }
 
-/// Whole hostnames packed into batches of at most `limit` records, in plan order.
+/// Batches of creates a sync sends before it may leave the rest to a newer input's sync.
+const ALWAYS_SENT: usize = 2;
+
 /// Does `change` add a record?
 fn adds(change: &DnsChange) -> bool {
     matches!(change.action, DnsAction::Create(_))
@@ -306,6 +355,7 @@ fn oldest_and_newest_in_turn<T>(chunks: Vec<T>) -> Vec<T> {
     ordered
 }
 
+/// Whole hostnames packed into batches of at most `limit` records, in plan order.
 fn chunks(groups: Vec<Vec<DnsChange>>, limit: usize) -> Vec<Vec<Vec<DnsChange>>> {
     let limit = limit.max(1);
     let mut out: Vec<Vec<Vec<DnsChange>>> = Vec::new();

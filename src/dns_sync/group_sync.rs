@@ -25,8 +25,10 @@ pub(super) struct GroupOutcome {
     pub shared: Option<Vec<SharedHostname>>,
     /// The records the sync left for the group's next (see `known.rs`).
     pub known: Option<KnownRecords>,
-    /// `DnsId` patches left to the group's next sync (`batched.rs`).
+    /// `DnsId` patches or creates left to the group's next sync (`batched.rs`).
     pub deferred: bool,
+    /// Creates left to the group's next sync: the group is not in step with its input yet.
+    pub unfinished: bool,
 }
 
 /// What a group's sync reads besides the group: the term's DNS options, the resolved
@@ -84,6 +86,7 @@ pub(super) async fn sync_once(
             shared: None,
             known: None,
             deferred: false,
+            unfinished: false,
         }
     };
     if zone.tunnels.is_empty() {
@@ -92,6 +95,7 @@ pub(super) async fn sync_once(
             shared: Some(Vec::new()),
             known: None,
             deferred: false,
+            unfinished: false,
         };
     }
     let credentials = match resolved.for_group(&key.credential) {
@@ -194,7 +198,9 @@ pub(super) async fn sync_once(
             GroupOutcome {
                 problems,
                 shared: Some(shared),
-                deferred: report.deferred_dns_ids > 0 && known.is_some(),
+                deferred: (report.deferred_dns_ids > 0 || report.left_to_next > 0)
+                    && known.is_some(),
+                unfinished: report.left_to_next > 0,
                 known,
             }
         }

@@ -139,6 +139,9 @@ pub struct ZoneDnsReport {
     /// TXTs created with an empty `DnsId` whose patch was left to the group's next sync, which
     /// was already coming (see `batched.rs`).
     pub deferred_dns_ids: usize,
+    /// Hostnames whose creates were left to that sync: its turn came with a newer input waiting,
+    /// which plans them anew with everything that arrived since (see `batched.rs`).
+    pub left_to_next: usize,
 }
 
 impl ZoneDnsReport {

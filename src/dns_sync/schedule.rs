@@ -47,9 +47,11 @@ struct GroupState {
     due: Option<Instant>,
     /// The records its last sync left for the next (`known.rs`).
     known: Option<KnownRecords>,
-    /// Its last sync left `DnsId` patches to the next: due in the next round, whatever its
-    /// input (`batched.rs`).
+    /// Its last sync left `DnsId` patches or creates to the next: due in the next round,
+    /// whatever its input (`batched.rs`).
     deferred: bool,
+    /// Its last sync left creates to the next: not in step with its input, whatever `clean`.
+    unfinished: bool,
 }
 
 /// A snapshot of the syncs for status writers: problems per tunnel, and which groups synced
@@ -260,7 +262,7 @@ impl DnsSync {
             groups: self
                 .groups
                 .iter()
-                .map(|(k, g)| (k.clone(), (g.input.clone(), g.clean)))
+                .map(|(k, g)| (k.clone(), (g.input.clone(), g.clean && !g.unfinished)))
                 .collect(),
             problems,
         }
@@ -529,6 +531,7 @@ impl DnsSync {
             shared,
             known,
             deferred,
+            unfinished,
         } = sync_once(ctx, &self.dns.guard, &key, &zone, &reading, known).await;
         // A sync that could not read the zone knows nothing new of other clusters' hostnames.
         let shared = shared.unwrap_or_else(|| {
@@ -600,6 +603,7 @@ impl DnsSync {
                 due,
                 known,
                 deferred,
+                unfinished,
             },
         );
     }

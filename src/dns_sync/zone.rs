@@ -94,6 +94,7 @@ pub async fn sync_zone_from(
             reads: 0,
             writes: 0,
             deferred_dns_ids: 0,
+            left_to_next: 0,
         };
         return Ok((report, None));
     }
@@ -129,6 +130,8 @@ pub async fn sync_zone_from(
         pending_dns_ids: BTreeSet::new(),
         more_coming,
         deferred_dns_ids: 0,
+        turn: None,
+        left_to_next: 0,
         reread: false,
         quota: QuotaRun::default(),
         reports: zone
@@ -179,6 +182,7 @@ pub async fn sync_zone_from(
         reads: run.reader.reads,
         writes: run.writes,
         deferred_dns_ids: run.deferred_dns_ids,
+        left_to_next: run.left_to_next,
     };
     Ok((report, known))
 }
@@ -250,6 +254,10 @@ pub(super) struct Run<'a> {
     pub more_coming: &'a (dyn Fn() -> bool + Sync),
     /// Patches left to that sync.
     pub deferred_dns_ids: usize,
+    /// A turn at the pacer taken for the next batch (`batched.rs`): that batch's call spends it.
+    pub turn: Option<CloudflareClient>,
+    /// Hostnames whose creates were left to that sync.
+    pub left_to_next: usize,
     /// The candidates were read again during this sync (at most once: see `batched.rs`).
     pub reread: bool,
     /// The zone's record quota as this sync knows and finds it (`quota.rs`).

@@ -27,7 +27,7 @@ fn batch_sizes(env: &Env) -> Vec<usize> {
 }
 
 /// Every routed hostname has its CNAME to the tunnel and a TXT naming that CNAME's id.
-fn assert_routed(env: &Env, names: impl IntoIterator<Item = String>) {
+pub(crate) fn assert_routed(env: &Env, names: impl IntoIterator<Item = String>) {
     for name in names {
         let cname = env
             .record("CNAME", &name)

@@ -2,7 +2,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use cftunnel::dns_sync::{ZoneDnsReport, sync_zone};
+use cftunnel::dns_sync::{KnownRecords, ZoneDnsReport, sync_zone, sync_zone_from};
 use cftunnel_cloudflare::{CloudflareClient, Credentials, RateLimit, Transport};
 use cftunnel_policy::dns::{BatchMode, DnsOptions, TunnelDns, ZoneDns};
 use cftunnel_sim::{Operation, SimConfig, SimDnsRecord, Simulator};
@@ -87,6 +87,32 @@ impl Env {
         assert!(u64::from(report.reads) <= self.reads(), "reads counted");
         assert!(u64::from(report.writes) <= self.writes(), "writes counted");
         report
+    }
+
+    /// A sync that starts from `known` (none: it reads the zone) and asks `more_coming` whether
+    /// another sync of the group is on its way; returns what it leaves for the next.
+    pub async fn sync_from(
+        &self,
+        zone: &ZoneDns,
+        known: Option<KnownRecords>,
+        more_coming: &(dyn Fn() -> bool + Sync),
+    ) -> (ZoneDnsReport, Option<KnownRecords>) {
+        let options = DnsOptions {
+            batch: self.options.batch,
+            batch_memory: self.options.batch_memory.clone(),
+            quota_memory: self.options.quota_memory.clone(),
+            ..DnsOptions::default()
+        };
+        sync_zone_from(
+            &self.client,
+            &self.zone_id,
+            zone,
+            &options,
+            known,
+            more_coming,
+        )
+        .await
+        .expect("candidate reads")
     }
 
     /// Starts counting from zero.
