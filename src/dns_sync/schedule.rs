@@ -230,6 +230,11 @@ impl DnsSync {
         self.groups.values().filter_map(|g| g.due).min()
     }
 
+    /// Did a group's last sync leave creates to the next round (`batched.rs`)?
+    pub(crate) fn unfinished(&self) -> bool {
+        self.groups.values().any(|g| g.unfinished)
+    }
+
     /// What statuses read of the syncs so far.
     pub fn view(&self) -> DnsView {
         let mut problems = self.unplaced.clone();

@@ -70,8 +70,11 @@ pub(crate) async fn run_dns(
                 }
                 // Routes arriving one after another over a minute (a rollout of many
                 // bindings, a restored backup) are synced every few seconds in a few batches,
-                // not once per route-table change. `input` keeps only the newest table.
-                if let Some(ran_at) = ran_at {
+                // not once per route-table change. `input` keeps only the newest table. A
+                // round that left creates to this one goes on at once: its batches are full.
+                if let Some(ran_at) = ran_at
+                    && !dns.unfinished()
+                {
                     tokio::time::sleep_until(ran_at + DNS_COALESCE).await;
                 }
             }
