@@ -22,11 +22,9 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use crate::term::options::copy_max_age;
 use cftunnel_cloudflare::DnsRecord;
 use cftunnel_policy::dns::ZoneDns;
-
-/// How long a copy serves when drift checks are off.
-const WITHOUT_DRIFT: Duration = Duration::from_secs(600);
 
 /// A group's candidate records as its last sync's writes left them.
 #[derive(Debug)]
@@ -57,11 +55,7 @@ impl KnownRecords {
         drift: Duration,
         now: Instant,
     ) -> bool {
-        let max_age = if drift.is_zero() {
-            WITHOUT_DRIFT
-        } else {
-            drift
-        };
+        let max_age = copy_max_age(drift);
         let ids = tunnel_ids(zone);
         now.saturating_duration_since(self.read_at) < max_age
             && self.tunnel_ids.is_subset(&ids)
@@ -74,6 +68,7 @@ impl KnownRecords {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::term::options::WITHOUT_DRIFT;
     use cftunnel_policy::dns::TunnelDns;
     use cftunnel_types::{TunnelIdentity, TunnelKind};
 

@@ -44,8 +44,8 @@ impl CreatedTunnels {
     }
 
     /// The configuration `tunnel` held at this term's last push or read of it, when this term
-    /// created it and that look is younger than `max_age` (the drift interval: a drift check
-    /// reads at least that often). `None`: read it before a push.
+    /// created it and that look is younger than `max_age` (`options::copy_max_age`: a drift
+    /// check reads at least that often). `None`: read it before a push.
     pub fn configuration(&self, tunnel: &str, max_age: Duration) -> Option<Value> {
         self.with(|m| {
             m.get(tunnel)

@@ -60,6 +60,20 @@ pub struct ControllerOptions {
     pub default_config_source: ConfigSource,
 }
 
+/// How long a copy of what Cloudflare holds that only this term writes (a zone's records, the
+/// configuration of a tunnel it created) is used instead of a read: the drift interval, which
+/// reads it at least that often, or [`WITHOUT_DRIFT`] when drift checks are off (`drift` zero).
+pub(crate) fn copy_max_age(drift: Duration) -> Duration {
+    if drift.is_zero() {
+        WITHOUT_DRIFT
+    } else {
+        drift
+    }
+}
+
+/// How long a copy serves when drift checks are off.
+pub(crate) const WITHOUT_DRIFT: Duration = Duration::from_secs(600);
+
 impl ControllerOptions {
     /// The drift interval ±10 %, so many objects do not check in lockstep.
     pub(crate) fn jittered_drift_interval(&self) -> Duration {

@@ -23,6 +23,7 @@ use super::render_input::is_remote;
 use super::resolved::Resolved;
 use crate::term::adapters::TunnelKindAdapter;
 use crate::term::context::Context;
+use crate::term::options::copy_max_age;
 use crate::term::{ReconcileError, events};
 use cftunnel_cloudflare::{CloudflareClient, Priority};
 use cftunnel_policy::render::remote_merge::{
@@ -51,7 +52,7 @@ pub(crate) fn pushes<K: TunnelKindAdapter>(obj: &K, spec: &TunnelSpec) -> bool {
 /// rules of hostnames cftunnel owns — those it routes now and those it pushed before
 /// (`status.configHostnames`) — are replaced; other clusters' and the dashboard's rules stay.
 /// The document is read first, except for a tunnel this term created whose configuration it
-/// saw within the drift interval (`term::created`): a new tunnel's empty one, or what its last
+/// saw within the drift interval (`term::created`, `options::copy_max_age`): a new tunnel's empty one, or what its last
 /// push or drift check left there.
 ///
 /// The PUT's rules are rendered when the pacer lets it go, not when it started waiting: routes
@@ -83,7 +84,7 @@ pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
     } else {
         ctx.cloudflare
             .created
-            .configuration(tunnel, ctx.options.drift_interval)
+            .configuration(tunnel, copy_max_age(ctx.options.drift_interval))
     };
     let (theirs, held_version) = if let Some(seen) = seen {
         (seen, None)

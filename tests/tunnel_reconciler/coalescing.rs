@@ -137,7 +137,7 @@ async fn routes_added_while_a_push_waits_for_its_turn_all_go_in_that_push() {
 #[tokio::test]
 async fn a_rule_a_drift_check_found_in_a_created_tunnel_stays_through_a_push_that_reads_nothing() {
     let h = Harness::start_with("tr-coalesce-seen", |options| {
-        options.drift_interval = Duration::from_secs(8);
+        options.drift_interval = Duration::from_secs(20);
     })
     .await;
     create_remote_edge(&h).await;
@@ -160,7 +160,9 @@ async fn a_rule_a_drift_check_found_in_a_created_tunnel_stays_through_a_push_tha
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    // Within the drift interval of that read, the route's push merges onto what it read.
+    let reads = h.sim.calls(Operation::GetConfiguration);
+    // Within the drift interval of that read (the next is 18 s or more away), the route's push
+    // merges onto what it read, and reads nothing.
     bind(&h, 0).await;
     let route = (
         format!("app0.{ZONE}"),
@@ -171,6 +173,11 @@ async fn a_rule_a_drift_check_found_in_a_created_tunnel_stays_through_a_push_tha
     })
     .await
     .unwrap_or_else(|e| panic!("{e}; Cloudflare holds {:?}", pushed_rules(&h, &id)));
+    assert_eq!(
+        h.sim.calls(Operation::GetConfiguration),
+        reads,
+        "the push read nothing"
+    );
     assert!(
         pushed_rules(&h, &id).contains(&dashboard),
         "the dashboard's rule was kept: {:?}",
