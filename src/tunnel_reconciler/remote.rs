@@ -12,6 +12,7 @@
 //! Cloudflare keeps its Local workload serving until Cloudflare holds its rules, so a refused
 //! push (a token without Tunnel Edit, a 5xx) never leaves pods running with no ingress.
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
@@ -86,6 +87,8 @@ pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
             .created
             .configuration(tunnel, copy_max_age(ctx.options.drift_interval))
     };
+    // Never pushed to by anyone: a tunnel this term created and has not pushed to yet.
+    let never_pushed = seen.as_ref().is_some_and(Value::is_null);
     let (theirs, held_version) = if let Some(seen) = seen {
         (seen, None)
     } else if pushed {
@@ -127,6 +130,9 @@ pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
                 );
                 tracing::warn!(object = %obj.display(), tunnel = %tunnel, "tunnel configuration changed outside cftunnel; restoring it");
                 events::warning(ctx, &*obj, "ConfigurationRestored", note).await;
+            }
+            if never_pushed {
+                routes_or_no_backlog(cf, newest).await?;
             }
             // The turn first, the rules after: what arrived during the wait goes in this push.
             let (turn, _) = cf.take_turn().await;
@@ -178,6 +184,24 @@ pub(crate) async fn ensure_pushed<K: TunnelKindAdapter>(
     local.config_version = Some(version);
     local.config_hash = Some(digest);
     local.config_hostnames = Some(ours.into_iter().collect());
+    Ok(())
+}
+
+/// How often a new tunnel's first push, waiting for its routes, looks at the route table.
+const ROUTES_LOOK: Duration = Duration::from_secs(1);
+
+/// Waits, before the first push of a tunnel this term created, until the tunnel has a route or
+/// no change waits at the pacer. A first sync creates tunnels before their routes (a directory
+/// applied in order; a thousand Gateways' HTTPRoutes created one by one) and a backlog serves
+/// new work early: pushed as soon as its turn came, a tunnel's empty configuration was a push,
+/// and its routes a second one. With nothing waiting, a tunnel with no route is pushed at once.
+async fn routes_or_no_backlog(
+    cf: &CloudflareClient,
+    newest: &mut (dyn FnMut() -> Result<Value, ReconcileError> + Send),
+) -> Result<(), ReconcileError> {
+    while rule_hostnames(&newest()?).is_empty() && cf.limiter().changes_waiting() {
+        tokio::time::sleep(ROUTES_LOOK).await;
+    }
     Ok(())
 }
 

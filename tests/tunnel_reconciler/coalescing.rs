@@ -216,3 +216,46 @@ async fn a_tunnel_deleted_while_its_push_waits_makes_no_push() {
         "no push for a tunnel deleted while its push waited"
     );
 }
+
+#[tokio::test]
+async fn a_new_tunnel_with_no_route_yet_is_pushed_once_its_route_arrives_while_a_backlog_waits() {
+    let h = Harness::start_with("tr-coalesce-first", slow_pace).await;
+    create_remote_edge(&h).await;
+    let id = recorded_id(&h).await;
+    // Other tunnels' creates keep changes waiting at the pacer (a call every ten seconds).
+    for i in 0..4 {
+        h.create_tunnel(
+            &format!("other{i}"),
+            h.spec(
+                API_SECRET,
+                json!({"newTunnel": {"name": format!("other{i}")}, "configSource": "Cloudflare"}),
+            ),
+        )
+        .await;
+    }
+    poll_until("two tunnels created after edge", WAIT, POLL, || async {
+        (h.sim.tunnels().len() >= 3).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        sim_tunnel(&h, &id).config_version,
+        0,
+        "edge, with no route, was not pushed while changes waited"
+    );
+    bind(&h, 0).await;
+    let route = (
+        format!("app0.{ZONE}"),
+        format!("http://web.{}.svc:80", h.ns),
+    );
+    poll_until("edge's route pushed", WAIT, POLL, || async {
+        pushed_rules(&h, &id).contains(&route).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; Cloudflare holds {:?}", pushed_rules(&h, &id)));
+    assert_eq!(
+        sim_tunnel(&h, &id).config_version,
+        1,
+        "one push: the route with the catch-all"
+    );
+}
