@@ -70,3 +70,21 @@ async fn a_sync_nobody_overtakes_sends_every_batch_it_planned() {
     assert_eq!(env.sim.calls(Operation::BatchDnsRecords), 3 + 2);
     crate::batch::assert_routed(&env, edge.hostnames.iter().cloned());
 }
+
+#[tokio::test]
+async fn an_overtaken_sync_still_sends_half_of_its_batches_of_creates_its_oldest_and_newest() {
+    let env = small_batches();
+    let mut edge = tunnel("edge", ID_A, &[]);
+    // Eighty hostnames: eight batches of ten; half of them go, two from each end in turn.
+    edge.hostnames = hostnames("app", 80);
+    let sorted: Vec<String> = edge.hostnames.iter().cloned().collect();
+    let (report, _) = env
+        .sync_from(&zone(vec![edge.clone()]), None, &|| true)
+        .await;
+    assert_eq!(env.sim.calls(Operation::BatchDnsRecords), 4);
+    assert_eq!(report.left_to_next, 40);
+    let has_cname = |name: &String| env.record("CNAME", name).is_some();
+    assert!(sorted[..20].iter().all(has_cname), "the oldest quarter");
+    assert!(sorted[60..].iter().all(has_cname), "the newest quarter");
+    assert!(!sorted[20..60].iter().any(has_cname), "the middle waits");
+}
