@@ -1,8 +1,9 @@
 //! Work that waits for the budget coalesces (docs/design.md §3.12): a configuration push is
 //! rendered when the pacer lets it go, so routes that arrive while it waits go in that one push;
 //! a push to a tunnel cftunnel created reads nothing before it, merging onto what cftunnel last
-//! pushed or read there (so a rule a drift check found stays); and a tunnel deleted while its
-//! push waits makes no push.
+//! pushed or read there (so a rule a drift check found stays); a new tunnel with no route yet
+//! is pushed once, with its route, while a backlog waits; and a tunnel deleted while its push
+//! waits makes no push.
 use std::time::Duration;
 
 use cftunnel_sim::Operation;
