@@ -53,8 +53,8 @@ pub(crate) fn pushes<K: TunnelKindAdapter>(obj: &K, spec: &TunnelSpec) -> bool {
 /// rules of hostnames cftunnel owns — those it routes now and those it pushed before
 /// (`status.configHostnames`) — are replaced; other clusters' and the dashboard's rules stay.
 /// The document is read first, except for a tunnel this term created whose configuration it
-/// saw within the drift interval (`term::created`, `options::copy_max_age`): a new tunnel's empty one, or what its last
-/// push or drift check left there.
+/// saw within the drift interval (`term::created`, `options::copy_max_age`): a new tunnel's
+/// empty one, or what its last push or drift check left there.
 ///
 /// The PUT's rules are rendered when the pacer lets it go, not when it started waiting: routes
 /// that arrived during a wait behind a backlog go in this push instead of one push each. A

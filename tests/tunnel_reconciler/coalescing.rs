@@ -60,6 +60,20 @@ fn wanted_rules(h: &Harness) -> Vec<(String, String)> {
     wanted
 }
 
+/// Waits until the rule of `app0` (the first route [`bind`] makes) is in the tunnel's pushed
+/// configuration.
+async fn wait_first_route_pushed(h: &Harness, id: &str) {
+    let route = (
+        format!("app0.{ZONE}"),
+        format!("http://web.{}.svc:80", h.ns),
+    );
+    poll_until("the route pushed", WAIT, POLL, || async {
+        pushed_rules(h, id).contains(&route).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; Cloudflare holds {:?}", pushed_rules(h, id)));
+}
+
 /// The id recorded in the tunnel's status (recorded before its first push).
 async fn recorded_id(h: &Harness) -> String {
     poll_until("the tunnel id in status", WAIT, POLL, || async {
@@ -165,15 +179,7 @@ async fn a_rule_a_drift_check_found_in_a_created_tunnel_stays_through_a_push_tha
     // Within the drift interval of that read (the next is 18 s or more away), the route's push
     // merges onto what it read, and reads nothing.
     bind(&h, 0).await;
-    let route = (
-        format!("app0.{ZONE}"),
-        format!("http://web.{}.svc:80", h.ns),
-    );
-    poll_until("the route pushed", WAIT, POLL, || async {
-        pushed_rules(&h, &id).contains(&route).then_some(())
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}; Cloudflare holds {:?}", pushed_rules(&h, &id)));
+    wait_first_route_pushed(&h, &id).await;
     assert_eq!(
         h.sim.calls(Operation::GetConfiguration),
         reads,
@@ -245,15 +251,7 @@ async fn a_new_tunnel_with_no_route_yet_is_pushed_once_its_route_arrives_while_a
         "edge, with no route, was not pushed while changes waited"
     );
     bind(&h, 0).await;
-    let route = (
-        format!("app0.{ZONE}"),
-        format!("http://web.{}.svc:80", h.ns),
-    );
-    poll_until("edge's route pushed", WAIT, POLL, || async {
-        pushed_rules(&h, &id).contains(&route).then_some(())
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}; Cloudflare holds {:?}", pushed_rules(&h, &id)));
+    wait_first_route_pushed(&h, &id).await;
     assert_eq!(
         sim_tunnel(&h, &id).config_version,
         1,
