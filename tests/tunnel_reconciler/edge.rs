@@ -88,8 +88,13 @@ async fn a_tunnel_down_at_the_edge_is_told_in_status_condition_event_and_metric_
     let id = ready_tunnel(&h).await;
 
     // No cloudflared connected yet: never connected, no Event.
-    let inactive = wait_edge(&h, "inactive", ("False", "Inactive")).await;
-    let connectors = inactive.connectors.expect("status.connectors");
+    wait_edge(&h, "inactive", ("False", "Inactive")).await;
+    // The connectors' count comes from the Deployment's watch and may land after the edge's word.
+    let connectors = poll_until("status.connectors", WAIT, POLL, || async {
+        h.tunnels().get("edge").await.ok()?.status?.connectors
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     // No node runs the pods here: none is ready.
     assert_eq!(connectors.ready, 0, "{connectors:?}");
     assert!(connectors.desired >= 1, "{connectors:?}");
