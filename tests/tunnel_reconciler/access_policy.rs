@@ -128,6 +128,16 @@ pub(crate) async fn wait_first_target(
     policy: &str,
     reason: &str,
 ) -> cftunnel_types::access_policy::TargetStatus {
+    wait_first_target_where(h, policy, reason, |_| true).await
+}
+
+/// The policy's first target once it has `reason` and `also` holds for it.
+pub(crate) async fn wait_first_target_where(
+    h: &Harness,
+    policy: &str,
+    reason: &str,
+    also: impl Fn(&cftunnel_types::access_policy::TargetStatus) -> bool,
+) -> cftunnel_types::access_policy::TargetStatus {
     poll_until(
         &format!("AccessPolicy {policy}'s first target {reason}"),
         WAIT,
@@ -135,7 +145,7 @@ pub(crate) async fn wait_first_target(
         || async {
             let p = policies(h).get(policy).await.ok()?;
             let target = p.status?.targets?.into_iter().next()?;
-            (target.reason.as_deref() == Some(reason)).then_some(target)
+            (target.reason.as_deref() == Some(reason) && also(&target)).then_some(target)
         },
     )
     .await
@@ -635,20 +645,10 @@ async fn a_catch_all_target_is_refused_without_a_cloudflare_call() {
     wait_app(&h, "shop.example.com").await;
     // The pass that made shop's application writes its status after Cloudflare answered, and
     // an earlier pass (one piece of work each) may already have refused the catch-all.
-    let refused = poll_until(
-        "staff's refused target with shop recorded",
-        WAIT,
-        POLL,
-        || async {
-            let p = policies(&h).get("staff").await.ok()?;
-            let target = p.status?.targets?.into_iter().next()?;
-            (target.reason.as_deref() == Some("CatchAllNotProtectable")
-                && !target.hostnames.is_empty())
-            .then_some(target)
-        },
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    let refused = wait_first_target_where(&h, "staff", "CatchAllNotProtectable", |t| {
+        !t.hostnames.is_empty()
+    })
+    .await;
     let message = refused.message.unwrap_or_default();
     assert!(message.contains("give the rule a hostname"), "{message}");
     let recorded: Vec<_> = refused
