@@ -329,6 +329,37 @@ async fn crds_from_the_options_are_served_when_start_returns() {
 }
 
 #[tokio::test]
+async fn a_taken_api_server_port_is_left_for_a_free_one() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("hold a port");
+    let taken_port = taken.local_addr().expect("its address").port();
+    let plane = ControlPlane::start(ControlPlaneOptions {
+        apiserver_port: Some(taken_port),
+        ..ControlPlaneOptions::default()
+    })
+    .await
+    .expect("the plane starts on another port");
+    let url = plane.server_url().to_string();
+    assert_ne!(url, format!("https://127.0.0.1:{taken_port}"));
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(plane.admin_client().expect("client"));
+    namespaces
+        .get("default")
+        .await
+        .expect("the admin reaches the API server at its new port");
+    let output = plane
+        .kubectl()
+        .args(["get", "namespace", "default", "-o", "name"])
+        .output()
+        .expect("kubectl");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "namespace/default"
+    );
+    plane.stop().await;
+    drop(taken);
+}
+
+#[tokio::test]
 async fn extra_apiserver_args_enable_owner_references_permission_enforcement() {
     let plane = plane().await;
     let ns = plane.create_namespace("ownerref").await.expect("namespace");

@@ -46,7 +46,7 @@ async fn a_go_operator_cluster_switches_to_cftunnel_without_losing_a_route_or_a_
         extra_apiserver_args: vec![
             "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".into(),
         ],
-        node: None,
+        ..ControlPlaneOptions::default()
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));

@@ -57,7 +57,7 @@ async fn plane() -> &'static ControlPlane {
             audit_args(audit_dir()).expect("audit policy"),
         ]
         .concat(),
-        node: None,
+        ..ControlPlaneOptions::default()
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"))

@@ -98,12 +98,9 @@ impl Cloudflare {
     }
 }
 
-/// A free loopback port (released at once; good enough for a test's own listener).
+/// A free loopback port, below the range outbound connections take theirs from.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+    cftunnel_testenv::free_port().expect("free port")
 }
 
 /// `cftunnel run` in its own process, watching one namespace, against the simulator.

@@ -2,7 +2,7 @@
 //! racing end with one CA injected everywhere, a CA rotation keeps both CAs, and `cftunnel run`
 //! serves the certificate it keeps in its Secret.
 use std::io::Read as _;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
@@ -176,8 +176,8 @@ impl Drop for Running {
 }
 
 fn free_addr() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("address")
+    let port = cftunnel_testenv::free_port().expect("free port");
+    SocketAddr::from(([127, 0, 0, 1], port))
 }
 
 /// The leaf certificate a TLS handshake with `addr` for `HOST` presents, trusting `bundle`.

@@ -23,7 +23,7 @@ pub async fn plane() -> &'static ControlPlane {
         extra_apiserver_args: vec![
             "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".to_string(),
         ],
-        node: None,
+        ..ControlPlaneOptions::default()
     })
     .await
     {

@@ -62,7 +62,7 @@ async fn plane() -> &'static ControlPlane {
         extra_apiserver_args: vec![
             "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".into(),
         ],
-        node: None,
+        ..ControlPlaneOptions::default()
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));

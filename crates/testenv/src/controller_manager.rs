@@ -5,7 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::TestEnvError;
-use super::process::{ManagedProcess, free_port, on_free_ports, wait_healthz};
+use super::free_port;
+use super::process::{ManagedProcess, on_free_ports, wait_healthz};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 

@@ -4,7 +4,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::TestEnvError;
-use super::process::{ManagedProcess, free_port, on_free_ports, wait_ready};
+use super::free_port;
+use super::process::{ManagedProcess, on_free_ports, wait_ready};
 
 /// etcd normally answers `/health` within a second; the margin is for loaded CI machines.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);

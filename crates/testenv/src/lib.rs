@@ -10,6 +10,7 @@ mod controller_manager;
 mod etcd;
 pub mod node;
 mod plane;
+mod ports;
 mod process;
 pub mod registration;
 mod shared;
@@ -25,6 +26,7 @@ pub use binaries::{Binaries, K8S_VERSION};
 pub use certs::{IssuedCert, TestCa};
 pub use node::{Node, NodeOptions};
 pub use plane::{ControlPlane, ControlPlaneOptions};
+pub use ports::free_port;
 pub use shared::shared;
 pub use users::{TestUser, render_kubeconfig};
 

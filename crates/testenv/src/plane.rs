@@ -14,9 +14,10 @@ use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 
 use super::binaries::Binaries;
-use super::certs::{TestCa, generate_key_pair_pem};
+use super::certs::{IssuedCert, TestCa, generate_key_pair_pem};
+use super::free_port;
 use super::node::{self, Node, NodeOptions};
-use super::process::{ManagedProcess, free_port, while_port_taken};
+use super::process::{ManagedProcess, PORT_ATTEMPTS, port_was_taken, while_port_taken};
 use super::supervisor::Watchdog;
 use super::users::{Credentials, TestUser, write, write_user_files};
 use super::{TestEnvError, apiserver, controller_manager, etcd, install_crypto_provider, webhook};
@@ -36,6 +37,9 @@ pub struct ControlPlaneOptions {
     /// Run a real node (containerd, kubelet, kube-scheduler; implies the controller manager).
     /// Only inside the private namespaces of `node::rerun_in_private_namespaces`.
     pub node: Option<NodeOptions>,
+    /// The port kube-apiserver is tried on first (normally a free one is picked). While a port
+    /// is taken, kube-apiserver starts again on a fresh one.
+    pub apiserver_port: Option<u16>,
 }
 
 impl ControlPlaneOptions {
@@ -106,7 +110,10 @@ impl ControlPlane {
         };
         let ca = TestCa::new("cftunnel-local-ca")?;
         let ca_cert = dir.join("ca.crt");
-        let port = free_port()?;
+        let port = match options.apiserver_port {
+            Some(port) => port,
+            None => free_port()?,
+        };
         let server = format!("https://127.0.0.1:{port}");
         let issued_admin = ca.issue_client_cert("admin", &["system:masters"])?;
         let (admin, admin_kubeconfig) = write_user_files(
@@ -168,17 +175,34 @@ impl ControlPlane {
         plane.etcd_url = etcd_url.clone();
         plane.processes.push(etcd.process);
 
+        // The port was free when picked; another test's socket may have taken it since. Then
+        // kube-apiserver exits with `address already in use` (CI saw it) and starts again on a
+        // fresh port, the admin's kubeconfig rewritten to name it.
+        let mut port = port;
+        let mut attempt = 1;
+        let process = loop {
+            let client = plane.admin_client()?;
+            let started = apiserver::start(
+                &plane.binaries.apiserver,
+                &dir,
+                &files,
+                &etcd_url,
+                port,
+                &options.extra_apiserver_args,
+                client,
+            )
+            .await;
+            match started {
+                Err(e) if attempt < PORT_ATTEMPTS && port_was_taken(&e) => {
+                    attempt += 1;
+                    port = free_port()?;
+                    plane.use_port(port, &issued_admin)?;
+                }
+                other => break other?,
+            }
+        };
+        plane.processes.push(process);
         let admin_client = plane.admin_client()?;
-        let process = apiserver::start(
-            &plane.binaries.apiserver,
-            &dir,
-            &files,
-            &etcd_url,
-            port,
-            &options.extra_apiserver_args,
-            admin_client.clone(),
-        );
-        plane.processes.push(process.await?);
         plane.apiserver = Some(ApiServerLaunch {
             files: files.clone(),
             port,
@@ -230,6 +254,23 @@ impl ControlPlane {
         }
         plane.startup = began.elapsed();
         Ok(plane)
+    }
+
+    /// Names `https://127.0.0.1:<port>` as the API server, in the admin's kubeconfig too.
+    fn use_port(&mut self, port: u16, issued_admin: &IssuedCert) -> Result<(), TestEnvError> {
+        self.server = format!("https://127.0.0.1:{port}");
+        let (admin, kubeconfig) = write_user_files(
+            &self.dir,
+            "admin",
+            "admin",
+            &self.server,
+            &self.ca_cert,
+            self.ca.cert_der(),
+            issued_admin,
+        )?;
+        self.admin = admin;
+        self.admin_kubeconfig = kubeconfig;
+        Ok(())
     }
 
     /// A fresh admin (`system:masters`) configuration; build one client per tokio runtime.

@@ -2,7 +2,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -174,10 +173,10 @@ pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
 }
 
 /// How many times a component is started on fresh ports when the ones it was given were taken.
-const PORT_ATTEMPTS: u32 = 5;
+pub(crate) const PORT_ATTEMPTS: u32 = 5;
 
-/// Runs `start`, which picks its ports with [`free_port`], again (up to [`PORT_ATTEMPTS`] in all)
-/// while it fails because a port was taken. A port from [`free_port`] is only free until the
+/// Runs `start`, which picks its ports with [`crate::free_port`], again (up to [`PORT_ATTEMPTS`] in all)
+/// while it fails because a port was taken. A port from [`crate::free_port`] is only free until the
 /// process binds it; in between, any socket of another test on this machine may take it as its
 /// ephemeral port (CI saw etcd exit with `bind: address already in use`).
 pub(crate) async fn on_free_ports<T, F, Fut>(start: F) -> Result<T, TestEnvError>
@@ -213,19 +212,8 @@ where
 }
 
 /// Whether a component exited because a port it was to listen on was in use.
-fn port_was_taken(error: &TestEnvError) -> bool {
+pub(crate) fn port_was_taken(error: &TestEnvError) -> bool {
     matches!(error, TestEnvError::ProcessExited { log_tail, .. } if log_tail.contains("address already in use"))
-}
-
-/// A loopback port that was free a moment ago (bound to port 0, then released).
-pub(crate) fn free_port() -> Result<u16, TestEnvError> {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| TestEnvError::io("reserving a loopback port", e))?;
-    let port = listener
-        .local_addr()
-        .map_err(|e| TestEnvError::io("reading a reserved port", e))?
-        .port();
-    Ok(port)
 }
 
 #[cfg(test)]

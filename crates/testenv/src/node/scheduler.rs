@@ -4,7 +4,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::super::TestEnvError;
-use super::super::process::{ManagedProcess, free_port, on_free_ports, wait_healthz};
+use super::super::free_port;
+use super::super::process::{ManagedProcess, on_free_ports, wait_healthz};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
