@@ -1,10 +1,12 @@
 //! The records a group's last sync left, kept for its next sync (docs/design.md §3.12).
 //!
 //! A sync reads the zone's candidate records (every page of them: at 10,000 hostnames twenty
-//! pages), plans and writes, and keeps its copy in step with every answer. While routes keep
-//! arriving (a first sync), the next sync of the group follows seconds later; reading the same
-//! pages again would tell it only what its own writes said. So a sync that wrote without an
-//! error hands its copy to the next, which starts from it instead of reading, as long as:
+//! pages), plans and writes, and keeps its copy in step with every answer. Reading the same
+//! pages again for the group's next sync would tell it only what its own writes said: while
+//! routes keep arriving (a first sync) that next sync follows seconds later, and at rest a
+//! single route added to a zone of 10,000 hostnames paid twenty reads (about 6 s at the default
+//! pace) for one batch. So a sync without a failed write hands its copy to the next, which
+//! starts from it instead of reading, as long as:
 //! - the next sync is for a change of the group's input (a drift sync, and a retry after
 //!   problems, read the zone: they look for what others did);
 //! - the group lost no tunnel (a deletion cleans records apart from the DNS task) and every
@@ -12,13 +14,16 @@
 //!   cftunnel writes; an adopted or existing tunnel may have records to find);
 //! - the copy was read less than one drift interval ago (ten minutes with drift checks off):
 //!   between drift checks a clean group trusts its records as written, and so does the copy.
+//!   Each drift sync reads afresh and leaves its own copy, so with drift checks on a route at
+//!   rest is mostly served from one.
 //!
 //! What the copy cannot see stays handled as in a sync that read: a name taken meanwhile by
 //! someone else fails its create with "record exists", and the sync reads that name and plans
 //! it again (`zone.rs`); a record deleted meanwhile answers 404, which counts as done.
 //!
-//! A sync that wrote nothing keeps no copy: at rest (after a restart's sync, between drift
-//! checks) nothing is held.
+//! The price is memory at rest: each group holds its tunnels' candidate records between syncs
+//! (20,000 records in all at 1,000 tunnels × 10 routes; BENCHMARKS.md, "A route at rest"). A
+//! first sync, whose every group wrote, holds them all at its end already.
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 

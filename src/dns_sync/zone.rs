@@ -75,8 +75,8 @@ pub async fn sync_zone(
 
 /// [`sync_zone`], starting from the records the group's last sync left (`known`, when it
 /// serves this sync: [`KnownRecords::serves`]) instead of reading them. Returns, with the
-/// report, what this sync leaves for the next: its records as its writes left them, when it
-/// wrote and no write failed. `more_coming` answers whether another sync of the group is
+/// report, what this sync leaves for the next: its records as its writes left them, when no
+/// write failed. `more_coming` answers whether another sync of the group is
 /// already on its way (the input changed since this one began): the `DnsId` patches of the
 /// TXTs this sync created are then left to it, to travel with its first batch.
 pub async fn sync_zone_from(
@@ -172,7 +172,9 @@ pub async fn sync_zone_from(
         "DNS sync done"
     );
     let failed = run.reports.iter().any(|r| !r.errors.is_empty());
-    let known = (run.writes > 0 && !failed).then(|| KnownRecords {
+    // Kept whether or not it wrote: at rest too, the next route's sync starts from it
+    // (`known.rs`).
+    let known = (!failed).then(|| KnownRecords {
         records: std::mem::take(&mut run.mirror),
         tunnel_ids: tunnel_ids(zone),
         read_at,

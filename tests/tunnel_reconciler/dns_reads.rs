@@ -108,3 +108,37 @@ async fn routes_arriving_while_syncs_wait_at_the_pacer_all_land_with_their_dns_i
         "{batches} batches for {ROUTES} routes arriving one by one"
     );
 }
+
+#[tokio::test]
+async fn a_route_added_at_rest_after_a_restart_reads_no_page() {
+    let mut h = Harness::start("tr-dns-rest").await;
+    ready_edge(&h).await;
+    bind(&h, 0).await;
+    wait_dns_ids(&h, 1).await;
+    let before = h.sim.calls(Operation::ListDnsRecords);
+    // A new term syncs the zone from a read (a page of CNAMEs, a page of TXTs) and writes
+    // nothing: the copy it keeps serves the next route's sync.
+    h.start_operator();
+    let at_rest = poll_until(
+        "the restart's sync to read the zone",
+        WAIT,
+        POLL,
+        || async {
+            let reads = h.sim.calls(Operation::ListDnsRecords);
+            (reads >= before + 2).then_some(reads)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    bind(&h, 1).await;
+    wait_dns_ids(&h, 2).await;
+    assert_eq!(
+        h.sim.calls(Operation::ListDnsRecords),
+        at_rest,
+        "the route's sync started from the restart's copy, with no read"
+    );
+    for i in 0..2 {
+        let found = records(&h, &format!("app{i}.{ZONE}"));
+        assert_eq!(found.len(), 1, "app{i}: {found:?}");
+    }
+}
