@@ -195,13 +195,22 @@ pub fn report(
     let single = phases.single;
     let _ = writeln!(
         w,
-        "one route added at rest ({}): its CNAME after {:.1} s{}",
+        "one route added at rest ({}): its CNAME after {:.1} s{}; its calls: {}",
         single.hostname,
         secs(single.dns),
         single
             .pushed
             .map(|p| format!(", in the pushed configuration after {:.1} s", secs(p)))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        match single.calls.is_empty() {
+            true => "none".to_string(),
+            false => single
+                .calls
+                .iter()
+                .map(|(op, n)| format!("{op:?} {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
     );
     let _ = writeln!(
         w,

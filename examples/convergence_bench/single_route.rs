@@ -2,18 +2,26 @@
 //! create until its CNAME exists, and for a remotely-managed tunnel until its rule is in the
 //! tunnel's configuration too. The latency a user sees for a new application on a quiet
 //! operator.
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use cftunnel_sim::Simulator;
+use cftunnel_sim::{Operation, Simulator};
 use cftunnel_types::TunnelBinding;
 use cftunnel_types::gateway::HTTPRoute;
 use kube::Client;
 use serde_json::json;
 
-use super::{POLL, Plan, ZONE, create_object, object};
+use super::{POLL, Plan, ZONE, calls_by_operation, create_object, object};
 
 /// How long the route may take before the benchmark gives up on it.
 const GIVE_UP: Duration = Duration::from_secs(300);
+
+/// After the route is at Cloudflare, its calls are counted once none came for this long (its
+/// TXT's `DnsId` patch follows its records).
+const ROUTE_QUIET: Duration = Duration::from_secs(5);
+
+/// The longest wait for that quiet: a drift check may keep calls coming.
+const COUNT_LIMIT: Duration = Duration::from_secs(60);
 
 pub struct SingleRoute {
     pub hostname: String,
@@ -21,6 +29,8 @@ pub struct SingleRoute {
     pub dns: Duration,
     /// From the create until its rule was in the pushed configuration (remote tunnels).
     pub pushed: Option<Duration>,
+    /// The Cloudflare calls from the create until they stopped (see [`ROUTE_QUIET`]).
+    pub calls: BTreeMap<Operation, u64>,
 }
 
 /// Adds one route to the plan's last tunnel and waits for it at Cloudflare.
@@ -50,6 +60,7 @@ pub async fn measure(client: &Client, sim: &Simulator, plan: &Plan) -> anyhow::R
     };
     let remote = plan.config_source == "Cloudflare";
     let cloudflare_name = format!("{ns}-{tunnel}");
+    let before = calls_by_operation(sim);
     let started = Instant::now();
     create_object(client, route).await?;
     let (mut dns, mut pushed) = (None, None);
@@ -74,11 +85,35 @@ pub async fn measure(client: &Client, sim: &Simulator, plan: &Plan) -> anyhow::R
     if remote && pushed.is_none() {
         anyhow::bail!("{hostname} was not pushed in {GIVE_UP:?}");
     }
+    let calls = calls_since(sim, &before).await;
     Ok(SingleRoute {
         hostname,
         dns,
         pushed,
+        calls,
     })
+}
+
+/// The calls made since `before`, once none came for [`ROUTE_QUIET`] (or after
+/// [`COUNT_LIMIT`]).
+async fn calls_since(
+    sim: &Simulator,
+    before: &BTreeMap<Operation, u64>,
+) -> BTreeMap<Operation, u64> {
+    let started = Instant::now();
+    let (mut last, mut last_change) = (sim.total_calls(), Instant::now());
+    while last_change.elapsed() < ROUTE_QUIET && started.elapsed() < COUNT_LIMIT {
+        tokio::time::sleep(POLL).await;
+        let now = sim.total_calls();
+        if now != last {
+            (last, last_change) = (now, Instant::now());
+        }
+    }
+    calls_by_operation(sim)
+        .into_iter()
+        .map(|(op, n)| (op, n.saturating_sub(before.get(&op).copied().unwrap_or(0))))
+        .filter(|(_, n)| *n > 0)
+        .collect()
 }
 
 /// Is `hostname` in the configuration of the live tunnel named `name`?
