@@ -750,12 +750,17 @@ impl Phase {
     }
 
     fn breakdown(&self) -> String {
-        self.calls
-            .iter()
-            .map(|(op, n)| format!("{op:?} {n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        breakdown(&self.calls)
     }
+}
+
+/// `calls` as `Operation n, …` (empty when there are none).
+fn breakdown(calls: &BTreeMap<Operation, u64>) -> String {
+    calls
+        .iter()
+        .map(|(op, n)| format!("{op:?} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `target/<profile>/cftunnel`, next to `target/<profile>/examples/`.

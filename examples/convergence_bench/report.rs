@@ -11,7 +11,7 @@ use super::first_sync::FirstSync;
 use super::single_route::SingleRoute;
 use super::steady::Steady;
 use super::svg::{Chart, render};
-use super::{Args, Phase, Plan, budget, samples};
+use super::{Args, Phase, Plan, breakdown, budget, samples};
 
 /// The measured phases after the first sync.
 pub struct Phases<'a> {
@@ -204,12 +204,7 @@ pub fn report(
             .unwrap_or_default(),
         match single.calls.is_empty() {
             true => "none".to_string(),
-            false => single
-                .calls
-                .iter()
-                .map(|(op, n)| format!("{op:?} {n}"))
-                .collect::<Vec<_>>()
-                .join(", "),
+            false => breakdown(&single.calls),
         }
     );
     let _ = writeln!(
