@@ -26,6 +26,16 @@ fn slow_pace(options: &mut cftunnel::term::ControllerOptions) {
     };
 }
 
+/// One call per thirty seconds after the first: the five routes a test creates one by one, a
+/// second and a half apart, are all in the table well before the push that waits for the next
+/// call, even when the machine is busy and each create takes a while.
+fn slower_pace(options: &mut cftunnel::term::ControllerOptions) {
+    options.cloudflare_budget = cftunnel_cloudflare::Budget {
+        requests: 3,
+        window: Duration::from_secs(60),
+    };
+}
+
 async fn create_remote_edge(h: &Harness) {
     h.create_api_secret(API_SECRET, &[("CLOUDFLARE_API_TOKEN", TOKEN)])
         .await;
@@ -117,17 +127,22 @@ async fn routes_that_arrive_while_the_first_push_waits_go_in_it_with_no_read_bef
 
 #[tokio::test]
 async fn routes_added_while_a_push_waits_for_its_turn_all_go_in_that_push() {
-    let h = Harness::start_with("tr-coalesce-wait", slow_pace).await;
+    let h = Harness::start_with("tr-coalesce-wait", slower_pace).await;
     create_remote_edge(&h).await;
     let tunnel = h.wait_reason(&h.tunnels(), "edge", "Ready").await;
     let id = tunnel.status.and_then(|s| s.tunnel_id).expect("tunnel id");
     let puts = h.sim.calls(Operation::PutConfiguration);
-    // The first route starts a reconcile whose push waits at the pacer (a call every ten
+    // The first route starts a reconcile whose push waits at the pacer (a call every thirty
     // seconds); the others arrive one by one while it waits, each its own route table.
     for i in 0..HOSTNAMES {
         bind(&h, i).await;
         tokio::time::sleep(Duration::from_millis(1500)).await;
     }
+    assert_eq!(
+        h.sim.calls(Operation::PutConfiguration),
+        puts,
+        "the test's premise: the push still waited at the pacer when the last route was made"
+    );
     let wanted = wanted_rules(&h);
     poll_until("every route pushed", WAIT, POLL, || async {
         let mut held = pushed_rules(&h, &id);
