@@ -21,9 +21,10 @@ use std::time::Duration;
 use cftunnel::leader::LeaderState;
 use harness::{Candidate, Ledger, fast_config, plane, read_record, wait_record};
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, PostParams};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::{Api, Client};
 use proxy::CuttableProxy;
+use serde_json::json;
 
 const LEASE: &str = "leader";
 
@@ -187,13 +188,11 @@ async fn a_leader_whose_lease_is_taken_stops_at_once_and_waits() {
     a.wait_for(LeaderState::Leading, "a leads").await;
 
     let leases: Api<Lease> = Api::namespaced(admin.clone(), &ns);
-    let mut lease = leases.get(LEASE).await.expect("lease");
-    if let Some(spec) = lease.spec.as_mut() {
-        spec.holder_identity = Some("intruder".into());
-        spec.lease_duration_seconds = Some(3600);
-    }
+    // A merge patch carries no resourceVersion: a replace of what the test read would conflict
+    // with a's renewal (every 250 ms) whenever one landed between the read and the write.
+    let steal = json!({"spec": {"holderIdentity": "intruder", "leaseDurationSeconds": 3600}});
     leases
-        .replace(LEASE, &PostParams::default(), &lease)
+        .patch(LEASE, &PatchParams::default(), &Patch::Merge(&steal))
         .await
         .expect("steal the lease");
     a.wait_stopped_leading("a stops when the lease names another holder")

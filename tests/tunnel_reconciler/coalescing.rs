@@ -167,7 +167,9 @@ async fn routes_added_while_a_push_waits_for_its_turn_all_go_in_that_push() {
 #[tokio::test]
 async fn a_rule_a_drift_check_found_in_a_created_tunnel_stays_through_a_push_that_reads_nothing() {
     let h = Harness::start_with("tr-coalesce-seen", |options| {
-        options.drift_interval = Duration::from_secs(20);
+        // Long enough that the route's create and push, on a busy machine, come well within
+        // the drift check's read (it serves for a drift interval) and before the next check.
+        options.drift_interval = Duration::from_secs(60);
     })
     .await;
     create_remote_edge(&h).await;
@@ -191,7 +193,7 @@ async fn a_rule_a_drift_check_found_in_a_created_tunnel_stays_through_a_push_tha
     .await
     .unwrap_or_else(|e| panic!("{e}"));
     let reads = h.sim.calls(Operation::GetConfiguration);
-    // Within the drift interval of that read (the next is 18 s or more away), the route's push
+    // Within the drift interval of that read (the next is 54 s or more away), the route's push
     // merges onto what it read, and reads nothing.
     bind(&h, 0).await;
     wait_first_route_pushed(&h, &id).await;
@@ -216,6 +218,11 @@ async fn a_tunnel_deleted_while_its_push_waits_makes_no_push() {
         .delete("edge", &DeleteParams::default())
         .await
         .expect("delete the tunnel");
+    assert_eq!(
+        h.sim.calls(Operation::PutConfiguration),
+        0,
+        "the test's premise: the push still waited at the pacer when the tunnel was deleted"
+    );
     poll_until("the tunnel deleted at Cloudflare", WAIT, POLL, || async {
         sim_tunnel(&h, &id).deleted_at.map(|_| ())
     })

@@ -47,6 +47,17 @@ fn dns_id_and_cname(h: &Harness, hostname: &str) -> (Option<String>, Option<Stri
     (dns_id, cname)
 }
 
+/// Waits until the `_managed` TXT of `hostname` names its CNAME's id: the sync that created
+/// them is done, its `DnsId` patch too (it may ride with a later batch, `dns_sync/batched.rs`).
+pub(crate) async fn wait_dns_id(h: &Harness, hostname: &str) {
+    poll_until("the TXT naming its CNAME", WAIT, POLL, || async {
+        let (dns_id, cname) = dns_id_and_cname(h, hostname);
+        (cname.is_some() && dns_id == cname).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {hostname}; zone holds {:?}", h.sim.dns_records(ZONE)));
+}
+
 /// Every hostname's TXT names its CNAME's id.
 async fn wait_dns_ids(h: &Harness, count: usize) {
     poll_until("every TXT naming its CNAME", WAIT, POLL, || async {

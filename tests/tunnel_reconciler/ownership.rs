@@ -268,12 +268,9 @@ async fn a_tunnel_whose_finalizer_was_stripped_lets_its_namespace_go() {
         .delete(&h.ns, &DeleteParams::default())
         .await
         .expect("delete namespace");
-    poll_until(
-        "the namespace gone",
-        Duration::from_secs(60),
-        POLL,
-        || async { matches!(namespaces.get_opt(&h.ns).await, Ok(None)).then_some(()) },
-    )
+    poll_until("the namespace gone", WAIT, POLL, || async {
+        matches!(namespaces.get_opt(&h.ns).await, Ok(None)).then_some(())
+    })
     .await
     .unwrap_or_else(|e| panic!("{e}: the API Secret guard must be released"));
 }

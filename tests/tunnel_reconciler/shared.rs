@@ -142,12 +142,9 @@ async fn the_last_route_of_a_tunnel_deleted_while_cftunnel_is_stopped_loses_its_
         .await
         .expect("delete the binding");
     h.start_operator();
-    poll_until(
-        "the records gone after the start",
-        Duration::from_secs(60),
-        POLL,
-        || async { h.sim.dns_records(ZONE).is_empty().then_some(()) },
-    )
+    poll_until("the records gone after the start", WAIT, POLL, || async {
+        h.sim.dns_records(ZONE).is_empty().then_some(())
+    })
     .await
     .unwrap_or_else(|e| panic!("{e}: {:?}", h.sim.dns_records(ZONE)));
 }
