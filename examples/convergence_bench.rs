@@ -281,7 +281,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         QUIET.as_secs()
     );
     // Counted apart: the restart's calls are measured above, the steady window starts after.
-    let single = single_route::measure(&client, &sim, &plan).await?;
+    let single = single_route::measure(&client, &sim, &plan, &operator).await?;
     println!(
         "  one route added at rest: its CNAME after {:.1}s{}",
         single.dns.as_secs_f64(),

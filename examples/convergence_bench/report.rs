@@ -209,6 +209,12 @@ pub fn report(
     );
     let _ = writeln!(
         w,
+        "operator resident at rest: {} MiB once the restart settled, {} MiB after the route",
+        mib(single.resident_kib.0),
+        mib(single.resident_kib.1)
+    );
+    let _ = writeln!(
+        w,
         "DNS write requests: first convergence {}, restart {}",
         first.dns_writes(),
         restart.dns_writes()

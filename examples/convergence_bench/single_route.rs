@@ -11,7 +11,7 @@ use cftunnel_types::gateway::HTTPRoute;
 use kube::Client;
 use serde_json::json;
 
-use super::{POLL, Plan, ZONE, calls_by_operation, create_object, object};
+use super::{Operator, POLL, Plan, ZONE, calls_by_operation, create_object, object};
 
 /// How long the route may take before the benchmark gives up on it.
 const GIVE_UP: Duration = Duration::from_secs(300);
@@ -31,10 +31,19 @@ pub struct SingleRoute {
     pub pushed: Option<Duration>,
     /// The Cloudflare calls from the create until they stopped (see [`ROUTE_QUIET`]).
     pub calls: BTreeMap<Operation, u64>,
+    /// The operator's resident memory (KiB) at rest: before the route (the restart settled and
+    /// the webhook's requests at rest answered), and once the route's calls stopped. What the operator keeps between syncs (the
+    /// records each DNS group's last sync left for its next, docs/design.md §3.12) is in both.
+    pub resident_kib: (u64, u64),
 }
 
 /// Adds one route to the plan's last tunnel and waits for it at Cloudflare.
-pub async fn measure(client: &Client, sim: &Simulator, plan: &Plan) -> anyhow::Result<SingleRoute> {
+pub async fn measure(
+    client: &Client,
+    sim: &Simulator,
+    plan: &Plan,
+    operator: &Operator,
+) -> anyhow::Result<SingleRoute> {
     let (ns, tunnel) = plan
         .tunnels()
         .pop()
@@ -60,6 +69,7 @@ pub async fn measure(client: &Client, sim: &Simulator, plan: &Plan) -> anyhow::R
     };
     let remote = plan.config_source == "Cloudflare";
     let cloudflare_name = format!("{ns}-{tunnel}");
+    let resident_before = operator.rss_kib();
     let before = calls_by_operation(sim);
     let started = Instant::now();
     create_object(client, route).await?;
@@ -91,6 +101,7 @@ pub async fn measure(client: &Client, sim: &Simulator, plan: &Plan) -> anyhow::R
         dns,
         pushed,
         calls,
+        resident_kib: (resident_before, operator.rss_kib()),
     })
 }
 
