@@ -22,8 +22,9 @@
 //! it again (`zone.rs`); a record deleted meanwhile answers 404, which counts as done.
 //!
 //! The price is memory at rest: each group holds its tunnels' candidate records between syncs
-//! (20,000 records in all at 1,000 tunnels × 10 routes; BENCHMARKS.md, "A route at rest"). A
-//! first sync, whose every group wrote, holds them all at its end already.
+//! (20,000 records in all at 1,000 tunnels × 10 routes, 7–8 MiB of resident memory after a
+//! restart; BENCHMARKS.md, "What the copy costs at rest"). A first sync, whose every group
+//! wrote, holds them all at its end already.
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
