@@ -32,8 +32,9 @@ pub struct SingleRoute {
     /// The Cloudflare calls from the create until they stopped (see [`ROUTE_QUIET`]).
     pub calls: BTreeMap<Operation, u64>,
     /// The operator's resident memory (KiB) at rest: before the route (the restart settled and
-    /// the webhook's requests at rest answered), and once the route's calls stopped. What the operator keeps between syncs (the
-    /// records each DNS group's last sync left for its next, docs/design.md §3.12) is in both.
+    /// the webhook's requests at rest answered), and once the route's calls stopped. What the
+    /// operator keeps between syncs (the records each DNS group's last sync left for its next,
+    /// docs/design.md §3.12) is in both.
     pub resident_kib: (u64, u64),
 }
 
